@@ -1,0 +1,73 @@
+//! One error type for every lab. Its `Display` is the one clear line the user sees.
+
+use std::io;
+use std::path::PathBuf;
+
+use cudarc::driver::DriverError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Input that the argument parser accepted but the lab cannot honour.
+    #[error("{0}")]
+    Usage(String),
+
+    /// The output file could not be created, written or moved into place.
+    #[error("cannot write {}: {source}", path.display())]
+    Output { path: PathBuf, source: io::Error },
+
+    /// The request does not fit in host or device memory.
+    #[error("{0}")]
+    OutOfMemory(String),
+
+    /// No usable GPU: the driver, NVRTC or a device is missing.
+    #[error("{0}")]
+    NoGpu(String),
+
+    /// A kernel did not compile. The message carries the options used and the NVRTC log.
+    #[error("{0}")]
+    Compile(String),
+
+    /// A CUDA driver call failed.
+    #[error("CUDA error while {what}: {source}")]
+    Cuda {
+        what: &'static str,
+        source: DriverError,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// An output-file error for `path`.
+    pub fn output(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Output {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Attach "what was being done" to a driver error: `ctx.alloc(..).cuda("allocating the image")?`.
+pub trait CudaResultExt<T> {
+    fn cuda(self, what: &'static str) -> Result<T>;
+}
+
+impl<T> CudaResultExt<T> for std::result::Result<T, DriverError> {
+    fn cuda(self, what: &'static str) -> Result<T> {
+        self.map_err(|source| Error::Cuda { what, source })
+    }
+}
+
+/// Reserve room for `len` bytes, turning an allocation failure into a clear error instead of
+/// an abort.
+pub fn try_alloc_bytes(len: usize, what: &str) -> Result<Vec<u8>> {
+    let mut buffer = Vec::new();
+    buffer.try_reserve_exact(len).map_err(|_| {
+        Error::OutOfMemory(format!(
+            "cannot allocate {} MiB of host memory for {what}; try a smaller size",
+            len.div_ceil(1 << 20)
+        ))
+    })?;
+    buffer.resize(len, 0);
+    Ok(buffer)
+}

@@ -1,0 +1,195 @@
+//! The GPU plumbing every GPU lab shares: find the driver and NVRTC without panicking, open
+//! the device, compile a kernel file for this device's own architecture, time with events.
+
+use std::ffi::{c_char, CStr, CString};
+use std::sync::Arc;
+
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaModule, CudaStream};
+use cudarc::nvrtc::{self, Ptx};
+
+use crate::error::CudaResultExt;
+use crate::{Error, Result};
+
+/// An open GPU: its context, the stream the lab works on, and what it is.
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// The device's own architecture, e.g. "sm_90": kernels are compiled for it.
+    pub arch: String,
+}
+
+/// A compiled kernel file and the NVRTC options it was compiled with.
+pub struct Kernels {
+    pub module: Arc<CudaModule>,
+    /// The options exactly as NVRTC received them, for the report.
+    pub options: Vec<String>,
+}
+
+impl Gpu {
+    /// Open device 0.
+    ///
+    /// cudarc loads `libcuda` and `libnvrtc` on first use and panics if either is missing,
+    /// so both are probed first; a stub driver (present, but no GPU behind it) fails in
+    /// `CudaContext::new`, which becomes the same clear error.
+    pub fn open() -> Result<Gpu> {
+        // SAFETY: only tries to dlopen the library by its usual names.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(no_gpu("the NVIDIA driver library (libcuda.so) was not found"));
+        }
+        // SAFETY: as above.
+        if !unsafe { nvrtc::sys::is_culib_present() } {
+            return Err(no_gpu(
+                "NVRTC, CUDA's run-time compiler (libnvrtc.so), was not found",
+            ));
+        }
+        let ctx = CudaContext::new(0)
+            .map_err(|e| no_gpu(&format!("the driver is installed but no GPU opened ({e})")))?;
+        let (major, minor) = ctx
+            .compute_capability()
+            .cuda("reading the compute capability")?;
+        let name = ctx.name().cuda("reading the device name")?;
+        let stream = ctx.default_stream();
+        Ok(Gpu {
+            ctx,
+            stream,
+            name,
+            arch: format!("sm_{major}{minor}"),
+        })
+    }
+
+    /// Compile `source` (the text of `kernels/<file_name>`) with NVRTC and load it.
+    ///
+    /// `options` are the lab's own NVRTC flags, passed through as written (cudarc's
+    /// `use_fast_math` field would pass `--fmad=true` instead of `--use_fast_math`). The
+    /// architecture is added here: compiling to a cubin for this device's own `sm_XX` uses
+    /// every instruction it has, and avoids the PTX-version mismatch an NVRTC newer than the
+    /// driver would cause.
+    pub fn compile(&self, file_name: &str, source: &str, options: &[&str]) -> Result<Kernels> {
+        let mut all: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+        all.push(format!("--gpu-architecture={}", self.arch));
+        let cubin = compile_cubin(file_name, source, &all)?;
+        let module = self
+            .ctx
+            .load_module(Ptx::from_binary(cubin))
+            .cuda("loading the compiled kernels")?;
+        Ok(Kernels {
+            module,
+            options: all,
+        })
+    }
+
+    /// Free and total device memory, in bytes.
+    pub fn memory(&self) -> Result<(usize, usize)> {
+        self.ctx.mem_get_info().cuda("reading the free device memory")
+    }
+
+    /// Fail with a clear message unless `bytes` fit in the device's free memory.
+    pub fn check_fits(&self, bytes: usize, what: &str) -> Result<()> {
+        let (free, total) = self.memory()?;
+        if bytes > free {
+            return Err(Error::OutOfMemory(format!(
+                "{what} needs {} MiB of device memory, but {} has {} MiB free of {} MiB; try a smaller size",
+                bytes.div_ceil(1 << 20),
+                self.name,
+                free >> 20,
+                total >> 20
+            )));
+        }
+        Ok(())
+    }
+
+    /// An event that records time (cudarc's default event does not).
+    pub fn timing_event(&self) -> Result<CudaEvent> {
+        self.ctx
+            .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            .cuda("creating a timing event")
+    }
+}
+
+impl Kernels {
+    /// The options as one line, for reports.
+    pub fn options_line(&self) -> String {
+        self.options.join(" ")
+    }
+
+    /// Look up a kernel by its `extern "C"` name.
+    pub fn function(&self, name: &str) -> Result<cudarc::driver::CudaFunction> {
+        self.module
+            .load_function(name)
+            .cuda("looking up a kernel in the compiled module")
+    }
+}
+
+/// Milliseconds between two recorded events, once the second has completed.
+pub fn elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f64> {
+    end.synchronize().cuda("waiting for the kernel")?;
+    Ok(f64::from(
+        start.elapsed_ms(end).cuda("reading the kernel time")?,
+    ))
+}
+
+fn no_gpu(what: &str) -> Error {
+    Error::NoGpu(format!(
+        "no usable GPU: {what}. This lab needs an NVIDIA GPU with its driver and NVRTC \
+         (CUDA 12.0 or newer; NVRTC ships with the CUDA toolkit: make sure libnvrtc.so is on \
+         LD_LIBRARY_PATH). Labs lab01 and lab02 run on the CPU alone, and `cargo xtask dist` \
+         packs the labs for a machine that has a GPU."
+    ))
+}
+
+/// NVRTC: source to a cubin, or the options and the compiler's log as the error.
+fn compile_cubin(file_name: &str, source: &str, options: &[String]) -> Result<Vec<u8>> {
+    let c_source = CString::new(source)
+        .map_err(|_| Error::Compile(format!("{file_name} contains a NUL byte")))?;
+    let c_name = CString::new(file_name)
+        .map_err(|_| Error::Compile(format!("{file_name}: bad file name")))?;
+    let program = nvrtc::result::create_program(&c_source, Some(&c_name))
+        .map_err(|e| Error::Compile(format!("NVRTC could not create a program: {e:?}")))?;
+    let program = Program(program);
+
+    // SAFETY: `program` is a live program created above.
+    let compiled = unsafe { nvrtc::result::compile_program(program.0, options) };
+    if let Err(e) = compiled {
+        // SAFETY: as above.
+        let log = unsafe { nvrtc::result::get_program_log(program.0) }
+            .map(|raw| c_chars_to_string(&raw))
+            .unwrap_or_default();
+        return Err(Error::Compile(format!(
+            "kernels/{file_name} did not compile ({e:?}) with options: {}\n{}",
+            options.join(" "),
+            log.trim_end()
+        )));
+    }
+
+    let mut size = 0usize;
+    // SAFETY: as above; `size` is a valid out-pointer.
+    unsafe { nvrtc::sys::nvrtcGetCUBINSize(program.0, &mut size) }
+        .result()
+        .map_err(|e| Error::Compile(format!("NVRTC produced no cubin: {e:?}")))?;
+    let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` has the `size` bytes NVRTC asked for.
+    unsafe { nvrtc::sys::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast::<c_char>()) }
+        .result()
+        .map_err(|e| Error::Compile(format!("NVRTC produced no cubin: {e:?}")))?;
+    Ok(cubin)
+}
+
+/// Destroys the NVRTC program when dropped, whatever path the compilation took.
+struct Program(nvrtc::sys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by `create_program` and destroyed only here. A failure to free a
+        // compiler object at exit is not worth reporting.
+        let _ = unsafe { nvrtc::result::destroy_program(self.0) };
+    }
+}
+
+fn c_chars_to_string(raw: &[c_char]) -> String {
+    let bytes: Vec<u8> = raw.iter().map(|&c| c as u8).collect();
+    CStr::from_bytes_until_nul(&bytes)
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned())
+}

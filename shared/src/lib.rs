@@ -1,0 +1,21 @@
+//! What every lab needs alike, written once.
+//!
+//! - [`palette`]: the 16 colours and the counter-to-colour rule of the original program.
+//! - [`mandelbrot`]: the reference per-pixel computation (lab01's semantics, exactly).
+//! - [`view`]: the command-line view arguments every Mandelbrot lab shares.
+//! - [`ppm`]: the binary PPM format and an atomic file writer (never a partial file).
+//! - [`timing`]: phases, a human table on stderr, one JSON object on stdout.
+//! - [`error`] and [`cli`]: one error type that prints one clear line, and argument parsing
+//!   that reports bad input the same way.
+//! - [`gpu`]: driver and NVRTC detection, context, kernel compilation, event timing.
+
+pub mod cli;
+pub mod error;
+pub mod gpu;
+pub mod mandelbrot;
+pub mod palette;
+pub mod ppm;
+pub mod timing;
+pub mod view;
+
+pub use error::{Error, Result};
