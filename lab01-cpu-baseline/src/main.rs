@@ -40,7 +40,9 @@ fn run(args: Args) -> Result<()> {
     let width = view.width as usize;
 
     // The image, and one pointer per row into it (`rgb_t **row_ptrs` in C).
-    let mut img_data = timer.time(Phase::Allocate, || try_alloc_bytes(view.rgb_bytes(), "the image"))?;
+    let mut img_data = timer.time(Phase::Allocate, || {
+        try_alloc_bytes(view.rgb_bytes(), "the image")
+    })?;
     let mut row_ptrs: Vec<&mut [u8]> = img_data.chunks_exact_mut(width * 3).collect();
 
     // Bottleneck 1, the sequential loop: one pixel after another, on one core, although no
@@ -68,7 +70,9 @@ fn run(args: Args) -> Result<()> {
 
     // Bottleneck 3, the chunked reversed write: the rows go out from the last to the first,
     // one write call each. lab02 produces the rows in file order and writes once.
-    timer.time(Phase::Write, || screen_dump(&output, view.width, view.height, &row_ptrs))?;
+    timer.time(Phase::Write, || {
+        screen_dump(&output, view.width, view.height, &row_ptrs)
+    })?;
 
     timer.finish(args.json);
     Ok(())

@@ -44,7 +44,9 @@ fn run(args: Args) -> Result<()> {
     let output = args.output_or("lab02-mandelbrot.ppm");
     let row_bytes = view.width as usize * 3;
 
-    let mut image = timer.time(Phase::Allocate, || try_alloc_bytes(view.rgb_bytes(), "the image"))?;
+    let mut image = timer.time(Phase::Allocate, || {
+        try_alloc_bytes(view.rgb_bytes(), "the image")
+    })?;
 
     timer.time(Phase::Compute, || {
         // One task per row; rayon splits the range and idle threads steal the rest, so the
@@ -62,7 +64,9 @@ fn run(args: Args) -> Result<()> {
             });
     });
 
-    timer.time(Phase::Write, || write_ppm_atomic(&output, view.width, view.height, &image))?;
+    timer.time(Phase::Write, || {
+        write_ppm_atomic(&output, view.width, view.height, &image)
+    })?;
 
     timer.finish(args.json);
     Ok(())

@@ -16,7 +16,12 @@ use crate::Result;
 pub fn run<A: Parser>(lab: &str, main: impl FnOnce(A) -> Result<()>) -> ExitCode {
     let args = match A::try_parse() {
         Ok(args) => args,
-        Err(err) if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+        Err(err)
+            if matches!(
+                err.kind(),
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+            ) =>
+        {
             // Nothing useful can be done if stdout is closed.
             let _ = err.print();
             return ExitCode::SUCCESS;

@@ -36,7 +36,9 @@ impl Gpu {
     pub fn open() -> Result<Gpu> {
         // SAFETY: only tries to dlopen the library by its usual names.
         if !unsafe { sys::is_culib_present() } {
-            return Err(no_gpu("the NVIDIA driver library (libcuda.so) was not found"));
+            return Err(no_gpu(
+                "the NVIDIA driver library (libcuda.so) was not found",
+            ));
         }
         // SAFETY: as above.
         if !unsafe { nvrtc::sys::is_culib_present() } {
@@ -82,7 +84,9 @@ impl Gpu {
 
     /// Free and total device memory, in bytes.
     pub fn memory(&self) -> Result<(usize, usize)> {
-        self.ctx.mem_get_info().cuda("reading the free device memory")
+        self.ctx
+            .mem_get_info()
+            .cuda("reading the free device memory")
     }
 
     /// Fail with a clear message unless `bytes` fit in the device's free memory.

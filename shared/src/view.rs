@@ -57,7 +57,9 @@ impl MandelbrotArgs {
 
     /// The output path: `-o FILE` if given, else the lab's default name.
     pub fn output_or(&self, default: &str) -> PathBuf {
-        self.output.clone().unwrap_or_else(|| PathBuf::from(default))
+        self.output
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(default))
     }
 }
 
@@ -125,7 +127,13 @@ mod tests {
 
     #[test]
     fn centre_pixel_maps_to_the_centre() {
-        let view = View { width: 4, height: 3, cx: -0.6, cy: 0.0, scale: 1.0 };
+        let view = View {
+            width: 4,
+            height: 3,
+            cx: -0.6,
+            cy: 0.0,
+            scale: 1.0,
+        };
         assert_eq!(view.x(2), -0.6);
         assert_eq!(view.y(1), 0.0);
         assert_eq!(view.x(0), -2.6);
