@@ -1,1 +1,122 @@
-fn main() {}
+//! lab03-cuda-naive: the first GPU port.
+//!
+//! The loop body of lab01 becomes a kernel (kernels/mandelbrot_naive.cu), launched with one
+//! block per row and one thread per column. Everything else is the simplest thing that
+//! works: the palette is copied to global memory, NVRTC gets no options but the target
+//! architecture, and the whole image is copied back before it is written.
+//!
+//! Two lessons wait here for lab04: the launch shape caps the width at the device's
+//! threads-per-block limit, and NVRTC's default fused multiply-adds change some pixels.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use cudarc::driver::{sys, LaunchConfig, PushKernelArg};
+use shared::error::{try_alloc_bytes, CudaResultExt};
+use shared::gpu::{elapsed_ms, Gpu};
+use shared::palette::PALETTE;
+use shared::ppm::write_ppm_atomic;
+use shared::timing::{Phase, Timer};
+use shared::view::MandelbrotArgs;
+use shared::{Error, Result};
+
+#[derive(Parser)]
+#[command(
+    name = "lab03",
+    version,
+    about = "Naive CUDA Mandelbrot: one block per row, default compiler flags",
+    allow_negative_numbers = true
+)]
+struct Args {
+    #[command(flatten)]
+    mandelbrot: MandelbrotArgs,
+}
+
+/// No options: NVRTC's defaults, fused multiply-adds included.
+const NVRTC_OPTIONS: &[&str] = &[];
+
+fn main() -> ExitCode {
+    shared::cli::run("lab03", run)
+}
+
+fn run(args: Args) -> Result<()> {
+    let args = args.mandelbrot;
+    let mut timer = Timer::start("lab03", args.width, args.height);
+    let view = args.view();
+    let output = args.output_or("lab03-mandelbrot.ppm");
+
+    let gpu = timer.time(Phase::Context, Gpu::open)?;
+    timer.device(gpu.name.clone());
+
+    // One thread per column in one block: the width cannot exceed the block size limit.
+    let max_threads = gpu
+        .ctx
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
+        .cuda("reading the threads-per-block limit")?;
+    if i64::from(view.width) > i64::from(max_threads) {
+        return Err(Error::Usage(format!(
+            "lab03 runs one thread per column in a single block per row, and {} allows at most \
+             {max_threads} threads per block, so the width can be at most {max_threads} (got {}); \
+             lab04's 2D grid has no such limit",
+            gpu.name, view.width
+        )));
+    }
+
+    let kernels = timer.time(Phase::Compile, || {
+        gpu.compile(
+            "mandelbrot_naive.cu",
+            include_str!("../kernels/mandelbrot_naive.cu"),
+            NVRTC_OPTIONS,
+        )
+    })?;
+    let escape_colour = kernels.function("escape_colour_naive")?;
+
+    let stream = &gpu.stream;
+    let (d_image, d_palette, mut image) = timer.time(Phase::Allocate, || -> Result<_> {
+        gpu.check_fits(view.rgb_bytes(), "the image")?;
+        let d_image = stream
+            .alloc_zeros::<u8>(view.rgb_bytes())
+            .cuda("allocating the image on the device")?;
+        let d_palette = stream
+            .clone_htod(PALETTE.as_flattened())
+            .cuda("copying the palette")?;
+        let image = try_alloc_bytes(view.rgb_bytes(), "the image")?;
+        Ok((d_image, d_palette, image))
+    })?;
+
+    let config = LaunchConfig {
+        grid_dim: (view.height, 1, 1),
+        block_dim: (view.width, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (width, height) = (view.width as i32, view.height as i32);
+    let mut launch = stream.launch_builder(&escape_colour);
+    launch
+        .arg(&d_image)
+        .arg(&d_palette)
+        .arg(&width)
+        .arg(&height)
+        .arg(&view.cx)
+        .arg(&view.cy)
+        .arg(&view.scale);
+    launch.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    // SAFETY: the arguments match the kernel's signature, and the grid covers exactly the
+    // `width x height` pixels of `d_image`.
+    let events = unsafe { launch.launch(config) }.cuda("launching the kernel")?;
+    if let Some((start, end)) = events {
+        timer.record(Phase::Kernel, elapsed_ms(&start, &end)?);
+    }
+
+    timer.time(Phase::CopyBack, || {
+        stream
+            .memcpy_dtoh(&d_image, &mut image)
+            .cuda("copying the image back")
+    })?;
+    timer.time(Phase::Write, || {
+        write_ppm_atomic(&output, view.width, view.height, &image)
+    })?;
+
+    timer.metric("nvrtc_options", kernels.options_line());
+    timer.finish(args.json);
+    Ok(())
+}

@@ -15,6 +15,8 @@ pub mod gpu;
 pub mod mandelbrot;
 pub mod palette;
 pub mod ppm;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod timing;
 pub mod view;
 

@@ -25,6 +25,8 @@ pub enum Phase {
     CopyBack,
     /// Writing the output file.
     Write,
+    /// Copying results back and writing them, overlapped chunk by chunk (lab04).
+    CopyAndWrite,
     /// The whole run, from the start of `main` to the end of the report.
     Total,
 }
@@ -41,6 +43,7 @@ impl Phase {
             Phase::Kernel => "kernel",
             Phase::CopyBack => "copy_back",
             Phase::Write => "write",
+            Phase::CopyAndWrite => "copy_and_write",
             Phase::Total => "total",
         }
     }

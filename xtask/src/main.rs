@@ -3,7 +3,9 @@
 //! Every command that runs labs can use binaries from a `cargo xtask dist` folder instead of
 //! cargo (`--bin-dir DIR`), so the same commands work on a GPU machine with no Rust toolchain.
 
+mod bench;
 mod bins;
+mod chart;
 mod dist;
 mod gpu;
 mod labs;
@@ -24,6 +26,8 @@ enum Command {
     Run(run::Args),
     /// Run the Mandelbrot labs and lab05 at several sizes and compare them byte for byte
     Verify(verify::Args),
+    /// Time the Mandelbrot labs over sizes 512 to 16384: Markdown table, CSV and SVG chart
+    Bench(bench::Args),
     /// The test suite, plus the GPU tests where a GPU is present
     Test(test::Args),
     /// Copy the release binaries (and optionally the test executables) into one folder
@@ -37,6 +41,7 @@ fn main() -> ExitCode {
     let outcome = match Command::parse() {
         Command::Run(args) => run::run(args),
         Command::Verify(args) => verify::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Test(args) => test::run(args),
         Command::Dist(args) => dist::run(args),
     };

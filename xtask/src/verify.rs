@@ -43,6 +43,23 @@ struct Row {
 
 const LARGE: (u32, u32) = (16384, 16384);
 
+/// One image to compare: a size, and view flags beyond the defaults.
+struct Case {
+    width: u32,
+    height: u32,
+    view: &'static [&'static str],
+    label: String,
+}
+
+/// A zoom into the boundary, where orbits are long and chaotic: the place where one
+/// rounding difference most often changes a pixel.
+const SEAHORSE_VALLEY: Case = Case {
+    width: 1024,
+    height: 1024,
+    view: &["--cx", "-0.74364", "--cy", "0.13182", "--scale", "1e-6"],
+    label: String::new(),
+};
+
 pub fn run(args: Args) -> crate::Result<()> {
     let gpu = gpu::probe();
     let labs: Vec<Lab> = LABS.iter().copied().filter(|l| l.name != "lab06").collect();
@@ -67,8 +84,21 @@ pub fn run(args: Args) -> crate::Result<()> {
 
     let mut rows = Vec::new();
     for &(width, height) in &sizes {
+        let case = Case {
+            width,
+            height,
+            view: &[],
+            label: format!("{width}x{height}"),
+        };
+        rows.extend(verify_mandelbrot(&bins, &args.out, &case, &gpu, args.keep)?);
+    }
+    if args.sizes.is_empty() {
         rows.extend(verify_mandelbrot(
-            &bins, &args.out, width, height, &gpu, args.keep,
+            &bins,
+            &args.out,
+            &SEAHORSE_VALLEY,
+            &gpu,
+            args.keep,
         )?);
     }
     rows.push(verify_buddhabrot(&bins, &args.out, &gpu));
@@ -91,16 +121,24 @@ pub fn run(args: Args) -> crate::Result<()> {
 fn verify_mandelbrot(
     bins: &Bins,
     out: &Path,
-    width: u32,
-    height: u32,
+    case: &Case,
     gpu: &Result<String, String>,
     keep: bool,
 ) -> crate::Result<Vec<Row>> {
-    let size = format!("{width}x{height}");
+    let (width, height) = (case.width, case.height);
+    let size = if case.view.is_empty() {
+        case.label.clone()
+    } else {
+        format!("{width}x{height} {}", case.view.join(" "))
+    };
+    let file_tag = format!(
+        "{width}x{height}{}",
+        if case.view.is_empty() { "" } else { "-zoom" }
+    );
     let large = (width, height) == LARGE;
     let reference = labs::find(if large { "lab02" } else { "lab01" })?;
-    let reference_file = out.join(format!("{}-{size}.ppm", reference.name));
-    render(bins, &reference, width, height, &reference_file)
+    let reference_file = out.join(format!("{}-{file_tag}.ppm", reference.name));
+    render(bins, &reference, case, &reference_file)
         .map_err(|e| format!("the reference {} failed at {size}: {e}", reference.name))?;
     let expected = ppm::read(&reference_file)?;
 
@@ -125,8 +163,8 @@ fn verify_mandelbrot(
             rows.push(row);
             continue;
         }
-        let file = out.join(format!("{}-{size}.ppm", lab.name));
-        if let Err(e) = render(bins, lab, width, height, &file) {
+        let file = out.join(format!("{}-{file_tag}.ppm", lab.name));
+        if let Err(e) = render(bins, lab, case, &file) {
             row.result = format!("did not run: {e}");
             row.failed = !may_differ;
             rows.push(row);
@@ -148,7 +186,7 @@ fn verify_mandelbrot(
                     );
                     row.failed = !may_differ;
                     if u64::from(width) * u64::from(height) <= 4096 * 4096 {
-                        let png = out.join(format!("{}-{size}-diff.png", lab.name));
+                        let png = out.join(format!("{}-{file_tag}-diff.png", lab.name));
                         ppm::write_marked_png(&expected, &got, &png)?;
                         row.result
                             .push_str(&format!(" (marked in {})", png.display()));
@@ -231,11 +269,12 @@ fn verify_buddhabrot(bins: &Bins, out: &Path, gpu: &Result<String, String>) -> R
     row
 }
 
-fn render(bins: &Bins, lab: &Lab, width: u32, height: u32, file: &Path) -> crate::Result<()> {
+fn render(bins: &Bins, lab: &Lab, case: &Case, file: &Path) -> crate::Result<()> {
     run_lab(
         bins.command(lab)
-            .arg(width.to_string())
-            .arg(height.to_string())
+            .arg(case.width.to_string())
+            .arg(case.height.to_string())
+            .args(case.view)
             .arg("-o")
             .arg(file),
     )

@@ -1,0 +1,55 @@
+//! lab03 from the outside. The GPU tests are ignored where there is no GPU; `cargo xtask
+//! test` runs them where there is one.
+
+#![allow(clippy::unwrap_used)] // a test that cannot set itself up should panic
+
+use assert_cmd::Command;
+use shared::testing::{assert_fails_cleanly, assert_rejects_bad_sizes};
+
+#[test]
+fn rejects_bad_sizes() {
+    assert_rejects_bad_sizes("lab03");
+}
+
+#[test]
+fn without_a_gpu_says_what_is_missing_and_what_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::cargo_bin("lab03").unwrap();
+    // An empty device list hides every GPU, so this holds on GPU machines too.
+    command
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .args(["16", "16", "-o"])
+        .arg(dir.path().join("x.ppm"));
+    let message = assert_fails_cleanly(&mut command, "lab03", dir.path());
+    assert!(message.contains("no usable GPU"), "{message}");
+    assert!(message.contains("lab01 and lab02"), "{message}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn width_above_the_block_limit_names_the_limit_and_lab04() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::cargo_bin("lab03").unwrap();
+    command
+        .args(["4096", "16", "-o"])
+        .arg(dir.path().join("x.ppm"));
+    let message = assert_fails_cleanly(&mut command, "lab03", dir.path());
+    assert!(message.contains("at most 1024"), "{message}");
+    assert!(message.contains("lab04"), "{message}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn renders_a_full_image_on_the_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.ppm");
+    Command::cargo_bin("lab03")
+        .unwrap()
+        .args(["1024", "77", "-o"])
+        .arg(&path)
+        .assert()
+        .success();
+    let file = std::fs::read(&path).unwrap();
+    assert!(file.starts_with(b"P6\n1024 77\n255\n"));
+    assert_eq!(file.len(), "P6\n1024 77\n255\n".len() + 1024 * 77 * 3);
+}

@@ -1,0 +1,86 @@
+//! lab04 from the outside: byte-identical to lab01, clear errors. The GPU tests are ignored
+//! where there is no GPU; `cargo xtask test` runs them where there is one.
+
+#![allow(clippy::unwrap_used)] // a test that cannot set itself up should panic
+
+use assert_cmd::Command;
+use shared::testing::{assert_fails_cleanly, assert_rejects_bad_sizes};
+
+fn render(lab: &str, args: &[&str]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.ppm");
+    Command::cargo_bin(lab)
+        .unwrap()
+        .args(args)
+        .arg("-o")
+        .arg(&path)
+        .assert()
+        .success();
+    std::fs::read(path).unwrap()
+}
+
+#[test]
+fn rejects_bad_sizes() {
+    assert_rejects_bad_sizes("lab04");
+}
+
+#[test]
+fn without_a_gpu_says_what_is_missing_and_what_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::cargo_bin("lab04").unwrap();
+    command
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .args(["16", "16", "-o"])
+        .arg(dir.path().join("x.ppm"));
+    let message = assert_fails_cleanly(&mut command, "lab04", dir.path());
+    assert!(message.contains("no usable GPU"), "{message}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn byte_identical_to_lab01() {
+    let cases: &[&[&str]] = &[
+        &["1", "1"],
+        &["7", "5"],
+        &["333", "517"],
+        &["2049", "1023"],
+        &["640", "480", "--cy", "0.3"],
+        &[
+            "1024", "1024", "--cx", "-0.74364", "--cy", "0.13182", "--scale", "1e-6",
+        ],
+    ];
+    for args in cases {
+        assert!(
+            render("lab01", args) == render("lab04", args),
+            "lab04 differs from lab01 for {args:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn shortcuts_switched_off_or_on_change_no_pixel() {
+    let reference = render("lab04", &["640", "480"]);
+    for switch in [
+        "--no-period2-exit",
+        "--periodicity-check",
+        "--no-mirror-rows",
+    ] {
+        assert!(
+            render("lab04", &["640", "480", switch]) == reference,
+            "{switch} changed pixels"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn missing_output_directory_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::cargo_bin("lab04").unwrap();
+    command
+        .args(["64", "64", "-o"])
+        .arg(dir.path().join("missing/out.ppm"));
+    let message = assert_fails_cleanly(&mut command, "lab04", dir.path());
+    assert!(message.contains("cannot write"), "{message}");
+}

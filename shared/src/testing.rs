@@ -1,0 +1,64 @@
+//! What the labs' integration tests check alike: bad input ends in one clear line, a
+//! non-zero exit, no panic and no file.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+/// Sizes every Mandelbrot lab must refuse: zero, negative, not a number, absurdly large.
+pub const BAD_SIZES: &[[&str; 2]] = &[
+    ["0", "16"],
+    ["16", "0"],
+    ["-5", "16"],
+    ["16", "-1"],
+    ["abc", "16"],
+    ["16", "1.5"],
+    ["100000", "16"],
+    ["16", "99999999999999999999"],
+];
+
+/// Run `command` and check that it failed cleanly: non-zero status, exactly one line on
+/// stderr starting with `lab:`, no panic, and nothing left in `dir`.
+pub fn assert_fails_cleanly(command: &mut Command, lab: &str, dir: &Path) -> String {
+    let output = command.output().expect("the lab should start");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{lab} should fail: {stderr}");
+    assert_ne!(output.status.code(), Some(101), "{lab} panicked: {stderr}");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{lab} should print one line: {stderr:?}"
+    );
+    assert!(
+        stderr.starts_with(&format!("{lab}:")),
+        "unexpected message: {stderr:?}"
+    );
+    assert!(!stderr.contains("panicked"), "{lab} panicked: {stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .expect("the test directory should exist")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{lab} left files behind: {left:?}");
+    stderr
+}
+
+/// Every bad size, with the output aimed into `dir`: each must fail cleanly.
+pub fn assert_rejects_bad_sizes(lab: &str) {
+    for [width, height] in BAD_SIZES {
+        let dir = tempfile_dir();
+        let mut command = Command::cargo_bin(lab).expect("the lab binary should be built");
+        command
+            .args([width, height, "-o"])
+            .arg(dir.path().join("out.ppm"));
+        let message = assert_fails_cleanly(&mut command, lab, dir.path());
+        assert!(
+            message.contains("width") || message.contains("height") || message.contains("WIDTH"),
+            "the message should name the bad argument: {message}"
+        );
+    }
+}
+
+fn tempfile_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a temporary directory")
+}

@@ -1,0 +1,195 @@
+//! `xtask bench` end to end on tiny sizes with the two CPU labs.
+//!
+//! The lab binaries come from a debug build made here (`cargo build -p lab01-cpu-baseline
+//! -p lab02-rayon`, with the `cargo` that runs the tests): a release build of rayon would
+//! cost a 2-core CI machine far more than the tiny images it renders, and `cargo test -p
+//! xtask` alone would not build the labs at all. Without cargo (the test executables of
+//! `cargo xtask dist --tests`, run by `xtask test --bin-dir`), the labs are read from the
+//! folder that holds xtask, where `dist` put them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+
+/// Run `xtask bench` with `args`, the lab binaries and `out`; return its stdout.
+fn bench(out: &Path, args: &[&str]) -> String {
+    let output = xtask()
+        .arg("bench")
+        .arg("--bin-dir")
+        .arg(lab_bin_dir())
+        .arg("--out")
+        .arg(out)
+        .args(args)
+        .output()
+        .expect("xtask runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "xtask bench failed: {stderr}");
+    String::from_utf8(output.stdout).expect("stdout is UTF-8")
+}
+
+fn xtask() -> Command {
+    Command::cargo_bin("xtask").expect("the xtask binary")
+}
+
+/// The folder holding lab01 and lab02 (see the module comment).
+fn lab_bin_dir() -> PathBuf {
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        let xtask = assert_cmd::cargo::cargo_bin("xtask");
+        return xtask.parent().expect("xtask is in a folder").to_path_buf();
+    };
+    let output = Command::new(cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["build", "--quiet", "--message-format=json"])
+        .args([
+            "--package",
+            "lab01-cpu-baseline",
+            "--package",
+            "lab02-rayon",
+        ])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("cargo runs");
+    assert!(output.status.success(), "building lab01 and lab02 failed");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find_map(|message| {
+            let exe = message["executable"].as_str()?;
+            Some(Path::new(exe).parent()?.to_path_buf())
+        })
+        .expect("cargo names the lab executables")
+}
+
+/// The fields of one CSV line, quotes removed (a quoted field may hold commas).
+fn fields(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                fields.last_mut().expect("a field").push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(String::new()),
+            _ => fields.last_mut().expect("a field").push(c),
+        }
+    }
+    fields
+}
+
+#[test]
+fn bench_writes_a_table_a_csv_and_a_chart() {
+    let out = tempfile::tempdir().expect("a temporary folder");
+    let stdout = bench(
+        out.path(),
+        &["--sizes", "16,32", "--runs", "2", "--labs", "lab01,lab02"],
+    );
+
+    let csv = std::fs::read_to_string(out.path().join("bench.csv")).expect("bench.csv");
+    let mut lines = csv.lines();
+    let header = fields(lines.next().expect("a header"));
+    for column in [
+        "lab",
+        "size",
+        "device",
+        "runs",
+        "compute_ms",
+        "total_ms",
+        "wall_ms",
+    ] {
+        assert!(
+            header.iter().any(|h| h == column),
+            "no {column} in {header:?}"
+        );
+    }
+    assert!(header.contains(&"speedup_vs_lab01".to_string()));
+    let rows: Vec<Vec<String>> = lines.map(fields).collect();
+    assert_eq!(rows.len(), 4, "one row per lab and size:\n{csv}");
+    let mut seen = Vec::new();
+    for row in &rows {
+        assert_eq!(row.len(), header.len(), "{row:?}");
+        for (name, value) in header.iter().zip(row) {
+            let text = name == "lab" || name == "device";
+            // A phase the lab does not have (lab02 has no colour pass) is left empty.
+            if !text && !value.is_empty() {
+                let number: f64 = value.parse().expect("a numeric field");
+                assert!(number >= 0.0, "{name} = {number}");
+            }
+        }
+        let column = |name: &str| &row[header.iter().position(|h| h == name).expect(name)];
+        assert_eq!(column("runs"), "2");
+        assert!(!column("wall_ms").is_empty() && !column("total_ms").is_empty());
+        seen.push(format!("{} {}", column("lab"), column("size")));
+    }
+    seen.sort();
+    assert_eq!(seen, ["lab01 16", "lab01 32", "lab02 16", "lab02 32"]);
+
+    let svg = std::fs::read_to_string(out.path().join("bench.svg")).expect("bench.svg");
+    assert!(
+        svg.starts_with("<svg") || svg.starts_with("<?xml"),
+        "{svg:.80}"
+    );
+    assert!(svg.trim_end().ends_with("</svg>"));
+    // Axes and ticks are polylines too: at least one line per lab, in its own colour, and
+    // each lab named in the legend.
+    let coloured_lines = svg
+        .lines()
+        .filter(|l| l.starts_with("<polyline") && l.contains("stroke-width=\"2\""))
+        .count();
+    assert!(coloured_lines >= 2, "{coloured_lines} lines for 2 labs");
+    assert!(svg.contains("lab01") && svg.contains("lab02"));
+
+    let markdown = std::fs::read_to_string(out.path().join("bench.md")).expect("bench.md");
+    assert_eq!(
+        stdout, markdown,
+        "stdout shows the table written to bench.md"
+    );
+    assert!(markdown.contains("| lab01 | 32 |") && markdown.contains("| lab02 | 16 |"));
+
+    let mut left: Vec<String> = std::fs::read_dir(out.path())
+        .expect("the out folder")
+        .map(|entry| {
+            entry
+                .expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        ["bench.csv", "bench.md", "bench.svg"],
+        "images are deleted"
+    );
+}
+
+#[test]
+fn bench_refuses_bad_arguments_before_running_anything() {
+    let out = tempfile::tempdir().expect("a temporary folder");
+    for (args, message) in [
+        (&["--labs", "lab05"][..], "--labs takes a Mandelbrot lab"),
+        (
+            &["--include", "lab01"][..],
+            "--include takes lab05 or lab06",
+        ),
+        (&["--labs", "lab09"][..], "no lab called 'lab09'"),
+        (&["--sizes", "0"][..], "not a positive whole number"),
+        (&["--runs", "0"][..], "--runs"),
+    ] {
+        let output = xtask()
+            .arg("bench")
+            .arg("--out")
+            .arg(out.path())
+            .args(args)
+            .output()
+            .expect("xtask runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} accepted");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
