@@ -1,1 +1,79 @@
-fn main() {}
+//! lab05: a Buddhabrot, on every CPU core or on the GPU.
+//!
+//! Parse, open the output files, compute the canvas on the chosen backend, write the PNG
+//! (and the raw counts), report. The library (src/lib.rs) holds each step.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use lab05_buddhabrot::config::{Args, Backend};
+use lab05_buddhabrot::output::{self, Stats};
+use lab05_buddhabrot::{cpu, gpu};
+use shared::ppm::AtomicFile;
+use shared::timing::{Phase, Timer};
+use shared::Result;
+
+fn main() -> ExitCode {
+    shared::cli::run("lab05", run)
+}
+
+fn run(args: Args) -> Result<()> {
+    let mut timer = Timer::start("lab05", args.width, args.height);
+    let params = args.params()?;
+
+    // Opened first, so that an unwritable path fails now, not after the computation.
+    let png = AtomicFile::create(&args.output)?;
+    let raw = args.raw.as_deref().map(AtomicFile::create).transpose()?;
+
+    let progress = progress_bar(args.samples, args.json);
+    let (canvas, compute_ms) = match args.backend {
+        Backend::Cpu => {
+            let canvases = timer.time(Phase::Allocate, || cpu::allocate(&params))?;
+            let start = std::time::Instant::now();
+            let canvas = cpu::render(&params, args.samples, canvases, &progress);
+            let ms = start.elapsed().as_secs_f64() * 1e3;
+            timer.record(Phase::Compute, ms);
+            (canvas, ms)
+        }
+        Backend::Gpu => gpu::render(&params, args.samples, &progress, &mut timer)?,
+    };
+    progress.finish_and_clear();
+
+    let stats = Stats::of(&canvas);
+    timer.time(Phase::Write, || {
+        let grey = output::tone(&canvas, stats.max);
+        output::write_png(png, &grey, params.width, params.height)?;
+        match raw {
+            Some(raw) => output::write_raw(raw, &canvas, params.width, params.height),
+            None => Ok(()),
+        }
+    })?;
+
+    // The review's statistics. Counts per second use the compute (CPU) or kernel (GPU)
+    // time: the work itself, without start-up and file writing.
+    timer.metric("samples", args.samples);
+    timer.metric("total_counts", stats.total);
+    timer.metric(
+        "counts_per_pixel",
+        stats.total as f64 / params.pixels() as f64,
+    );
+    timer.metric("max_count", stats.max);
+    timer.metric("min_count", stats.min);
+    timer.metric("counts_per_second", stats.total as f64 / (compute_ms / 1e3));
+    timer.finish(args.json);
+    Ok(())
+}
+
+/// A progress bar on stderr, for a person watching: none with --json or when stderr is not
+/// a terminal (a pipe, a log file, a test).
+fn progress_bar(samples: u64, json: bool) -> ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(samples);
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {percent:>3}% samples, {eta} left") {
+        bar.set_style(style);
+    }
+    bar
+}

@@ -1,0 +1,226 @@
+//! The command line, its limits, and the one place where it becomes [`Params`].
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use shared::{Error, Result};
+
+use crate::orbit::{Params, SAMPLES_PER_PASS};
+
+/// The largest canvas side. A 16384 x 16384 canvas is 1 GiB of counters, and the CPU
+/// backend keeps one canvas per thread.
+pub const MAX_SIDE: u32 = 16384;
+
+/// The most samples one run may take: 2^44, about 1.8e13. That is 6 minutes on an H100 and
+/// weeks on a laptop; a larger number is a typo. It also keeps the u32 counters far from
+/// wrapping at the default view, where the brightest pixel collects about 3e-6 of all counts
+/// (2.5 counts per sample): about 1.4e8 counts at this many samples, against 4.3e9. (A
+/// counter that did wrap would wrap the same way on both backends.)
+pub const MAX_SAMPLES: u64 = 1 << 44;
+
+/// The longest orbit followed. Buddhabrot images use tens to tens of thousands of steps.
+pub const MAX_ITER: u32 = 1_000_000;
+
+/// The default sample count: two full passes over the 2^20 stratification cells. That takes
+/// a few seconds on two CPU cores (3.7 s on the 2-core development machine when idle, 0.4 s
+/// on 16 cores, 1.4 ms on an H100) and is enough for a recognisable, if grainy, image.
+pub const DEFAULT_SAMPLES: u64 = 2 * SAMPLES_PER_PASS;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// Every CPU core, with rayon
+    Cpu,
+    /// The GPU, with CUDA
+    Gpu,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "lab05",
+    version,
+    about = "Buddhabrot on the CPU or the GPU, with identical canvases for the same seed",
+    allow_negative_numbers = true
+)]
+pub struct Args {
+    /// Where to compute
+    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
+    pub backend: Backend,
+
+    /// Canvas width in pixels (the imaginary axis runs across)
+    #[arg(long, default_value_t = 1440, value_parser = parse_width)]
+    pub width: u32,
+
+    /// Canvas height in pixels (the real axis runs down)
+    #[arg(long, default_value_t = 2560, value_parser = parse_height)]
+    pub height: u32,
+
+    /// Number of sample points c
+    #[arg(long, default_value_t = DEFAULT_SAMPLES, value_parser = parse_samples)]
+    pub samples: u64,
+
+    /// Steps after which an orbit that has not escaped is dropped
+    #[arg(long, default_value_t = 20, value_parser = parse_max_iter)]
+    pub max_iter: u32,
+
+    /// Seed of the random generator (same seed, same canvas, on either backend)
+    #[arg(long, default_value_t = 1)]
+    pub seed: u32,
+
+    /// Output image (PNG)
+    #[arg(
+        short,
+        long,
+        value_name = "FILE.png",
+        default_value = "lab05-buddhabrot.png"
+    )]
+    pub output: PathBuf,
+
+    /// Also write the raw canvas: "LAB05RAW", width and height as u32, then width x height
+    /// u32 counts row by row, all little-endian
+    #[arg(long, value_name = "FILE")]
+    pub raw: Option<PathBuf>,
+
+    /// Print the timings and statistics as one JSON object on stdout
+    #[arg(long)]
+    pub json: bool,
+
+    /// Iterate points in the main cardioid and the known bulbs too (slower, same canvas)
+    #[arg(long)]
+    pub no_bulb_check: bool,
+
+    /// Sample the whole rectangle at once instead of cell by cell
+    #[arg(long)]
+    pub no_stratify: bool,
+
+    /// Sample both halves of the plane instead of mirroring the upper half
+    #[arg(long)]
+    pub no_symmetry: bool,
+
+    /// Real part at the top edge of the canvas
+    #[arg(long, default_value_t = -3.2, value_parser = parse_finite)]
+    pub re_min: f32,
+    /// Real part at the bottom edge of the canvas
+    #[arg(long, default_value_t = 2.0, value_parser = parse_finite)]
+    pub re_max: f32,
+    /// Imaginary part at the left edge of the canvas
+    #[arg(long, default_value_t = -1.5, value_parser = parse_finite)]
+    pub im_min: f32,
+    /// Imaginary part at the right edge of the canvas
+    #[arg(long, default_value_t = 1.5, value_parser = parse_finite)]
+    pub im_max: f32,
+
+    /// Smallest real part of a sample point
+    #[arg(long, default_value_t = -2.1, value_parser = parse_finite)]
+    pub sample_re_min: f32,
+    /// Largest real part of a sample point
+    #[arg(long, default_value_t = 1.1, value_parser = parse_finite)]
+    pub sample_re_max: f32,
+    /// Smallest imaginary part of a sample point
+    #[arg(long, default_value_t = -1.8, value_parser = parse_finite)]
+    pub sample_im_min: f32,
+    /// Largest imaginary part of a sample point
+    #[arg(long, default_value_t = 1.8, value_parser = parse_finite)]
+    pub sample_im_max: f32,
+}
+
+impl Args {
+    /// Check what the parser alone cannot, and work out the numbers both backends share.
+    pub fn params(&self) -> Result<Params> {
+        check_range("--re-min", self.re_min, "--re-max", self.re_max)?;
+        check_range("--im-min", self.im_min, "--im-max", self.im_max)?;
+        check_range(
+            "--sample-re-min",
+            self.sample_re_min,
+            "--sample-re-max",
+            self.sample_re_max,
+        )?;
+        check_range(
+            "--sample-im-min",
+            self.sample_im_min,
+            "--sample-im-max",
+            self.sample_im_max,
+        )?;
+        let symmetry = !self.no_symmetry;
+        // The mirror image of column `col` is column `width - 1 - col` only when the canvas
+        // is centred on the real axis; and sampling the upper half only stands for the whole
+        // rectangle only when the rectangle is centred too.
+        if symmetry && (self.im_min != -self.im_max || self.sample_im_min != -self.sample_im_max) {
+            return Err(Error::Usage(
+                "symmetry needs imaginary ranges centred on 0 (--im-min = -(--im-max) and \
+                 --sample-im-min = -(--sample-im-max)); pass --no-symmetry for other ranges"
+                    .to_string(),
+            ));
+        }
+        // With symmetry, sample only Im(c) >= 0: half the area, each orbit counted twice.
+        let sample_im_min = if symmetry { 0.0 } else { self.sample_im_min };
+        Ok(Params {
+            width: self.width,
+            height: self.height,
+            max_iter: self.max_iter,
+            seed: self.seed,
+            bulb_check: u32::from(!self.no_bulb_check),
+            stratify: u32::from(!self.no_stratify),
+            symmetry: u32::from(symmetry),
+            re_min: self.re_min,
+            im_min: self.im_min,
+            // Computed here once, in f32, and passed to the kernel: the GPU never recomputes
+            // them, so a division rounded differently there cannot move a pixel.
+            row_scale: self.height as f32 / (self.re_max - self.re_min),
+            col_scale: self.width as f32 / (self.im_max - self.im_min),
+            sample_re_min: self.sample_re_min,
+            sample_re_span: self.sample_re_max - self.sample_re_min,
+            sample_im_min,
+            sample_im_span: self.sample_im_max - sample_im_min,
+        })
+    }
+}
+
+fn check_range(min_name: &str, min: f32, max_name: &str, max: f32) -> Result<()> {
+    let span = max - min;
+    if min < max && span.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "{min_name} ({min}) must be less than {max_name} ({max})"
+        )))
+    }
+}
+
+/// A whole number in 1..=max. Written as 4e9 it is accepted too: sample counts are large.
+fn parse_whole(what: &str, s: &str, max: u64) -> std::result::Result<u64, String> {
+    let s = s.trim();
+    let n = s.parse::<i128>().ok().or_else(|| {
+        s.parse::<f64>()
+            .ok()
+            .filter(|v| v.fract() == 0.0 && v.abs() < 1e30)
+            .map(|v| v as i128)
+    });
+    match n {
+        Some(n) if (1..=i128::from(max)).contains(&n) => Ok(n as u64),
+        Some(_) => Err(format!("{what} must be between 1 and {max}")),
+        None => Err(format!("{what} must be a whole number")),
+    }
+}
+
+fn parse_width(s: &str) -> std::result::Result<u32, String> {
+    parse_whole("the width", s, MAX_SIDE.into()).map(|n| n as u32)
+}
+
+fn parse_height(s: &str) -> std::result::Result<u32, String> {
+    parse_whole("the height", s, MAX_SIDE.into()).map(|n| n as u32)
+}
+
+fn parse_max_iter(s: &str) -> std::result::Result<u32, String> {
+    parse_whole("max-iter", s, MAX_ITER.into()).map(|n| n as u32)
+}
+
+fn parse_samples(s: &str) -> std::result::Result<u64, String> {
+    parse_whole("the sample count", s, MAX_SAMPLES)
+}
+
+fn parse_finite(s: &str) -> std::result::Result<f32, String> {
+    match s.trim().parse::<f32>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err("expected a finite number".to_string()),
+    }
+}

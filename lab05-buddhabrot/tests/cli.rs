@@ -1,0 +1,347 @@
+//! lab05 as a user runs it: reproducible canvases, mirror symmetry, the CPU backend against
+//! orbits computed here, bad input. The GPU tests need a CUDA GPU and are ignored by default
+//! (`cargo xtask test` runs them where there is one).
+
+use std::fs;
+use std::path::Path;
+
+use assert_cmd::Command;
+use lab05_buddhabrot::rng::{philox2x32_10, uniform};
+use tempfile::TempDir;
+
+fn lab05() -> Command {
+    Command::cargo_bin("lab05").expect("the lab05 binary is built with the tests")
+}
+
+/// A canvas read back from a `--raw` file.
+#[derive(Debug, PartialEq)]
+struct Canvas {
+    width: usize,
+    height: usize,
+    counts: Vec<u32>,
+}
+
+fn read_raw(path: &Path) -> Canvas {
+    let bytes = fs::read(path).expect("the raw file exists");
+    assert_eq!(&bytes[..8], b"LAB05RAW");
+    let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    let (width, height) = (word(8) as usize, word(12) as usize);
+    assert_eq!(bytes.len(), 16 + 4 * width * height);
+    let counts = (0..width * height).map(|i| word(16 + 4 * i)).collect();
+    Canvas {
+        width,
+        height,
+        counts,
+    }
+}
+
+/// Run lab05 with `args` plus a PNG and a raw file in `dir`; it must succeed.
+fn render(dir: &TempDir, name: &str, args: &[&str]) -> Canvas {
+    let raw = dir.path().join(format!("{name}.raw"));
+    let png = dir.path().join(format!("{name}.png"));
+    let output = lab05()
+        .args(args)
+        .arg("--raw")
+        .arg(&raw)
+        .arg("-o")
+        .arg(&png)
+        .output()
+        .expect("lab05 runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "lab05 {args:?} failed:\n{stderr}");
+    let png = fs::read(&png).expect("the PNG exists");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    read_raw(&raw)
+}
+
+/// A small canvas and sample count, so that the debug build runs in well under a second.
+const SMALL: [&str; 6] = ["--width", "144", "--height", "256", "--samples", "300000"];
+
+#[test]
+fn same_seed_same_canvas_other_seed_other_canvas() {
+    let dir = TempDir::new().unwrap();
+    let run =
+        |name: &str, seed: &str| render(&dir, name, &[&SMALL[..], &["--seed", seed]].concat());
+    let first = run("a", "7");
+    assert!(first.counts.iter().any(|&c| c > 0), "an empty canvas");
+    assert_eq!(first, run("b", "7"));
+    assert_ne!(first, run("c", "8"));
+}
+
+#[test]
+fn canvas_is_a_mirror_image_with_symmetry() {
+    let dir = TempDir::new().unwrap();
+    let canvas = render(&dir, "sym", &SMALL);
+    for row in canvas.counts.chunks(canvas.width) {
+        let mirrored: Vec<u32> = row.iter().rev().copied().collect();
+        assert_eq!(row, &mirrored[..]);
+    }
+}
+
+#[test]
+fn bulb_check_changes_nothing_but_speed() {
+    let dir = TempDir::new().unwrap();
+    let with = render(&dir, "with", &SMALL);
+    let without = render(
+        &dir,
+        "without",
+        &[&SMALL[..], &["--no-bulb-check"]].concat(),
+    );
+    assert_eq!(with, without);
+}
+
+/// The CPU backend against a computation written here from the definition: sample i's point
+/// from Philox (its own known-answer test is in src/rng.rs), the orbit z <- z^2 + c from
+/// z = c, and one count at every orbit point's pixel (and its mirror) if |z|^2 > 4 within
+/// max_iter steps. No bulb check here: the lab's check must not matter.
+#[test]
+fn cpu_backend_matches_orbits_computed_here() {
+    let dir = TempDir::new().unwrap();
+    let (width, height, samples, seed, max_iter) = (36usize, 64usize, 300u64, 3u32, 20);
+    for stratify in [false, true] {
+        let mut args = vec![
+            "--width".to_string(),
+            width.to_string(),
+            "--height".to_string(),
+            height.to_string(),
+            "--samples".to_string(),
+            samples.to_string(),
+            "--seed".to_string(),
+            seed.to_string(),
+        ];
+        if !stratify {
+            args.push("--no-stratify".to_string());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let canvas = render(&dir, "tiny", &args);
+
+        let mut expected = vec![0u32; width * height];
+        let (re_min, re_max, im_min, im_max) = (-3.2f32, 2.0f32, -1.5f32, 1.5f32);
+        let row_scale = height as f32 / (re_max - re_min);
+        let col_scale = width as f32 / (im_max - im_min);
+        let mut escaped = 0;
+        for i in 0..samples {
+            let [a, b] = philox2x32_10([i as u32, (i >> 32) as u32], seed);
+            let (mut u, mut v) = (uniform(a), uniform(b));
+            if stratify {
+                // 1024 x 1024 cells, 32 consecutive samples per cell; the visit number,
+                // bits reversed, is a Z-order code: even bits column, odd bits row.
+                let visit = ((i >> 5) as u32) & 0xf_ffff;
+                let z = visit.reverse_bits() >> 12;
+                let (mut col, mut row) = (0, 0);
+                for bit in 0..10 {
+                    col |= ((z >> (2 * bit)) & 1) << bit;
+                    row |= ((z >> (2 * bit + 1)) & 1) << bit;
+                }
+                u = (col as f32 + u) / 1024.0;
+                v = (row as f32 + v) / 1024.0;
+            }
+            // Symmetry: only Im(c) in [0, 1.8] is sampled.
+            let cr = -2.1f32 + u * (1.1f32 - -2.1f32);
+            let ci = 0.0f32 + v * 1.8f32;
+            let (mut x, mut y) = (cr, ci);
+            let mut orbit = Vec::new();
+            for _ in 0..max_iter {
+                (x, y) = (x * x - y * y + cr, 2.0 * x * y + ci);
+                orbit.push((x, y));
+                if x * x + y * y > 4.0 {
+                    break;
+                }
+            }
+            let (x, y) = orbit[orbit.len() - 1];
+            if x * x + y * y <= 4.0 {
+                continue;
+            }
+            escaped += 1;
+            for (x, y) in orbit {
+                let row = (x - re_min) * row_scale;
+                let col = (y - im_min) * col_scale;
+                if row >= 0.0 && row < height as f32 && col >= 0.0 && col < width as f32 {
+                    let (row, col) = (row as usize, col as usize);
+                    expected[row * width + col] += 1;
+                    expected[row * width + width - 1 - col] += 1;
+                }
+            }
+        }
+        assert!(escaped > 100, "only {escaped} of {samples} samples escaped");
+        assert_eq!(canvas.counts, expected, "stratify: {stratify}");
+    }
+}
+
+#[test]
+fn asymmetric_ranges_work_without_symmetry() {
+    let dir = TempDir::new().unwrap();
+    let args = [
+        "--width",
+        "50",
+        "--height",
+        "70",
+        "--samples",
+        "20000",
+        "--im-min",
+        "-0.5",
+        "--im-max",
+        "1.7",
+        "--no-symmetry",
+    ];
+    let canvas = render(&dir, "asym", &args);
+    assert!(canvas.counts.iter().any(|&c| c > 0));
+}
+
+#[test]
+fn json_report_has_the_statistics() {
+    let dir = TempDir::new().unwrap();
+    let output = lab05()
+        .args(SMALL)
+        .arg("--json")
+        .arg("-o")
+        .arg(dir.path().join("j.png"))
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "one JSON object: {stdout}");
+    for key in [
+        "\"samples\":300000",
+        "\"total_counts\"",
+        "\"counts_per_pixel\"",
+        "\"max_count\"",
+        "\"min_count\"",
+        "\"counts_per_second\"",
+        "\"compute\"",
+        "\"write\"",
+    ] {
+        assert!(stdout.contains(key), "{key} missing from {stdout}");
+    }
+}
+
+/// Bad input: one line on stderr, a non-zero exit, and no file left behind.
+#[test]
+fn bad_input_fails_cleanly() {
+    let cases: &[&[&str]] = &[
+        &["--width", "0"],
+        &["--height", "-5"],
+        &["--width", "abc"],
+        &["--width", "100000"],
+        &["--max-iter", "0"],
+        &["--samples", "0"],
+        &["--samples", "-3"],
+        &["--samples", "2e13"],
+        &["--samples", "1.5"],
+        &["--seed", "-1"],
+        &["--re-min", "2", "--re-max", "1"],
+        &["--sample-re-min", "nan"],
+        &["--im-min", "-1", "--im-max", "2"],
+        &["--backend", "tpu"],
+        &["-o", "no-such-folder/out.png"],
+        &["-o", "a-file/out.png"],
+        &["--raw", "no-such-folder/out.raw"],
+    ];
+    for args in cases {
+        let dir = TempDir::new().unwrap();
+        fs::write(dir.path().join("a-file"), b"not a folder").unwrap();
+        let output = lab05()
+            .current_dir(dir.path())
+            .args(["--width", "16", "--height", "16", "--samples", "1000"])
+            .args(*args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?} succeeded");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("lab05: "), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        let left: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["a-file"], "{args:?} left files behind");
+    }
+}
+
+#[test]
+fn a_failed_run_keeps_the_previous_image() {
+    let dir = TempDir::new().unwrap();
+    let png = dir.path().join("out.png");
+    fs::write(&png, b"the previous image").unwrap();
+    let output = lab05()
+        .args(["--width", "16", "--height", "16", "--samples", "1000", "-o"])
+        .arg(&png)
+        .args(["--raw", "/no-such-folder/out.raw"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert_eq!(fs::read(&png).unwrap(), b"the previous image");
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// The GPU canvas must equal the CPU canvas exactly, for the defaults and with every switch
+/// flipped, on odd sizes, and with long orbits.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_canvas_equals_cpu_canvas() {
+    let dir = TempDir::new().unwrap();
+    let cases: &[&[&str]] = &[
+        &["--samples", "4000000", "--seed", "7"],
+        &[
+            "--samples",
+            "1000003",
+            "--no-stratify",
+            "--no-symmetry",
+            "--no-bulb-check",
+            "--max-iter",
+            "200",
+        ],
+        &[
+            "--width",
+            "333",
+            "--height",
+            "517",
+            "--samples",
+            "500000",
+            "--im-min",
+            "-0.5",
+            "--im-max",
+            "1.7",
+            "--no-symmetry",
+            "--max-iter",
+            "1000",
+            "--seed",
+            "4294967295",
+        ],
+    ];
+    for args in cases {
+        let cpu = render(&dir, "cpu", &[&["--backend", "cpu"], *args].concat());
+        let gpu = render(&dir, "gpu", &[&["--backend", "gpu"], *args].concat());
+        assert!(cpu.counts.iter().any(|&c| c > 0), "{args:?}: empty canvas");
+        let differing = cpu
+            .counts
+            .iter()
+            .zip(&gpu.counts)
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(differing, 0, "{args:?}: {differing} pixels differ");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_report_names_the_device_and_the_kernel() {
+    let dir = TempDir::new().unwrap();
+    let output = lab05()
+        .args(["--backend", "gpu", "--json", "-o"])
+        .arg(dir.path().join("g.png"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    for key in [
+        "\"kernel\"",
+        "\"compile\"",
+        "--fmad=false",
+        "\"counts_per_second\"",
+    ] {
+        assert!(stdout.contains(key), "{key} missing from {stdout}");
+    }
+}
