@@ -98,7 +98,7 @@ fn run(args: Args) -> Result<()> {
     let stream = &gpu.stream;
     let (d_image, d_xs, d_ys, d_rows, d_mirrors) =
         timer.time(Phase::Allocate, || -> Result<_> {
-            gpu.check_fits(view.rgb_bytes(), "the image")?;
+            gpu.check_fits(padded_bytes(view.rgb_bytes()), "the image")?;
             let mut palette = kernels
                 .module
                 .get_global("palette", stream)
@@ -268,17 +268,19 @@ fn copy_back_and_write(
     let mut file = AtomicFile::create(output)?;
     file.write_all(header(view.width, view.height).as_bytes())?;
 
-    let total = d_image.len();
-    let chunks: Vec<(usize, usize)> = (0..total)
-        .step_by(CHUNK_BYTES)
-        .map(|start| (start, (start + CHUNK_BYTES).min(total)))
+    // Every copy moves one whole chunk (a device-to-host copy fills its whole destination
+    // buffer); the image on the device is padded to match, and only its own bytes are written.
+    let image_bytes = view.rgb_bytes();
+    let chunk = chunk_bytes(image_bytes);
+    let chunks: Vec<(usize, usize)> = (0..d_image.len())
+        .step_by(chunk)
+        .map(|start| (start, start + chunk))
         .collect();
-    let buffer_len = CHUNK_BYTES.min(total);
     let mut buffers = Vec::with_capacity(CHUNK_BUFFERS);
     for _ in 0..CHUNK_BUFFERS.min(chunks.len()) {
         // SAFETY: each buffer is filled by a copy before it is read. Flags 0: ordinary
         // cached memory (the default write-combined kind is slow for the host to read).
-        let buffer = unsafe { gpu.ctx.alloc_pinned_with_flags::<u8>(buffer_len, 0) }
+        let buffer = unsafe { gpu.ctx.alloc_pinned_with_flags::<u8>(chunk, 0) }
             .cuda("allocating pinned host buffers")?;
         buffers.push(buffer);
     }
@@ -294,7 +296,7 @@ fn copy_back_and_write(
         let buffer = &mut buffers[index % in_flight];
         // `as_slice` waits for this buffer's copy, and only for it.
         let landed = buffer.as_slice().cuda("waiting for a chunk")?;
-        file.write_all(&landed[..end - start])?;
+        file.write_all(&landed[..end.min(image_bytes) - start])?;
         if let Some(&(next_start, next_end)) = chunks.get(index + in_flight) {
             stream
                 .memcpy_dtoh(&d_image.slice(next_start..next_end), buffer)
@@ -302,6 +304,16 @@ fn copy_back_and_write(
         }
     }
     file.commit()
+}
+
+/// The chunk size of the copy back for an image of `image_bytes`.
+fn chunk_bytes(image_bytes: usize) -> usize {
+    image_bytes.min(CHUNK_BYTES)
+}
+
+/// The image's size on the device: rounded up to a whole number of chunks.
+fn padded_bytes(image_bytes: usize) -> usize {
+    image_bytes.div_ceil(chunk_bytes(image_bytes)) * chunk_bytes(image_bytes)
 }
 
 fn parse_block(s: &str) -> std::result::Result<(u32, u32), String> {

@@ -44,6 +44,8 @@ fn byte_identical_to_lab01() {
         &["7", "5"],
         &["333", "517"],
         &["2049", "1023"],
+        // 12 MiB: one whole 8 MiB chunk of the copy back and a partial one.
+        &["2048", "2048"],
         &["640", "480", "--cy", "0.3"],
         &[
             "1024", "1024", "--cx", "-0.74364", "--cy", "0.13182", "--scale", "1e-6",

@@ -27,6 +27,10 @@ pub enum Error {
     #[error("{0}")]
     Compile(String),
 
+    /// A computed result failed its own check (a wrong sum, a wrong canvas): a bug, not input.
+    #[error("{0}")]
+    WrongResult(String),
+
     /// A CUDA driver call failed.
     #[error("CUDA error while {what}: {source}")]
     Cuda {

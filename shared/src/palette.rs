@@ -31,6 +31,7 @@ pub const BLACK: Rgb = [0, 0, 0];
 
 /// The colour of a pixel from its escape counter: 0 and `MAX_ITER` are black, every other
 /// count cycles through the palette.
+#[inline]
 pub fn colour(counter: u8) -> Rgb {
     if counter == 0 || counter == MAX_ITER {
         BLACK

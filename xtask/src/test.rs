@@ -5,10 +5,11 @@
 //! of cargo, for a GPU machine without a Rust toolchain.
 
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
-use crate::bins::{cargo, run_status};
+use crate::bins::cargo;
 use crate::gpu;
 
 #[derive(clap::Args)]
@@ -29,13 +30,80 @@ pub fn run(args: Args) -> crate::Result<()> {
     } else {
         &[]
     };
+    let mut totals = Totals::default();
+    let mut failed = Vec::new();
     match args.bin_dir {
-        None => run_status(cargo().args(["test", "--workspace", "--"]).args(test_args)),
-        Some(dir) => run_executables(&dir.join("deps"), test_args),
+        None => {
+            let mut cargo = cargo();
+            cargo.args(["test", "--workspace", "--"]).args(test_args);
+            if !run_counting(&mut cargo, &mut totals)? {
+                failed.push("cargo test".to_string());
+            }
+        }
+        Some(dir) => {
+            for exe in test_executables(&dir.join("deps"))? {
+                eprintln!("xtask: running {}", exe.display());
+                if !run_counting(Command::new(&exe).args(test_args), &mut totals)? {
+                    failed.push(exe.display().to_string());
+                }
+            }
+        }
+    }
+    // One closing line for the whole suite, in the form CI tools read.
+    println!(
+        "tests: {} passed, {} failed, {} skipped",
+        totals.passed, totals.failed, totals.ignored
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("tests failed in: {}", failed.join(", ")))
     }
 }
 
-fn run_executables(deps: &std::path::Path, test_args: &[&str]) -> crate::Result<()> {
+/// Test counts summed over every `test result:` line.
+#[derive(Default)]
+struct Totals {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+}
+
+/// Run a test command, echoing its output while adding up its `test result:` lines.
+/// Returns whether it succeeded.
+fn run_counting(command: &mut Command, totals: &mut Totals) -> crate::Result<bool> {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))?;
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            println!("{line}");
+            if let Some(counts) = line.strip_prefix("test result: ") {
+                for part in counts.split([';', '.']) {
+                    let mut words = part.split_whitespace();
+                    let (Some(n), Some(what)) = (words.next(), words.next()) else {
+                        continue;
+                    };
+                    let n: u64 = n.parse().unwrap_or(0);
+                    match what {
+                        "passed" => totals.passed += n,
+                        "failed" => totals.failed += n,
+                        "ignored" => totals.ignored += n,
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("cannot wait for {:?}: {e}", command.get_program()))?;
+    Ok(status.success())
+}
+
+/// The test executables of a `cargo xtask dist --tests` folder.
+fn test_executables(deps: &std::path::Path) -> crate::Result<Vec<PathBuf>> {
     let mut executables: Vec<PathBuf> = fs::read_dir(deps)
         .map_err(|e| {
             format!(
@@ -47,17 +115,5 @@ fn run_executables(deps: &std::path::Path, test_args: &[&str]) -> crate::Result<
         .map(|entry| entry.path())
         .collect();
     executables.sort();
-    let mut failed = Vec::new();
-    for exe in &executables {
-        eprintln!("xtask: running {}", exe.display());
-        let status = Command::new(exe).args(test_args).status();
-        if !matches!(status, Ok(s) if s.success()) {
-            failed.push(exe.display().to_string());
-        }
-    }
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("test executables failed: {}", failed.join(", ")))
-    }
+    Ok(executables)
 }

@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
     /// Sizes to try, e.g. `--sizes 1x1,640x480` [default: 1x1, 7x5, 333x517, 1024x1024,
-    /// 1920x1080, 4096x4096, and 16384x16384 where a GPU is present]
+    /// 1920x1080, 3001x2001, 4096x4096, and 16384x16384 where a GPU is present]
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
     sizes: Vec<(u32, u32)>,
     /// Where the images, raw canvases and difference PNGs go

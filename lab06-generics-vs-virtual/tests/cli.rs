@@ -1,0 +1,208 @@
+//! lab06 as a user runs it: every variant's sum on small inputs, and bad input.
+//!
+//! The binary exits non-zero if any variant's sum is wrong, so a successful run with the
+//! variant's row marked "ok" is the check. The GPU tests need a CUDA GPU and are ignored
+//! by default (`cargo xtask test` runs them where there is one).
+
+use assert_cmd::Command;
+
+fn lab06() -> Command {
+    Command::cargo_bin("lab06").expect("the lab06 binary is built with the tests")
+}
+
+/// Run lab06 with `args`; it must succeed. Returns stderr.
+fn run_ok(args: &[&str]) -> String {
+    let output = lab06().args(args).output().expect("lab06 runs");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "lab06 {args:?} failed:\n{stderr}");
+    stderr
+}
+
+/// The table row of `variant` (name, GB/s, % of peak, sum, ...) must say its sum was right.
+fn assert_sum_ok(stderr: &str, variant: &str) {
+    let row: Vec<&str> = stderr
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .find(|columns| columns.first() == Some(&variant))
+        .unwrap_or_else(|| panic!("no row for {variant} in:\n{stderr}"));
+    assert_eq!(row.get(3), Some(&"ok"), "{variant}: {row:?}");
+}
+
+/// Lengths that use every tail: below one float4 / one lane row, odd, and past 2^22 (where
+/// the data turns sparse).
+const SIZES: [&str; 4] = ["1", "7", "100003", "4194309"];
+
+const CPU_VARIANTS: [&str; 10] = [
+    "cpu-plain",
+    "cpu-generic",
+    "cpu-dyn",
+    "cpu-box-fn",
+    "cpu-fn-ptr",
+    "cpu-plain-rayon",
+    "cpu-generic-rayon",
+    "cpu-dyn-rayon",
+    "cpu-box-fn-rayon",
+    "cpu-fn-ptr-rayon",
+];
+
+const GPU_VARIANTS: [&str; 5] = [
+    "gpu-plain",
+    "gpu-generic",
+    "gpu-virtual",
+    "gpu-fn-ptr-loop",
+    "gpu-fn-ptr-hoisted",
+];
+
+#[test]
+fn every_cpu_variant_sums_exactly() {
+    for n in SIZES {
+        let stderr = run_ok(&["--cpu-only", "--n", n, "--reps", "1"]);
+        for variant in CPU_VARIANTS {
+            assert_sum_ok(&stderr, variant);
+        }
+    }
+}
+
+#[test]
+fn variants_can_be_picked_one_by_one() {
+    let stderr = run_ok(&[
+        "--variants",
+        "cpu-dyn,cpu-plain",
+        "--n",
+        "1000",
+        "--reps",
+        "1",
+    ]);
+    assert_sum_ok(&stderr, "cpu-dyn");
+    assert_sum_ok(&stderr, "cpu-plain");
+    assert!(!stderr.contains("cpu-generic"), "{stderr}");
+}
+
+#[test]
+fn json_report_has_each_variant_and_its_share_of_the_peak() {
+    let output = lab06()
+        .args([
+            "--variants",
+            "cpu-generic",
+            "--n",
+            "5000",
+            "--reps",
+            "2",
+            "--json",
+        ])
+        .output()
+        .expect("lab06 runs");
+    assert!(output.status.success());
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(report["lab"], "lab06");
+    assert_eq!(report["width"], 5000);
+    let metrics = &report["metrics"];
+    assert!(metrics["cpu_generic_gbps"]
+        .as_f64()
+        .is_some_and(|v| v > 0.0));
+    assert!(metrics["cpu_generic_pct_of_peak"].as_f64().is_some());
+    assert_eq!(metrics["cpu_peak_pct_of_peak"], 100.0);
+    assert_eq!(metrics["sums_ok"], true);
+}
+
+/// Without a GPU, the GPU variants are skipped and the rest still runs; with one, they run.
+#[test]
+fn the_default_run_succeeds_with_or_without_a_gpu() {
+    let stderr = run_ok(&["--n", "1000", "--reps", "1"]);
+    assert_sum_ok(&stderr, "cpu-plain");
+    let skipped = stderr.contains("skipping the GPU variants: no usable GPU");
+    let ran = stderr
+        .lines()
+        .any(|l| l.trim_start().starts_with("gpu-plain"));
+    assert!(skipped != ran, "{stderr}");
+}
+
+/// Asked for the GPU alone: it runs, or the run fails with the reason, never silently.
+#[test]
+fn gpu_only_runs_or_says_why_not() {
+    let output = lab06()
+        .args(["--gpu-only", "--n", "1000", "--reps", "1"])
+        .output()
+        .expect("lab06 runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if output.status.success() {
+        assert_sum_ok(&stderr, "gpu-plain");
+    } else {
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.starts_with("lab06: error: no usable GPU"),
+            "{stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}
+
+/// Bad input: one line naming the problem, exit status 2, no panic.
+#[test]
+fn bad_input_is_one_line_and_a_non_zero_exit() {
+    let cases: [(&[&str], &str); 8] = [
+        (&["--n", "0"], "N must be between 1"),
+        (&["--n", "-5"], "N must be between 1"),
+        (&["--n", "lots"], "N must be a whole number"),
+        (&["--n", "99999999999999"], "N must be between 1"),
+        (&["--reps", "0"], "--reps"),
+        (&["--variants", "gpu-magic"], "unknown variant"),
+        (&["--cpu-only", "--gpu-only"], "cannot be used with"),
+        (&["--frobnicate"], "unexpected argument"),
+    ];
+    for (args, says) in cases {
+        let output = lab06().args(args).output().expect("lab06 runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_gpu_variant_sums_exactly() {
+    for n in SIZES {
+        let stderr = run_ok(&["--gpu-only", "--n", n, "--reps", "1"]);
+        for variant in GPU_VARIANTS {
+            assert_sum_ok(&stderr, variant);
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_ptx_shows_indirect_calls_only_where_expected() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("reduce.ptx");
+    let path_arg = path.to_str().expect("a UTF-8 temporary path");
+    run_ok(&[
+        "--variants",
+        "gpu-plain",
+        "--n",
+        "64",
+        "--reps",
+        "1",
+        "--save-ptx",
+        path_arg,
+    ]);
+    let ptx = std::fs::read_to_string(&path).expect("the PTX was written");
+
+    // An indirect call in PTX names a prototype: `call (...), %rd, (...), prototype_N;`.
+    let indirect_calls = |kernel: &str| {
+        let start = ptx
+            .find(&format!(".entry {kernel}("))
+            .unwrap_or_else(|| panic!("no kernel {kernel} in the PTX"));
+        let body = &ptx[start..];
+        let end = body[1..].find(".entry ").map_or(body.len(), |e| e + 1);
+        body[..end].matches("prototype_").count()
+    };
+    assert_eq!(indirect_calls("reduce_plain"), 0);
+    assert_eq!(indirect_calls("reduce_generic"), 0);
+    assert!(indirect_calls("reduce_virtual") > 0);
+    assert!(indirect_calls("reduce_fn_ptr_loop") > 0);
+    assert!(indirect_calls("reduce_fn_ptr_hoisted") > 0);
+}
