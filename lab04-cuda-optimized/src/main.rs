@@ -114,7 +114,7 @@ fn run(args: Args) -> Result<()> {
                 .cuda("copying the row plan")?;
             // Zeroed, so that black pixels need no store at all.
             let d_image = stream
-                .alloc_zeros::<u8>(view.rgb_bytes())
+                .alloc_zeros::<u8>(padded_bytes(view.rgb_bytes()))
                 .cuda("allocating the image on the device")?;
             Ok((d_image, d_xs, d_ys, d_rows, d_mirrors))
         })?;
