@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)] // a test that cannot set itself up should panic
 
 use assert_cmd::Command;
-use shared::testing::{assert_fails_cleanly, assert_rejects_bad_sizes};
+use shared::testing::{assert_missing_directory_fails, assert_rejects_bad_sizes};
 
 /// Run lab01 at `width x height` into a temporary directory and return the file's bytes.
 fn render(width: u32, height: u32) -> Vec<u8> {
@@ -78,13 +78,7 @@ fn rejects_bad_sizes() {
 
 #[test]
 fn missing_output_directory_is_one_clear_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut command = Command::cargo_bin("lab01").unwrap();
-    command
-        .args(["8", "8", "-o"])
-        .arg(dir.path().join("no/such/dir/out.ppm"));
-    let message = assert_fails_cleanly(&mut command, "lab01", dir.path());
-    assert!(message.contains("cannot write"), "{message}");
+    assert_missing_directory_fails("lab01");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)] // a test that cannot set itself up should panic
 
 use assert_cmd::Command;
-use shared::testing::{assert_fails_cleanly, assert_rejects_bad_sizes};
+use shared::testing::{assert_missing_directory_fails, assert_rejects_bad_sizes};
 
 /// The bytes `lab` writes at `width x height`.
 fn render(lab: &str, width: u32, height: u32) -> Vec<u8> {
@@ -35,11 +35,6 @@ fn rejects_bad_sizes() {
 }
 
 #[test]
-fn unwritable_output_is_one_clear_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut command = Command::cargo_bin("lab02").unwrap();
-    command
-        .args(["8", "8", "-o"])
-        .arg(dir.path().join("missing/out.ppm"));
-    assert_fails_cleanly(&mut command, "lab02", dir.path());
+fn missing_output_directory_is_one_clear_line() {
+    assert_missing_directory_fails("lab02");
 }

@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used)] // a test that cannot set itself up should panic
 
 use assert_cmd::Command;
-use shared::testing::{assert_fails_cleanly, assert_rejects_bad_sizes};
+use shared::testing::{
+    assert_explains_missing_gpu, assert_fails_cleanly, assert_rejects_bad_sizes,
+};
 
 #[test]
 fn rejects_bad_sizes() {
@@ -13,16 +15,7 @@ fn rejects_bad_sizes() {
 
 #[test]
 fn without_a_gpu_says_what_is_missing_and_what_still_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut command = Command::cargo_bin("lab03").unwrap();
-    // An empty device list hides every GPU, so this holds on GPU machines too.
-    command
-        .env("CUDA_VISIBLE_DEVICES", "")
-        .args(["16", "16", "-o"])
-        .arg(dir.path().join("x.ppm"));
-    let message = assert_fails_cleanly(&mut command, "lab03", dir.path());
-    assert!(message.contains("no usable GPU"), "{message}");
-    assert!(message.contains("lab01 and lab02"), "{message}");
+    assert_explains_missing_gpu("lab03");
 }
 
 #[test]

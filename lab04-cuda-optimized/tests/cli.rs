@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used)] // a test that cannot set itself up should panic
 
 use assert_cmd::Command;
-use shared::testing::{assert_fails_cleanly, assert_rejects_bad_sizes};
+use shared::testing::{
+    assert_explains_missing_gpu, assert_missing_directory_fails, assert_rejects_bad_sizes,
+};
 
 fn render(lab: &str, args: &[&str]) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
@@ -26,14 +28,7 @@ fn rejects_bad_sizes() {
 
 #[test]
 fn without_a_gpu_says_what_is_missing_and_what_still_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut command = Command::cargo_bin("lab04").unwrap();
-    command
-        .env("CUDA_VISIBLE_DEVICES", "")
-        .args(["16", "16", "-o"])
-        .arg(dir.path().join("x.ppm"));
-    let message = assert_fails_cleanly(&mut command, "lab04", dir.path());
-    assert!(message.contains("no usable GPU"), "{message}");
+    assert_explains_missing_gpu("lab04");
 }
 
 #[test]
@@ -78,11 +73,5 @@ fn shortcuts_switched_off_or_on_change_no_pixel() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn missing_output_directory_is_one_clear_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut command = Command::cargo_bin("lab04").unwrap();
-    command
-        .args(["64", "64", "-o"])
-        .arg(dir.path().join("missing/out.ppm"));
-    let message = assert_fails_cleanly(&mut command, "lab04", dir.path());
-    assert!(message.contains("cannot write"), "{message}");
+    assert_missing_directory_fails("lab04");
 }

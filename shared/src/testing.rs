@@ -62,3 +62,29 @@ pub fn assert_rejects_bad_sizes(lab: &str) {
 fn tempfile_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temporary directory")
 }
+
+/// An output path in a directory that does not exist: one clear line naming the path, and
+/// nothing written.
+pub fn assert_missing_directory_fails(lab: &str) {
+    let dir = tempfile_dir();
+    let mut command = Command::cargo_bin(lab).expect("the lab binary should be built");
+    command
+        .args(["8", "8", "-o"])
+        .arg(dir.path().join("no/such/dir/out.ppm"));
+    let message = assert_fails_cleanly(&mut command, lab, dir.path());
+    assert!(message.contains("cannot write"), "{message}");
+}
+
+/// With every GPU hidden (an empty `CUDA_VISIBLE_DEVICES`, so this holds on GPU machines
+/// too), a GPU lab says what is missing and which labs still run, in one line.
+pub fn assert_explains_missing_gpu(lab: &str) {
+    let dir = tempfile_dir();
+    let mut command = Command::cargo_bin(lab).expect("the lab binary should be built");
+    command
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .args(["16", "16", "-o"])
+        .arg(dir.path().join("out.ppm"));
+    let message = assert_fails_cleanly(&mut command, lab, dir.path());
+    assert!(message.contains("no usable GPU"), "{message}");
+    assert!(message.contains("lab01 and lab02"), "{message}");
+}
