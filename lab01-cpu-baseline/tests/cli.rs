@@ -3,20 +3,7 @@
 #![allow(clippy::unwrap_used)] // a test that cannot set itself up should panic
 
 use assert_cmd::Command;
-use shared::testing::{assert_missing_directory_fails, assert_rejects_bad_sizes};
-
-/// Run lab01 at `width x height` into a temporary directory and return the file's bytes.
-fn render(width: u32, height: u32) -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("out.ppm");
-    Command::cargo_bin("lab01")
-        .unwrap()
-        .args([&width.to_string(), &height.to_string(), "-o"])
-        .arg(&path)
-        .assert()
-        .success();
-    std::fs::read(path).unwrap()
-}
+use shared::testing::{assert_missing_directory_fails, assert_rejects_bad_sizes, render};
 
 /// The pixel at image row `i`, column `j` (the file stores the bottom row first).
 fn pixel(file: &[u8], width: usize, height: usize, i: usize, j: usize) -> [u8; 3] {
@@ -27,7 +14,7 @@ fn pixel(file: &[u8], width: usize, height: usize, i: usize, j: usize) -> [u8; 3
 
 #[test]
 fn writes_a_p6_header_and_every_pixel() {
-    let file = render(7, 5);
+    let file = render("lab01", &["7", "5"]);
     assert!(file.starts_with(b"P6\n7 5\n255\n"));
     assert_eq!(file.len(), "P6\n7 5\n255\n".len() + 7 * 5 * 3);
 }
@@ -35,7 +22,7 @@ fn writes_a_p6_header_and_every_pixel() {
 #[test]
 fn pixels_match_values_worked_out_by_hand() {
     // 64 x 64: scale = 4/64 = 1/16, x = (j - 32)/16 - 0.6, y = (i - 32)/16.
-    let file = render(64, 64);
+    let file = render("lab01", &["64", "64"]);
     // i = 32, j = 40: c = -0.1, well inside the main cardioid: black.
     assert_eq!(pixel(&file, 64, 64, 32, 40), [0, 0, 0]);
     // j = 0: c = -2.6. z1 = c, |z1|^2 = 6.76 >= 4: the loop runs once, counter 1,

@@ -1,25 +1,9 @@
 //! lab04 from the outside: byte-identical to lab01, clear errors. The GPU tests are ignored
 //! where there is no GPU; `cargo xtask test` runs them where there is one.
 
-#![allow(clippy::unwrap_used)] // a test that cannot set itself up should panic
-
-use assert_cmd::Command;
 use shared::testing::{
-    assert_explains_missing_gpu, assert_missing_directory_fails, assert_rejects_bad_sizes,
+    assert_explains_missing_gpu, assert_missing_directory_fails, assert_rejects_bad_sizes, render,
 };
-
-fn render(lab: &str, args: &[&str]) -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("out.ppm");
-    Command::cargo_bin(lab)
-        .unwrap()
-        .args(args)
-        .arg("-o")
-        .arg(&path)
-        .assert()
-        .success();
-    std::fs::read(path).unwrap()
-}
 
 #[test]
 fn rejects_bad_sizes() {

@@ -88,3 +88,19 @@ pub fn assert_explains_missing_gpu(lab: &str) {
     assert!(message.contains("no usable GPU"), "{message}");
     assert!(message.contains("lab01 and lab02"), "{message}");
 }
+
+/// Run `lab` with `args` and `-o` into a temporary directory; return the bytes it wrote.
+/// (Another lab's binary, lab01 for lab02's tests say, is found in the workspace's target
+/// folder, where `cargo test --workspace` builds it.)
+pub fn render(lab: &str, args: &[&str]) -> Vec<u8> {
+    let dir = tempfile_dir();
+    let path = dir.path().join("out.ppm");
+    Command::cargo_bin(lab)
+        .expect("the lab binary should be built")
+        .args(args)
+        .arg("-o")
+        .arg(&path)
+        .assert()
+        .success();
+    std::fs::read(path).expect("the lab should have written its file")
+}
