@@ -2,7 +2,8 @@
 //! where there is no GPU; `cargo xtask test` runs them where there is one.
 
 use shared::testing::{
-    assert_explains_missing_gpu, assert_missing_directory_fails, assert_rejects_bad_sizes, render,
+    assert_explains_missing_gpu, assert_fails_cleanly, assert_missing_directory_fails,
+    assert_rejects_bad_sizes, render,
 };
 
 #[test]
@@ -58,4 +59,18 @@ fn shortcuts_switched_off_or_on_change_no_pixel() {
 #[ignore = "needs a CUDA GPU"]
 fn missing_output_directory_is_one_clear_line() {
     assert_missing_directory_fails("lab04");
+}
+
+#[test]
+fn rejects_block_shapes_over_the_thread_limit() {
+    // 65536 x 65536 overflows a 32-bit product to 0: the check must not wrap.
+    for block in ["65536x65536", "64x32", "0x8", "8"] {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut command = assert_cmd::Command::cargo_bin("lab04").expect("lab04 is built");
+        command
+            .args(["16", "16", "--block", block, "-o"])
+            .arg(dir.path().join("x.ppm"));
+        let message = assert_fails_cleanly(&mut command, "lab04", dir.path());
+        assert!(message.contains("at most 1024 threads"), "{message}");
+    }
 }

@@ -80,7 +80,7 @@ impl Timer {
                 lab: lab.to_string(),
                 width,
                 height,
-                device: format!("CPU, {} threads", cpu_threads()),
+                device: format!("a CPU with {} hardware threads", cpu_threads()),
                 phases_ms: BTreeMap::new(),
                 metrics: BTreeMap::new(),
             },
@@ -136,7 +136,7 @@ impl Timer {
     }
 }
 
-/// The number of threads the CPU labs use (rayon's default: one per logical core).
+/// The machine's hardware threads (what rayon uses by default; lab01 uses one).
 fn cpu_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }

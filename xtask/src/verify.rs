@@ -48,7 +48,6 @@ struct Case {
     width: u32,
     height: u32,
     view: &'static [&'static str],
-    label: String,
 }
 
 /// A zoom into the boundary, where orbits are long and chaotic: the place where one
@@ -57,7 +56,6 @@ const SEAHORSE_VALLEY: Case = Case {
     width: 1024,
     height: 1024,
     view: &["--cx", "-0.74364", "--cy", "0.13182", "--scale", "1e-6"],
-    label: String::new(),
 };
 
 pub fn run(args: Args) -> crate::Result<()> {
@@ -89,7 +87,6 @@ pub fn run(args: Args) -> crate::Result<()> {
             width,
             height,
             view: &[],
-            label: format!("{width}x{height}"),
         };
         rows.extend(verify_mandelbrot(&bins, &args.out, &case, &gpu, args.keep)?);
     }
@@ -127,11 +124,9 @@ fn verify_mandelbrot(
     keep: bool,
 ) -> crate::Result<Vec<Row>> {
     let (width, height) = (case.width, case.height);
-    let size = if case.view.is_empty() {
-        case.label.clone()
-    } else {
-        format!("{width}x{height} {}", case.view.join(" "))
-    };
+    let size = format!("{width}x{height} {}", case.view.join(" "))
+        .trim_end()
+        .to_string();
     let file_tag = format!(
         "{width}x{height}{}",
         if case.view.is_empty() { "" } else { "-zoom" }
