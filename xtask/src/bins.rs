@@ -7,7 +7,6 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context};
 
 use crate::labs::{Lab, Program};
-use crate::output;
 
 /// A folder holding the lab binaries.
 #[derive(Debug, Clone)]
@@ -36,7 +35,7 @@ impl Bins {
         }
         // Cargo's own progress goes to stderr, so the first build is not a silent minute;
         // stdout stays for the tables.
-        output::note(
+        shared::cli::eprint_line(
             "xtask: building the labs in release (the first time takes a minute or two)...",
         );
         let mut cargo = cargo();

@@ -3,14 +3,14 @@
 //! Every command that runs labs can use binaries from a `cargo xtask dist` folder instead of
 //! cargo (`--bin-dir DIR`), so the same commands work on a GPU machine with no Rust toolchain.
 //! What the labs are comes from one table ([`labs`]); each lab process is run through one
-//! runner ([`runner`]); each file and line xtask writes goes through [`output`].
+//! runner ([`runner`]); each file xtask writes goes through `shared::output`, each line
+//! through `shared::cli`'s printers (a closed stdout is no panic).
 
 mod bench;
 mod bins;
 mod dist;
 mod gpu;
 mod labs;
-mod output;
 mod ppm;
 mod run;
 mod runner;
@@ -60,7 +60,7 @@ fn main() -> ExitCode {
     };
     outcome.unwrap_or_else(|err| {
         // `{:#}` puts anyhow's context chain on one line: "what failed: why".
-        output::note(&format!("xtask: {err:#}"));
+        shared::cli::eprint_line(&format!("xtask: {err:#}"));
         ExitCode::FAILURE
     })
 }
@@ -88,38 +88,27 @@ fn argument_error(err: &clap::Error) -> ExitCode {
         .find_map(|line| line.strip_prefix("tip: "))
         .map(|tip| format!("; {tip}"))
         .unwrap_or_default();
-    output::note(&format!("xtask: {first}{tip} (see --help)"));
+    shared::cli::eprint_line(&format!("xtask: {first}{tip} (see --help)"));
     ExitCode::from(2)
 }
 
-/// A clap value parser for a whole number above zero, whose messages name the unit:
-/// `--runs -1` is "'-1' is not above zero", not clap's "unexpected argument '-1'" (the
-/// flags that take it accept a leading hyphen).
-pub fn positive<T: TryFrom<u128>>(
-    unit: &'static str,
-) -> impl Fn(&str) -> Result<T> + Clone + Send + Sync + 'static {
-    move |text: &str| {
-        let trimmed = text.trim();
-        let digits = trimmed.strip_prefix('+').unwrap_or(trimmed);
-        let (negative, digits) = match digits.strip_prefix('-') {
-            Some(rest) => (true, rest),
-            None => (false, digits),
-        };
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(format!("'{text}' is not a whole number of {unit}"));
-        }
-        let above_zero = digits.bytes().any(|b| b != b'0');
-        if negative || !above_zero {
-            return Err(format!(
-                "'{text}' is not above zero: give a number of {unit}"
-            ));
-        }
-        digits
-            .parse::<u128>()
-            .ok()
-            .and_then(|value| T::try_from(value).ok())
-            .ok_or_else(|| format!("'{text}' is too large a number of {unit}"))
-    }
+/// A clap value parser for a whole number from 1 up, through the labs' own number parser:
+/// `--runs -1` gets "the number of runs must be between 1 and ...", not clap's "unexpected
+/// argument '-1'" (the flags that take it accept a leading hyphen).
+pub fn at_least_one(
+    what: &'static str,
+    max: u64,
+) -> impl Fn(&str) -> Result<u64> + Clone + Send + Sync + 'static {
+    move |text: &str| shared::number::whole(what, text, 1, max)
+}
+
+/// [`at_least_one`] for a `u32`.
+pub fn at_least_one_u32(
+    what: &'static str,
+) -> impl Fn(&str) -> Result<u32> + Clone + Send + Sync + 'static {
+    let parse = at_least_one(what, u32::MAX.into());
+    // Within `u32`'s range, as `whole` has checked.
+    move |text: &str| parse(text).map(|n| n as u32)
 }
 
 #[cfg(test)]
@@ -127,31 +116,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn positive_numbers_name_what_is_wrong() {
-        let runs = positive::<u32>("runs");
+    fn counts_start_at_one_and_name_what_is_wrong() {
+        let runs = at_least_one_u32("the number of runs");
         assert_eq!(runs("5"), Ok(5));
-        assert_eq!(runs(" +7 "), Ok(7));
-        assert_eq!(
-            runs("-1"),
-            Err("'-1' is not above zero: give a number of runs".into())
-        );
-        assert_eq!(
-            runs("0"),
-            Err("'0' is not above zero: give a number of runs".into())
-        );
-        assert_eq!(
-            runs("1.5"),
-            Err("'1.5' is not a whole number of runs".into())
-        );
-        assert_eq!(runs("-x"), Err("'-x' is not a whole number of runs".into()));
-        assert_eq!(runs(""), Err("'' is not a whole number of runs".into()));
-        assert_eq!(
-            runs("4294967296"),
-            Err("'4294967296' is too large a number of runs".into())
-        );
-        let samples = positive::<u64>("samples");
-        assert_eq!(samples("4294967296"), Ok(1 << 32));
-        assert!(samples(&"9".repeat(60)).is_err_and(|e| e.contains("too large")));
+        for bad in ["-1", "0", "1.5", "x", "4294967296"] {
+            let message = runs(bad).err().unwrap_or_default();
+            assert!(
+                message.starts_with("the number of runs "),
+                "{bad}: {message}"
+            );
+        }
+        assert_eq!(at_least_one("samples", u64::MAX)("4294967296"), Ok(1 << 32));
     }
 
     #[test]

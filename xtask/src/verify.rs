@@ -16,7 +16,7 @@ use anyhow::{bail, Context as _, Result};
 use crate::bins::Bins;
 use crate::labs::{self, Exact, Lab, Program, Work, REFERENCE};
 use crate::runner::{self, Failure};
-use crate::{gpu, output, ppm};
+use crate::{gpu, ppm};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "SECONDS",
-        value_parser = crate::positive::<u64>("seconds"),
+        value_parser = crate::at_least_one("the time limit in seconds", u64::MAX),
         allow_hyphen_values = true
     )]
     time_limit: Option<u64>,
@@ -163,11 +163,13 @@ pub fn run(args: Args) -> Result<()> {
     }
     drop(folder);
 
-    output::print(&table(&rows))?;
+    shared::cli::print_line(table(&rows).trim_end())?;
     let failures = rows.iter().filter(|r| r.failed).count();
     match (&gpu, failures) {
-        (Ok(name), 0) => output::note(&format!("verify: all labs that must match do, on {name}")),
-        (Err(why), 0) => output::note(&format!(
+        (Ok(name), 0) => {
+            shared::cli::eprint_line(&format!("verify: all labs that must match do, on {name}"))
+        }
+        (Err(why), 0) => shared::cli::eprint_line(&format!(
             "verify: the CPU labs match; GPU labs skipped ({why})"
         )),
         (_, n) => bail!("{n} check(s) failed; the rows marked FAIL say why"),
@@ -296,7 +298,7 @@ impl Verifier<'_> {
                 .join(format!("{}-{}-diff.png", slug(program), case.tag()));
             let written = ppm::open(expected)
                 .and_then(|want| ppm::marked_png(want, ppm::open(file)?))
-                .and_then(|bytes| output::file(&png, &bytes));
+                .and_then(|bytes| Ok(shared::output::write_file(&png, &bytes)?));
             match written {
                 Ok(()) => result += &format!(" (marked in {})", png.display()),
                 Err(e) => result += &format!(" (no difference image: {e:#})"),
@@ -488,7 +490,7 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
         .split_once('x')
         .ok_or("a size is WIDTHxHEIGHT, e.g. 640x480")?;
-    let side = crate::positive::<u32>("pixels");
+    let side = crate::at_least_one_u32("an image side");
     Ok((side(w)?, side(h)?))
 }
 
@@ -500,8 +502,8 @@ mod tests {
     fn sizes_are_width_by_height_above_zero() {
         assert_eq!(parse_size("640x480"), Ok((640, 480)));
         assert!(parse_size("640").is_err_and(|e| e.contains("WIDTHxHEIGHT")));
-        assert!(parse_size("0x5").is_err_and(|e| e.contains("above zero")));
-        assert!(parse_size("-3x5").is_err_and(|e| e.contains("above zero")));
+        assert!(parse_size("0x5").is_err_and(|e| e.contains("between 1 and")));
+        assert!(parse_size("-3x5").is_err_and(|e| e.contains("between 1 and")));
     }
 
     #[test]

@@ -23,9 +23,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use shared::timing::LabReport;
 
 use crate::bins::Bins;
+use crate::gpu;
 use crate::labs::{self, Lab, Program, Work, LABS};
 use crate::runner::{self, Failure};
-use crate::{gpu, output};
+use shared::output::Output;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -33,10 +34,10 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
     /// Square image sides to time, e.g. `--sizes 512,2048` [default: 512, 1024, ..., 16384]
-    #[arg(long, value_delimiter = ',', value_parser = crate::positive::<u32>("pixels"), allow_hyphen_values = true)]
+    #[arg(long, value_delimiter = ',', value_parser = crate::at_least_one_u32("an image side"), allow_hyphen_values = true)]
     sizes: Vec<u32>,
     /// Runs per lab and size; the tables show the median
-    #[arg(long, default_value_t = 5, value_parser = crate::positive::<u32>("runs"), allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 5, value_parser = crate::at_least_one_u32("the number of runs"), allow_hyphen_values = true)]
     runs: u32,
     /// The Mandelbrot labs to time, every variant of each, e.g. `--labs lab01,lab04`
     /// [default: lab01 to lab04]
@@ -44,17 +45,17 @@ pub struct Args {
     labs: Vec<String>,
     /// The largest side the CPU labs (lab01, lab02) are timed at: sequential lab01 takes
     /// about 15 s per run at 16384 on one core; pass 16384 to time them everywhere
-    #[arg(long, default_value_t = 8192, value_parser = crate::positive::<u32>("pixels"), allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 8192, value_parser = crate::at_least_one_u32("an image side"), allow_hyphen_values = true)]
     max_cpu_size: u32,
     /// Also run these labs with their defaults and tabulate their metrics: lab05, lab06
     #[arg(long, value_delimiter = ',')]
     include: Vec<String>,
     /// lab05's `--samples` when it is included [default: lab05's own]
-    #[arg(long, value_name = "N", value_parser = crate::positive::<u64>("samples"), allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", value_parser = crate::at_least_one("the number of samples", u64::MAX), allow_hyphen_values = true)]
     lab05_samples: Option<u64>,
     /// Seconds one run may take before it is killed and its series ends
     /// [default: 60, plus 2 per megapixel; 600 for --include]
-    #[arg(long, value_name = "SECONDS", value_parser = crate::positive::<u64>("seconds"), allow_hyphen_values = true)]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::at_least_one("the time limit in seconds", u64::MAX), allow_hyphen_values = true)]
     time_limit: Option<u64>,
     /// Where bench.md, bench.csv, bench.svg and extras.csv go (and the images, while they last)
     #[arg(long, value_name = "DIR", default_value = "bench-out")]
@@ -119,6 +120,7 @@ pub fn run(args: Args) -> Result<()> {
     let bins = Bins::locate(args.bin_dir.clone(), needed)?;
     fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the folder {}", args.out.display()))?;
+    let results = Results::create(&args.out, !jobs.is_empty(), !extras.is_empty())?;
 
     let limit = |pixels: u64, default: Duration| {
         args.time_limit
@@ -146,39 +148,53 @@ pub fn run(args: Args) -> Result<()> {
     if rows.is_empty() && extra_rows.is_empty() {
         bail!("no run succeeded: {}", notes.join("; "));
     }
-    write_results(&args.out, &rows, &extra_rows, &notes, args.runs)
+    results.write(&rows, &extra_rows, &notes, args.runs)?;
+    shared::cli::eprint_line(&format!("bench: results in {}", args.out.display()));
+    Ok(())
 }
 
-/// The table on stdout, and the files, all written together.
-fn write_results(
-    out: &Path,
-    rows: &[Row],
-    extras: &[Extra],
-    notes: &[String],
-    runs: u32,
-) -> Result<()> {
-    let markdown = report::markdown(rows, extras, notes, runs);
-    let csv = report::csv(rows);
-    let svg = if rows.is_empty() {
-        None
-    } else {
-        Some(chart::draw(rows)?)
-    };
-    let extras_csv = (!extras.is_empty()).then(|| report::extras_csv(extras));
-    let (md_path, csv_path) = (out.join("bench.md"), out.join("bench.csv"));
-    let (svg_path, extras_path) = (out.join("bench.svg"), out.join("extras.csv"));
-    let mut files: Vec<(&Path, &[u8])> =
-        vec![(&md_path, markdown.as_bytes()), (&csv_path, csv.as_bytes())];
-    if let Some(svg) = &svg {
-        files.push((&svg_path, svg.as_bytes()));
+/// The result files, opened before the work starts so a bad `--out` fails at once.
+struct Results {
+    markdown: Output,
+    csv: Output,
+    svg: Option<Output>,
+    extras: Option<Output>,
+}
+
+impl Results {
+    fn create(out: &Path, mandelbrot: bool, extras: bool) -> Result<Results> {
+        let open = |name: &str| Output::create(&out.join(name));
+        Ok(Results {
+            markdown: open("bench.md")?,
+            csv: open("bench.csv")?,
+            svg: mandelbrot.then(|| open("bench.svg")).transpose()?,
+            extras: extras.then(|| open("extras.csv")).transpose()?,
+        })
     }
-    if let Some(text) = &extras_csv {
-        files.push((&extras_path, text.as_bytes()));
+
+    /// Write the table on stdout, and the files, committed together. A file with nothing to
+    /// hold (no Mandelbrot run succeeded, say) is left as it was.
+    fn write(self, rows: &[Row], extras: &[Extra], notes: &[String], runs: u32) -> Result<()> {
+        let markdown = report::markdown(rows, extras, notes, runs);
+        let mut files = vec![
+            (self.markdown, markdown.clone()),
+            (self.csv, report::csv(rows)),
+        ];
+        if let (Some(svg), false) = (self.svg, rows.is_empty()) {
+            files.push((svg, chart::draw(rows)?));
+        }
+        if let (Some(file), false) = (self.extras, extras.is_empty()) {
+            files.push((file, report::extras_csv(extras)));
+        }
+        let mut outputs = Vec::new();
+        for (mut output, text) in files {
+            output.write_all(text.as_bytes())?;
+            outputs.push(output);
+        }
+        shared::output::commit_all(outputs)?;
+        shared::cli::print_line(markdown.trim_end())?;
+        Ok(())
     }
-    output::files(&files)?;
-    output::print(&markdown)?;
-    output::note(&format!("bench: results in {}", out.display()));
-    Ok(())
 }
 
 /// The variants this machine can run: without a GPU, the GPU ones are noted with the reason.
@@ -281,7 +297,7 @@ fn repeat(
             Ok(run) => runs.push(run),
             Err(e) => {
                 let note = format!("{label}: failed after {done} run(s): {e}");
-                bar.suspend(|| output::note(&format!("bench: {note}")));
+                bar.suspend(|| shared::cli::eprint_line(&format!("bench: {note}")));
                 notes.push(note);
                 bar.inc(u64::from(count - done));
                 break;
