@@ -2,20 +2,24 @@
 //!
 //! Every command that runs labs can use binaries from a `cargo xtask dist` folder instead of
 //! cargo (`--bin-dir DIR`), so the same commands work on a GPU machine with no Rust toolchain.
+//! What the labs are comes from one table ([`labs`]); each lab process is run through one
+//! runner ([`runner`]); each file xtask writes goes through `shared::output`, each line
+//! through `shared::cli`'s printers (a closed stdout is no panic).
 
 mod bench;
 mod bins;
-mod chart;
 mod dist;
 mod gpu;
 mod labs;
 mod ppm;
 mod run;
+mod runner;
 mod test;
 mod verify;
 
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 
 /// The labs' task runner.
@@ -34,22 +38,100 @@ enum Command {
     Dist(dist::Args),
 }
 
-/// The error type of every command: a message for the user.
+/// The error type of `test` and `dist`: a message for the user. The other commands use
+/// `anyhow`, whose context chain prints as one line.
 pub type Result<T> = std::result::Result<T, String>;
 
 fn main() -> ExitCode {
-    let outcome = match Command::parse() {
-        Command::Run(args) => run::run(args),
-        Command::Verify(args) => verify::run(args),
-        Command::Bench(args) => bench::run(args),
-        Command::Test(args) => test::run(args),
-        Command::Dist(args) => dist::run(args),
+    let command = match Command::try_parse() {
+        Ok(command) => command,
+        Err(err) => return argument_error(&err),
     };
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("xtask: {message}");
-            ExitCode::FAILURE
+    let outcome = match command {
+        Command::Run(args) => run::run(args),
+        Command::Verify(args) => verify::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Bench(args) => bench::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Test(args) => test::run(args)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(anyhow::Error::msg),
+        Command::Dist(args) => dist::run(args)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(anyhow::Error::msg),
+    };
+    outcome.unwrap_or_else(|err| {
+        // `{:#}` puts anyhow's context chain on one line: "what failed: why".
+        shared::cli::eprint_line(&format!("xtask: {err:#}"));
+        ExitCode::FAILURE
+    })
+}
+
+/// Help and version print in full and exit 0 (help with no command exits 2, as clap does);
+/// an argument error is one line, like the labs' own (`shared::cli::run`), with clap's tip.
+fn argument_error(err: &clap::Error) -> ExitCode {
+    match err.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            // Nothing useful can be done if stdout is closed.
+            let _ = err.print();
+            return ExitCode::SUCCESS;
         }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = err.print();
+            return ExitCode::from(2);
+        }
+        _ => {}
+    }
+    let rendered = err.render().to_string();
+    let mut lines = rendered.lines().map(str::trim);
+    let first = lines.next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let tip = lines
+        .find_map(|line| line.strip_prefix("tip: "))
+        .map(|tip| format!("; {tip}"))
+        .unwrap_or_default();
+    shared::cli::eprint_line(&format!("xtask: {first}{tip} (see --help)"));
+    ExitCode::from(2)
+}
+
+/// A clap value parser for a whole number from 1 up, through the labs' own number parser:
+/// `--runs -1` gets "the number of runs must be between 1 and ...", not clap's "unexpected
+/// argument '-1'" (the flags that take it accept a leading hyphen).
+pub fn at_least_one(
+    what: &'static str,
+    max: u64,
+) -> impl Fn(&str) -> Result<u64> + Clone + Send + Sync + 'static {
+    move |text: &str| shared::number::whole(what, text, 1, max)
+}
+
+/// [`at_least_one`] for a `u32`.
+pub fn at_least_one_u32(
+    what: &'static str,
+) -> impl Fn(&str) -> Result<u32> + Clone + Send + Sync + 'static {
+    let parse = at_least_one(what, u32::MAX.into());
+    // Within `u32`'s range, as `whole` has checked.
+    move |text: &str| parse(text).map(|n| n as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_start_at_one_and_name_what_is_wrong() {
+        let runs = at_least_one_u32("the number of runs");
+        assert_eq!(runs("5"), Ok(5));
+        for bad in ["-1", "0", "1.5", "x", "4294967296"] {
+            let message = runs(bad).err().unwrap_or_default();
+            assert!(
+                message.starts_with("the number of runs "),
+                "{bad}: {message}"
+            );
+        }
+        assert_eq!(at_least_one("samples", u64::MAX)("4294967296"), Ok(1 << 32));
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Command::command().debug_assert();
     }
 }
