@@ -86,3 +86,8 @@ fn numbers_in_every_notation() {
     );
     assert_rejected("lab01", &["8", "-1e3"], "height");
 }
+
+#[test]
+fn an_unwritable_folder_fails_before_the_work() {
+    assert_unwritable_folder_fails_first("lab01", LONG, "out.ppm");
+}

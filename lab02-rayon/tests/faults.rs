@@ -73,3 +73,8 @@ fn a_png_path_gets_a_png_of_the_same_pixels() {
     assert_eq!(decoded.dimensions(), (17, 9));
     assert_eq!(decoded.as_raw()[..], ppm["P6\n17 9\n255\n".len()..]);
 }
+
+#[test]
+fn an_unwritable_folder_fails_before_the_work() {
+    assert_unwritable_folder_fails_first("lab02", LONG, "out.ppm");
+}

@@ -55,3 +55,8 @@ fn special_files_and_modes() {
     assert_stdout_faults_handled("lab03", quick);
     assert_file_size_limit_is_one_line("lab03", &["256", "256"], "out.ppm");
 }
+
+#[test]
+fn a_fake_driver_library_is_one_line() {
+    shared::fault_testing::assert_fake_driver_is_one_line("lab03", &["8", "8", "-o", "/dev/null"]);
+}

@@ -55,3 +55,8 @@ fn special_files_and_modes() {
     assert_stdout_faults_handled("lab04", quick);
     assert_file_size_limit_is_one_line("lab04", &["256", "256"], "out.ppm");
 }
+
+#[test]
+fn a_fake_driver_library_is_one_line() {
+    shared::fault_testing::assert_fake_driver_is_one_line("lab04", &["8", "8", "-o", "/dev/null"]);
+}

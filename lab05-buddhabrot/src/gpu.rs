@@ -71,7 +71,7 @@ pub fn render(
     let blocks_per_sm = kernel
         .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
         .cuda("asking the occupancy calculator")?;
-    let blocks = sms.unsigned_abs() * blocks_per_sm.max(1) * WAVES;
+    let blocks = (sms.unsigned_abs() * blocks_per_sm.max(1)).saturating_mul(WAVES);
     timer.metric("launch", format!("{blocks} blocks of {BLOCK} threads"));
     let config = LaunchConfig {
         grid_dim: (blocks, 1, 1),

@@ -154,3 +154,11 @@ fn numbers_in_every_notation() {
         "(2) must be less than",
     );
 }
+
+#[test]
+fn a_fake_driver_library_is_one_line() {
+    shared::fault_testing::assert_fake_driver_is_one_line(
+        "lab05",
+        &["--backend", "gpu", "-o", "/dev/null"],
+    );
+}

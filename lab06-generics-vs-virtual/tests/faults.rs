@@ -100,3 +100,8 @@ fn numbers_in_every_notation() {
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_fake_driver_library_is_one_line() {
+    shared::fault_testing::assert_fake_driver_is_one_line("lab06", &["--gpu-only", "--n", "1Ki"]);
+}

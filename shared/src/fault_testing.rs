@@ -440,3 +440,47 @@ pub fn assert_memory_limits_never_abort(lab: &str, args: &[&str]) {
     }
     assert!(refused > 0, "no limit reached the lab's allocation");
 }
+
+/// A `libcuda.so` that is not a driver (a copy of another library, here `libgcc_s`, which
+/// every Rust program on Linux loads) makes a GPU run fail in one line naming the missing
+/// function, not panic inside cudarc. No compiler needed.
+pub fn assert_fake_driver_is_one_line(lab: &str, args: &[&str]) {
+    let maps = fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+    let library = maps
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .find(|path| path.ends_with("/libgcc_s.so.1"))
+        .expect("libgcc_s.so.1 is loaded by every Rust test");
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    fs::copy(library, dir.path().join("libcuda.so")).expect("copy the library");
+    let output = output_of(
+        lab_command(lab)
+            .args(args)
+            .env("LD_LIBRARY_PATH", dir.path()),
+    );
+    let line = assert_one_line_failure(&output, lab);
+    assert!(line.contains("has no function cuInit"), "{line}");
+    assert!(line.contains("install the NVIDIA driver"), "{line}");
+}
+
+/// A folder the user may not write to fails before the work, in one line that says so. As
+/// root, who may write anywhere, the run drops to the `nobody` user first.
+pub fn assert_unwritable_folder_fails_first(lab: &str, long_args: &[&str], name: &str) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o555)).expect("chmod");
+    let mut command = run_to(lab, long_args, &dir.path().join(name));
+    // SAFETY: setgid and setuid are async-signal-safe and touch only the child.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::getuid() == 0 && (libc::setgid(65534) != 0 || libc::setuid(65534) != 0) {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let line = assert_one_line_failure(&output_of(&mut command), lab);
+    assert!(line.contains("permission denied"), "{line}");
+    assert!(started.elapsed() < Duration::from_millis(900));
+    assert!(names_in(dir.path()).is_empty());
+}
