@@ -40,7 +40,7 @@ pub fn render(
 ) -> Result<(Vec<u32>, f64)> {
     let gpu = timer.time(Phase::Context, Gpu::open).map_err(|e| match e {
         Error::NoGpu(why) => Error::NoGpu(format!(
-            "{why} lab05 also runs without a GPU: pass --backend cpu."
+            "{why} Here, that is this same run with --backend cpu: the canvas is identical."
         )),
         other => other,
     })?;
@@ -71,7 +71,7 @@ pub fn render(
     let blocks_per_sm = kernel
         .occupancy_max_active_blocks_per_multiprocessor(BLOCK, 0, None)
         .cuda("asking the occupancy calculator")?;
-    let blocks = sms.unsigned_abs() * blocks_per_sm.max(1) * WAVES;
+    let blocks = (sms.unsigned_abs() * blocks_per_sm.max(1)).saturating_mul(WAVES);
     timer.metric("launch", format!("{blocks} blocks of {BLOCK} threads"));
     let config = LaunchConfig {
         grid_dim: (blocks, 1, 1),

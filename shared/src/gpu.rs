@@ -10,8 +10,10 @@ use cudarc::nvrtc::{self, Ptx};
 use crate::error::CudaResultExt;
 use crate::{Error, Result};
 
-/// The driver functions cudarc calls for the labs, in CUDA 12.0's names. Each is loaded
-/// only when first called, and a missing one would panic then, mid-run.
+/// The driver functions cudarc calls for the labs, in CUDA 12.0's names (found by running
+/// the labs on a stub library that has only these). Each is loaded only when first called,
+/// and a missing one would panic then, mid-run; `shared::cli::run` turns any that is still
+/// missed into one error line.
 const DRIVER_FUNCTIONS: &[&str] = &[
     "cuInit",
     "cuDeviceGet",
@@ -19,6 +21,7 @@ const DRIVER_FUNCTIONS: &[&str] = &[
     "cuDeviceGetName",
     "cuDevicePrimaryCtxRetain",
     "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
     "cuCtxSetCurrent",
     "cuCtxSynchronize",
     "cuGetErrorString",
@@ -37,8 +40,8 @@ const DRIVER_FUNCTIONS: &[&str] = &[
     "cuModuleGetGlobal_v2",
     "cuModuleUnload",
     "cuLaunchKernel",
-    "cuOccupancyMaxPotentialBlockSize",
-    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+    "cuOccupancyMaxPotentialBlockSizeWithFlags",
+    "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
     "cuStreamSynchronize",
     "cuStreamWaitEvent",
     "cuEventCreate",
@@ -86,8 +89,11 @@ impl Gpu {
     /// labs call, are looked for first. A stub driver (present, but no GPU behind it) fails in
     /// `CudaContext::new`, which becomes the same clear error.
     pub fn open() -> Result<Gpu> {
-        const DRIVER: &str = "install the NVIDIA driver (CUDA 12.0 or newer) and check that                               libcuda.so.1 is on the library path";
-        const NVRTC: &str = "install NVRTC (it comes with the CUDA toolkit, or `pip install                              nvidia-cuda-nvrtc-cu12`) and put the folder of libnvrtc.so on                              LD_LIBRARY_PATH";
+        const DRIVER: &str = "install the NVIDIA driver (CUDA 12.0 or newer) and check that \
+                              libcuda.so.1 is on the library path";
+        const NVRTC: &str = "install NVRTC (it comes with the CUDA toolkit, or `pip install \
+                             nvidia-cuda-nvrtc-cu12`) and put the folder of libnvrtc.so \
+                             on LD_LIBRARY_PATH";
         // SAFETY: only tries to dlopen the library by its usual names.
         if !unsafe { sys::is_culib_present() } {
             return Err(no_gpu(
@@ -99,7 +105,10 @@ impl Gpu {
         let driver = unsafe { sys::culib() };
         if let Some(name) = missing_symbol(driver, DRIVER_FUNCTIONS) {
             return Err(no_gpu(
-                &format!("the driver library (libcuda.so) has no function {name}; it is not a real driver, or older than CUDA 12.0"),
+                &format!(
+                    "the driver library (libcuda.so) has no function {name}: it is not a \
+                     real driver, or older than CUDA 12.0"
+                ),
                 DRIVER,
             ));
         }
@@ -114,7 +123,7 @@ impl Gpu {
         let compiler = unsafe { nvrtc::sys::culib() };
         if let Some(name) = missing_symbol(compiler, NVRTC_FUNCTIONS) {
             return Err(no_gpu(
-                &format!("NVRTC (libnvrtc.so) has no function {name}; it is incomplete or too old"),
+                &format!("NVRTC (libnvrtc.so) has no function {name}: it is incomplete or too old"),
                 NVRTC,
             ));
         }

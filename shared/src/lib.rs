@@ -13,6 +13,8 @@
 
 pub mod cli;
 pub mod error;
+#[cfg(feature = "testing")]
+pub mod fault_testing;
 pub mod gpu;
 pub mod mandelbrot;
 pub mod number;

@@ -267,7 +267,7 @@ pub fn explain(error: &io::Error) -> String {
     let advice = match error.raw_os_error() {
         Some(libc::ENOENT) => "its folder does not exist; create the folder first or choose another path",
         Some(libc::ENOTDIR) => "a part of the path that should be a folder is a file; choose another path",
-        Some(libc::EISDIR) => "it is a folder; add a file name to the path (e.g. -o DIR/out.ppm)",
+        Some(libc::EISDIR) => "it is a folder; add a file name to the path (e.g. DIR/out.ppm)",
         Some(libc::EACCES) | Some(libc::EPERM) => {
             "permission denied; choose a folder you may write to (a new file needs write permission on its folder)"
         }

@@ -129,12 +129,13 @@ impl Timer {
         for (key, value) in &r.metrics {
             table += &format!("\n  {key}: {value}");
         }
-        eprint_line(&table);
         if json {
-            // A map of strings and numbers always encodes.
+            // A map of strings and numbers always encodes. Printed before the table, so that
+            // a stdout that cannot be written ends the run with one error line.
             let line = serde_json::to_string(r).unwrap_or_default();
             print_line(&line)?;
         }
+        eprint_line(&table);
         Ok(self.report)
     }
 }
