@@ -3,6 +3,7 @@
 //! - [`palette`]: the 16 colours and the counter-to-colour rule of the original program.
 //! - [`mandelbrot`]: the reference per-pixel computation (lab01's semantics, exactly).
 //! - [`view`]: the command-line view arguments every Mandelbrot lab shares.
+//! - [`plan`]: which rows and pixels need the escape loop (mirror rows, the near-set box).
 //! - [`ppm`]: the binary PPM format and an atomic file writer (never a partial file).
 //! - [`timing`]: phases, a human table on stderr, one JSON object on stdout.
 //! - [`error`] and [`cli`]: one error type that prints one clear line, and argument parsing
@@ -14,6 +15,7 @@ pub mod error;
 pub mod gpu;
 pub mod mandelbrot;
 pub mod palette;
+pub mod plan;
 pub mod ppm;
 #[cfg(feature = "testing")]
 pub mod testing;
