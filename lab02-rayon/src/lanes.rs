@@ -314,6 +314,23 @@ mod tests {
     }
 
     #[test]
+    fn lanes_round_every_operation_as_escape_count_does() {
+        // Two rows of lab03's zoom on the seahorse valley where a single operation rounded
+        // differently changes a counter (found by search): a fused multiply-add in `zy` makes
+        // column 138 of row 168 escape at turn 228 instead of 226; `zx2 + (x - zy2)` for
+        // `zx2 - zy2 + x` changes it too, and column 79 of row 163.
+        let view = View {
+            width: 1024,
+            height: 1024,
+            cx: -0.74364,
+            cy: 0.13182,
+            scale: 1e-6,
+        };
+        let xs: Vec<f64> = (0..view.width).map(|j| view.x(j)).collect();
+        assert_rows_exact(&xs, &[view.y(163), view.y(168)], None);
+    }
+
+    #[test]
     fn lanes_count_turns_255_and_256_as_the_8_bit_counter_does() {
         // Along the real axis just right of the cardioid's cusp (x = 0.25) the escape turn
         // grows like pi / sqrt(x - 0.25): it passes 255 and 256 near x = 0.25 + 1.5e-4.
