@@ -7,16 +7,22 @@
 //! 3. rows are produced directly in file order (bottom row first), so the image is written
 //!    with one call instead of one per row.
 //!
-//! The per-pixel arithmetic is lab01's own function, untouched: the output is byte-identical.
+//! Two switches make the comparison with the GPU fair, and keep the pixels byte-identical:
+//! `--simd` runs the escape loop on the CPU's widest vector lanes (see `lanes.rs`), and
+//! `--shortcuts` skips the work lab04's kernel skips, with the same plan (`shared::plan`):
+//! mirror rows computed once, points in the cardioid and the period-2 bulb black at once.
+//! Without them, every pixel is lab01's own function, untouched.
+
+mod lanes;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use lanes::{Lanes, Row};
 use rayon::prelude::*;
 use shared::error::try_alloc_bytes;
-use shared::mandelbrot::escape_count;
 use shared::output::ImageFile;
-use shared::palette::colour;
+use shared::plan::{NearSet, RowPlan};
 use shared::timing::{Phase, Timer};
 use shared::view::MandelbrotArgs;
 use shared::Result;
@@ -31,6 +37,16 @@ use shared::Result;
 struct Args {
     #[command(flatten)]
     mandelbrot: MandelbrotArgs,
+
+    /// Run the escape loop on the CPU's widest f64 lanes (AVX-512, AVX2 or portable, chosen
+    /// at run time)
+    #[arg(long)]
+    simd: bool,
+
+    /// Skip what lab04 skips: rows that mirror another row, and points in the main cardioid
+    /// or the period-2 bulb
+    #[arg(long)]
+    shortcuts: bool,
 }
 
 fn main() -> ExitCode {
@@ -38,10 +54,13 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
-    let args = args.mandelbrot;
+    let Args {
+        mandelbrot: args,
+        simd,
+        shortcuts,
+    } = args;
     let mut timer = Timer::start("lab02", args.width, args.height);
     let view = args.view();
-    let row_bytes = view.width as usize * 3;
     // Opened before the work, so that a path that cannot be written fails now; and the
     // worker threads started now, so that a process limit is one clear line.
     let file = ImageFile::create(
@@ -50,29 +69,74 @@ fn run(args: Args) -> Result<()> {
         view.height,
     )?;
     shared::cli::start_threads()?;
+    let lanes = simd.then(Lanes::detect);
 
     let mut image = timer.time(Phase::Allocate, || {
         try_alloc_bytes(view.rgb_bytes(), "the image")
     })?;
 
-    timer.time(Phase::Compute, || {
-        // One task per row; rayon splits the range and idle threads steal the rest, so the
-        // expensive rows through the set do not leave the other cores waiting.
-        image
-            .par_chunks_exact_mut(row_bytes)
-            .enumerate()
-            .for_each(|(file_row, row)| {
-                // The file starts with the bottom row of the image (i = height - 1).
-                let i = view.height - 1 - file_row as u32;
-                let y = view.y(i);
-                for (j, px) in row.chunks_exact_mut(3).enumerate() {
-                    px.copy_from_slice(&colour(escape_count(view.x(j as u32), y)));
-                }
-            });
+    let computed_rows = timer.time(Phase::Compute, || {
+        // Every column's and row's coordinate, by lab01's own mapping; the rows to compute;
+        // the box where the cardioid and period-2 tests can hold (lab04's plan).
+        let xs: Vec<f64> = (0..view.width).map(|j| view.x(j)).collect();
+        let ys: Vec<f64> = (0..view.height).map(|i| view.y(i)).collect();
+        let near = NearSet::find(&xs, &ys);
+        let plan = RowPlan::new(&ys, shortcuts);
+        // One task per computed row; rayon splits the list and idle threads steal the rest,
+        // so the expensive rows through the set do not leave the other cores waiting.
+        let jobs = row_jobs(&mut image, view.width as usize * 3, &plan);
+        let computed_rows = jobs.len();
+        jobs.into_par_iter().for_each(|RowJob { i, out, mirror }| {
+            let row = Row {
+                xs: &xs,
+                y: ys[i],
+                near: near.columns(i),
+                early_exits: shortcuts,
+            };
+            match lanes {
+                Some(lanes) => lanes.colour(&row, out),
+                None => row.colour_one_by_one(out),
+            }
+            if let Some(mirror) = mirror {
+                mirror.copy_from_slice(out);
+            }
+        });
+        computed_rows
     });
 
     timer.time(Phase::Write, || file.write_all_and_commit(&image))?;
 
+    timer.metric("lanes", lanes.map_or("none", Lanes::name));
+    timer.metric("computed_rows", computed_rows);
     timer.finish(args.json)?;
     Ok(())
+}
+
+/// One task: image row `i`, its place in the file-order buffer, and the place of the row
+/// that mirrors it, if any.
+struct RowJob<'a> {
+    i: usize,
+    out: &'a mut [u8],
+    mirror: Option<&'a mut [u8]>,
+}
+
+/// The tasks for the rows the plan computes. The file starts with the bottom row
+/// (i = height - 1), so the buffer's rows are taken in reverse.
+fn row_jobs<'a>(image: &'a mut [u8], row_bytes: usize, plan: &RowPlan) -> Vec<RowJob<'a>> {
+    let mut rows: Vec<Option<&mut [u8]>> =
+        image.chunks_exact_mut(row_bytes).rev().map(Some).collect();
+    let mut take = |i: i32| {
+        rows[i as usize]
+            .take()
+            .expect("the plan produces each row once")
+    };
+    plan.rows
+        .iter()
+        .zip(&plan.mirrors)
+        .map(|(&i, &m)| RowJob {
+            i: i as usize,
+            out: take(i),
+            mirror: (m >= 0).then(|| take(m)),
+        })
+        .collect()
 }

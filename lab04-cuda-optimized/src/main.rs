@@ -18,6 +18,7 @@ use shared::error::{try_with_capacity, CudaResultExt};
 use shared::gpu::{elapsed_ms, Gpu};
 use shared::output::ImageFile;
 use shared::palette::PALETTE;
+use shared::plan::{NearSet, RowPlan};
 use shared::timing::{Phase, Timer};
 use shared::view::{MandelbrotArgs, View};
 use shared::{Error, Result};
@@ -169,64 +170,6 @@ fn run(args: Args) -> Result<()> {
     timer.metric("nvrtc_options", kernels.options_line());
     timer.finish(args.mandelbrot.json)?;
     Ok(())
-}
-
-/// The columns `j0..j1` and rows `i0..i1` whose points may lie in the main cardioid
-/// (within x in [-0.75, 0.375], |y| <= 0.65) or the period-2 bulb (within x in
-/// [-1.25, -0.75], |y| <= 0.25), with a margin of 0.005 at least: outside this box the
-/// kernel's two tests are false, whatever the rounding.
-struct NearSet {
-    j0: i32,
-    j1: i32,
-    i0: i32,
-    i1: i32,
-}
-
-impl NearSet {
-    /// `xs` and `ys` increase with the index (the scale is positive), so each range is a
-    /// contiguous run found by binary search.
-    fn find(xs: &[f64], ys: &[f64]) -> NearSet {
-        let (x_low, x_high, y_limit) = (-1.26, 0.38, 0.66);
-        NearSet {
-            j0: xs.partition_point(|&x| x <= x_low) as i32,
-            j1: xs.partition_point(|&x| x < x_high) as i32,
-            i0: ys.partition_point(|&y| y <= -y_limit) as i32,
-            i1: ys.partition_point(|&y| y < y_limit) as i32,
-        }
-    }
-}
-
-/// Which rows the kernel computes, and for each the row that mirrors it (-1 if none).
-///
-/// A row whose y is exactly the negative of another row's y (bit for bit) holds the mirror
-/// images of that row's points. Their orbits are mirror images too, exactly: each step
-/// negates `zy` and keeps `zx`, and IEEE rounding treats a value and its negative alike.
-/// So one of the two rows is computed and its colours stored twice. The default view
-/// (cy = 0) pairs up all rows but one or two: half the work, measured in lab04's README.
-struct RowPlan {
-    rows: Vec<i32>,
-    mirrors: Vec<i32>,
-}
-
-impl RowPlan {
-    fn new(ys: &[f64], use_mirrors: bool) -> RowPlan {
-        let mut mirror_of = vec![-1i32; ys.len()];
-        let mut is_mirror = vec![false; ys.len()];
-        if use_mirrors {
-            for (i, &y) in ys.iter().enumerate().filter(|(_, &y)| y < 0.0) {
-                // `ys` increases with the row, so the candidate is found by binary search.
-                let k = ys.partition_point(|&v| v < -y);
-                if ys.get(k).is_some_and(|v| v.to_bits() == (-y).to_bits()) {
-                    mirror_of[i] = k as i32;
-                    is_mirror[k] = true;
-                }
-            }
-        }
-        let computed = (0..ys.len()).filter(|&i| !is_mirror[i]);
-        let rows: Vec<i32> = computed.map(|i| i as i32).collect();
-        let mirrors = rows.iter().map(|&i| mirror_of[i as usize]).collect();
-        RowPlan { rows, mirrors }
-    }
 }
 
 /// Block size from the occupancy API: the largest block, up to 256 threads, that still lets

@@ -53,7 +53,7 @@ fn stride(n: u64) -> u64 {
 
 /// Element `i`: 1, 2 or 3 (scrambled) where `i` is a multiple of `stride`, else 0.
 fn value(i: u64, stride: u64) -> u32 {
-    if i % stride != 0 {
+    if !i.is_multiple_of(stride) {
         return 0;
     }
     // splitmix64's finaliser: neighbouring indices get unrelated values.

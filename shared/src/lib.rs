@@ -6,6 +6,7 @@
 //! - [`output`]: every file written, atomically, checked before the work (never a partial
 //!   file, nothing left behind); [`ppm`]: the binary PPM header.
 //! - [`number`]: the one parser behind every numeric flag.
+//! - [`plan`]: which rows and pixels need the escape loop (mirror rows, the near-set box).
 //! - [`timing`]: phases, a human table on stderr, one JSON object on stdout.
 //! - [`error`] and [`cli`]: one error type that prints one clear line, and argument parsing
 //!   that reports bad input the same way.
@@ -20,6 +21,7 @@ pub mod mandelbrot;
 pub mod number;
 pub mod output;
 pub mod palette;
+pub mod plan;
 pub mod ppm;
 #[cfg(feature = "testing")]
 pub mod testing;

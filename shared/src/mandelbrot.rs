@@ -20,9 +20,8 @@ use crate::palette::MAX_ITER;
 pub fn escape_count(x: f64, y: f64) -> u8 {
     let mut iter: u8 = 0;
 
-    // Main cardioid test (the original writes it with `hypot`).
-    let mut zx = (x - 0.25).hypot(y);
-    if x < zx - 2.0 * zx * zx + 0.25 {
+    // Main cardioid (the original computes its `hypot` into `zx`, reset to 0 below).
+    if in_main_cardioid(x, y) {
         iter = MAX_ITER;
     }
     // The original tests the period-2 bulb against `1 / 16`, which is integer division in C:
@@ -35,7 +34,7 @@ pub fn escape_count(x: f64, y: f64) -> u8 {
         iter = MAX_ITER;
     }
 
-    zx = 0.0;
+    let mut zx = 0.0;
     let mut zy = 0.0;
     let mut zx2 = 0.0;
     let mut zy2 = 0.0;
@@ -53,6 +52,23 @@ pub fn escape_count(x: f64, y: f64) -> u8 {
         }
     }
     iter
+}
+
+/// The original's main cardioid test, written with `hypot` as it was. Every lab that skips
+/// or shortens the loop for these points calls this function, so they all agree with
+/// [`escape_count`] on which points it holds for, bit for bit.
+#[inline]
+pub fn in_main_cardioid(x: f64, y: f64) -> bool {
+    let q = (x - 0.25).hypot(y);
+    x < q - 2.0 * q * q + 0.25
+}
+
+/// The period-2 bulb test as the original meant it (`1/16` as a real number, not integer 0).
+/// [`escape_count`] never uses it; the points it holds for never escape, so a lab may colour
+/// them black at once (lab04's kernel writes the same expression).
+#[inline]
+pub fn in_period2_bulb(x: f64, y: f64) -> bool {
+    (x + 1.0) * (x + 1.0) + y * y < 0.0625
 }
 
 #[cfg(test)]

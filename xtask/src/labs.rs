@@ -100,24 +100,16 @@ const fn no_flags(label: &'static str, device: Device) -> Variant {
     }
 }
 
-/// Set to `true` once lab02 takes `--simd` and `--shortcuts`: `verify` then checks, and
-/// `bench` times, lab02 with both as "best CPU", its own row, CSV line and chart series.
-const LAB02_BEST_CPU: bool = false;
-
-const LAB02_VARIANTS: &[Variant] = {
-    const PLAIN: Variant = no_flags("lab02", Device::Cpu);
-    // The fair CPU competitor for the GPU labs: every f64 lane and lab04's shortcuts.
-    const BEST_CPU: Variant = Variant {
+/// lab02 plain, and the fair CPU competitor for the GPU labs: every f64 lane and lab04's
+/// shortcuts, "best CPU" in `verify`, `bench`, the CSV and the chart.
+const LAB02_VARIANTS: &[Variant] = &[
+    no_flags("lab02", Device::Cpu),
+    Variant {
         label: "lab02 best CPU",
         flags: &["--simd", "--shortcuts"],
         device: Device::Cpu,
-    };
-    if LAB02_BEST_CPU {
-        &[PLAIN, BEST_CPU]
-    } else {
-        &[PLAIN]
-    }
-};
+    },
+];
 
 pub static LABS: [Lab; 6] = [
     Lab {
@@ -307,15 +299,10 @@ mod tests {
     }
 
     #[test]
-    fn lab02_best_cpu_has_both_switches_when_enabled() {
+    fn lab02_best_cpu_has_both_switches() {
         let lab02 = find("lab02").expect("lab02");
         assert_eq!(lab02.first().variant.flags, [] as [&str; 0]);
         let best: Vec<_> = lab02.variants[1..].iter().map(|v| v.flags).collect();
-        let expected: &[&[&str]] = if LAB02_BEST_CPU {
-            &[&["--simd", "--shortcuts"]]
-        } else {
-            &[]
-        };
-        assert_eq!(best, expected);
+        assert_eq!(best, [["--simd", "--shortcuts"]]);
     }
 }
