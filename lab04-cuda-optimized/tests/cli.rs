@@ -1,9 +1,12 @@
 //! lab04 from the outside: byte-identical to lab01, clear errors. The GPU tests are ignored
 //! where there is no GPU; `cargo xtask test` runs them where there is one.
+//!
+//! lab01's bytes are `reference_ppm`'s, computed in-process (lab01's tests pin it to the given
+//! C program), so `cargo test -p lab04-cuda-optimized` needs no other lab's binary.
 
 use shared::testing::{
     assert_explains_missing_gpu, assert_fails_cleanly, assert_missing_directory_fails,
-    assert_rejects_bad_sizes, render,
+    assert_rejects_bad_sizes, json_report, reference_ppm, render,
 };
 
 #[test]
@@ -33,7 +36,7 @@ fn byte_identical_to_lab01() {
     ];
     for args in cases {
         assert!(
-            render("lab01", args) == render("lab04", args),
+            render("lab04", args) == reference_ppm(args),
             "lab04 differs from lab01 for {args:?}"
         );
     }
@@ -53,6 +56,26 @@ fn shortcuts_switched_off_or_on_change_no_pixel() {
             "{switch} changed pixels"
         );
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn json_report_names_the_gpu_and_its_kernel_time() {
+    let report = json_report("lab04", &["256", "128"]);
+    assert_eq!(report.lab, "lab04");
+    // CPU labs report their thread count here ("... CPU with N hardware threads").
+    assert!(
+        !report.device.is_empty() && !report.device.contains("CPU"),
+        "not a GPU: {:?}",
+        report.device
+    );
+    assert!(report.phases_ms.get("kernel").is_some_and(|&ms| ms > 0.0));
+    assert_eq!(
+        report.metrics["nvrtc_options"]
+            .as_str()
+            .map(|o| o.contains("--fmad=false")),
+        Some(true)
+    );
 }
 
 #[test]
