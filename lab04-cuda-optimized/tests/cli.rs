@@ -4,10 +4,51 @@
 //! lab01's bytes are `reference_ppm`'s, computed in-process (lab01's tests pin it to the given
 //! C program), so `cargo test -p lab04-cuda-optimized` needs no other lab's binary.
 
+use lab04_cuda_optimized::kernel_file;
 use shared::testing::{
-    assert_explains_missing_gpu, assert_fails_cleanly, assert_missing_directory_fails,
-    assert_rejects_bad_sizes, json_report, reference_ppm, render,
+    assert_explains_missing_gpu, assert_fails_cleanly, assert_kernels_compile,
+    assert_missing_directory_fails, assert_rejects_bad_sizes, json_report, ptx_loops,
+    reference_ppm, render,
 };
+
+/// Every build the command line can ask for: the default, and each shortcut switched.
+fn kernel_builds() -> [shared::nvrtc::KernelFile; 3] {
+    [
+        kernel_file(true, false),
+        kernel_file(false, false),
+        kernel_file(true, true),
+    ]
+}
+
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_compiles_every_build_for_sm80_and_sm90() {
+    assert_kernels_compile(&kernel_builds());
+}
+
+/// The lesson of lab04: with `--fmad=false` no multiply is fused with an add in the escape
+/// loop, so every rounding is lab01's. (`hypot`, before the loop, may use fma: libdevice
+/// writes it with explicit fused operations, exact by design, and it matches lab01's here.)
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_escape_loop_has_no_fused_multiply_add() {
+    for kernel in kernel_builds() {
+        let loops = ptx_loops(&kernel);
+        // The escape loop is found: its squares are separate, correctly rounded multiplies.
+        assert!(
+            loops.iter().any(|body| body.contains("mul.rn.f64")),
+            "no escape loop found in the PTX ({:?})",
+            kernel.options
+        );
+        for body in &loops {
+            assert!(
+                !body.contains("fma.rn.f64"),
+                "a fused multiply-add in a loop ({:?}):\n{body}",
+                kernel.options
+            );
+        }
+    }
+}
 
 #[test]
 fn rejects_bad_sizes() {

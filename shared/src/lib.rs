@@ -8,11 +8,13 @@
 //! - [`error`] and [`cli`]: one error type that prints one clear line, and argument parsing
 //!   that reports bad input the same way.
 //! - [`gpu`]: driver and NVRTC detection, context, kernel compilation, event timing.
+//! - [`nvrtc`]: NVRTC alone, for the kernel checks that need no GPU.
 
 pub mod cli;
 pub mod error;
 pub mod gpu;
 pub mod mandelbrot;
+pub mod nvrtc;
 pub mod palette;
 pub mod ppm;
 #[cfg(feature = "testing")]

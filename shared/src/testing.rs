@@ -7,6 +7,7 @@ use assert_cmd::Command;
 use clap::Parser;
 
 use crate::mandelbrot::escape_count;
+use crate::nvrtc::{loops, KernelFile, CHECKED_ARCHES};
 use crate::palette::colour;
 use crate::ppm::header;
 use crate::timing::LabReport;
@@ -158,4 +159,26 @@ pub fn json_report(lab: &str, args: &[&str]) -> LabReport {
     );
     serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("{lab} --json printed no report ({e})"))
+}
+
+/// Compile each kernel file with its lab's own options for every architecture in
+/// [`CHECKED_ARCHES`]; a failure panics with NVRTC's log. Needs NVRTC, not a GPU.
+pub fn assert_kernels_compile(kernels: &[KernelFile]) {
+    for kernel in kernels {
+        for arch in CHECKED_ARCHES {
+            if let Err(e) = kernel.cubin(arch) {
+                panic!("{} for {arch}: {e}", kernel.name);
+            }
+        }
+    }
+}
+
+/// The loops of `kernel`'s PTX for the first checked architecture (see
+/// [`crate::nvrtc::loops`]). Needs NVRTC, not a GPU.
+pub fn ptx_loops(kernel: &KernelFile) -> Vec<String> {
+    let arch = CHECKED_ARCHES[0].replace("sm_", "compute_");
+    let ptx = kernel
+        .ptx(&arch)
+        .unwrap_or_else(|e| panic!("{} for {arch}: {e}", kernel.name));
+    loops(&ptx)
 }
