@@ -145,7 +145,7 @@ impl Suite {
             Suite::Cargo => {
                 let mut cargo = cargo();
                 cargo
-                    .args(["test", "--workspace", "--"])
+                    .args(["test", "--workspace", "--no-fail-fast", "--"])
                     .args(test_args)
                     .envs(env.iter().map(|(k, v)| (k, v)));
                 if !run_counting(&mut cargo, totals)? {
