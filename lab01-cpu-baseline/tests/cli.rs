@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use sha2::{Digest, Sha256};
 use shared::testing::{
-    assert_missing_directory_fails, assert_rejects_bad_sizes, reference_ppm, render,
+    assert_fails_cleanly, assert_missing_directory_fails, assert_rejects_bad_sizes, reference_ppm,
+    render,
 };
 
 /// SHA-256 of the given program's images (written by `reference/digests.sh`).
@@ -205,6 +206,27 @@ fn default_output_name_and_json_report() {
 #[test]
 fn rejects_bad_sizes() {
     assert_rejects_bad_sizes("lab01");
+}
+
+#[test]
+fn rejects_views_that_are_not_finite_or_not_positive() {
+    for (flag, value) in [
+        ("--cx", "inf"),
+        ("--cx", "NaN"),
+        ("--cy", "-1e999"),
+        ("--scale", "0"),
+        ("--scale", "-0.01"),
+        ("--scale", "inf"),
+        ("--scale", "nan"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = Command::cargo_bin("lab01").unwrap();
+        command
+            .args(["8", "8", flag, value, "-o"])
+            .arg(dir.path().join("out.ppm"));
+        let message = assert_fails_cleanly(&mut command, "lab01", dir.path());
+        assert!(message.contains(flag), "{flag} {value}: {message}");
+    }
 }
 
 #[test]
