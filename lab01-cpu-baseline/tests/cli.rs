@@ -1,9 +1,154 @@
-//! lab01 from the outside: the file it writes, a few pixels derived by hand, bad input.
+//! lab01 from the outside: the given C program's images (its committed digests, and the
+//! program itself where a C compiler is present), a few pixels derived by hand, bad input.
 
 #![allow(clippy::unwrap_used)] // a test that cannot set itself up should panic
 
+use std::path::{Path, PathBuf};
+
 use assert_cmd::Command;
-use shared::testing::{assert_missing_directory_fails, assert_rejects_bad_sizes, render};
+use sha2::{Digest, Sha256};
+use shared::testing::{
+    assert_fails_cleanly, assert_missing_directory_fails, assert_rejects_bad_sizes, reference_ppm,
+    render,
+};
+
+/// SHA-256 of the given program's images (written by `reference/digests.sh`).
+const DIGESTS: &str = include_str!("../reference/digests.txt");
+
+/// Set to skip the comparison with the C program knowingly, on a machine without a C
+/// compiler (`cargo xtask test` sets it there, and says so in its summary).
+const NO_C_COMPILER: &str = "LAB01_NO_C_COMPILER";
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Each committed case: its digest, and lab01's arguments for it.
+fn digest_cases() -> Vec<(&'static str, Vec<&'static str>)> {
+    DIGESTS
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let args = match words[..] {
+                [_, width, height] => vec![width, height],
+                [_, width, height, cx, cy, scale] => {
+                    vec![width, height, "--cx", cx, "--cy", cy, "--scale", scale]
+                }
+                _ => panic!("bad line in reference/digests.txt: {line}"),
+            };
+            (words[0], args)
+        })
+        .collect()
+}
+
+#[test]
+fn images_match_the_committed_digests_of_the_given_program() {
+    let cases = digest_cases();
+    assert!(cases.len() >= 8, "reference/digests.txt lost its cases");
+    for (digest, args) in cases {
+        assert_eq!(
+            sha256_hex(&render("lab01", &args)),
+            digest,
+            "lab01 {args:?} differs from the given program"
+        );
+    }
+}
+
+#[test]
+fn the_in_process_reference_matches_the_committed_digests() {
+    // The other labs' tests compare with `reference_ppm`; this pins it to the C program too.
+    for (digest, args) in digest_cases() {
+        assert_eq!(
+            sha256_hex(&reference_ppm(&args)),
+            digest,
+            "shared::testing::reference_ppm {args:?} differs from the given program"
+        );
+    }
+}
+
+/// The system C compiler (`$CC`, else `cc`, else `gcc`), if one runs.
+fn c_compiler() -> Option<String> {
+    let candidates = std::env::var("CC")
+        .into_iter()
+        .chain(["cc".into(), "gcc".into()]);
+    candidates.into_iter().find(|cc| {
+        std::process::Command::new(cc)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// Build reference/mandelbrot.c in `dir` as its header says: no contracted multiply-adds.
+fn build_c_program(cc: &str, dir: &Path) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("reference/mandelbrot.c");
+    let exe = dir.join("mandelbrot");
+    let output = std::process::Command::new(cc)
+        .args(["-O2", "-ffp-contract=off"])
+        .arg(&source)
+        .args(["-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{cc} could not build reference/mandelbrot.c:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    exe
+}
+
+#[test]
+fn byte_identical_to_the_given_c_program() {
+    let Some(cc) = c_compiler() else {
+        assert!(
+            std::env::var_os(NO_C_COMPILER).is_some(),
+            "no C compiler found ($CC, cc or gcc): install one to compare lab01 with \
+             reference/mandelbrot.c, or set {NO_C_COMPILER}=1 to skip this comparison \
+             knowingly (the committed digests are still checked)"
+        );
+        eprintln!("{NO_C_COMPILER} is set: lab01 is not compared with the C program here");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let exe = build_c_program(&cc, dir.path());
+    // Odd, non-square, one-pixel-wide, off the real axis, in the period-2 bulb, zoomed deep.
+    let cases: [[&str; 5]; 8] = [
+        ["1", "1", "-0.6", "0", ""],
+        ["3", "1", "-0.6", "0", ""],
+        ["1", "9", "-0.6", "0", ""],
+        ["97", "61", "-0.6", "0", ""],
+        ["257", "128", "-0.6", "0.25", "0.0117"],
+        ["160", "120", "-1.0", "0.01", "0.004"],
+        [
+            "200",
+            "150",
+            "-0.7436438870371587",
+            "0.1318259042053119",
+            "3e-13",
+        ],
+        ["120", "90", "0.28", "0.0085", "0.00002"],
+    ];
+    for [width, height, cx, cy, scale] in cases {
+        let c_file = dir.path().join("c.ppm");
+        let mut c = std::process::Command::new(&exe);
+        c.args([width, height]).arg(&c_file);
+        let mut args = vec![width, height];
+        if !scale.is_empty() {
+            c.args([cx, cy, scale]);
+            args.extend(["--cx", cx, "--cy", cy, "--scale", scale]);
+        }
+        assert!(c.output().unwrap().status.success(), "the C program failed");
+        assert!(
+            std::fs::read(&c_file).unwrap() == render("lab01", &args),
+            "lab01 {args:?} differs from reference/mandelbrot.c"
+        );
+    }
+}
 
 /// The pixel at image row `i`, column `j` (the file stores the bottom row first).
 fn pixel(file: &[u8], width: usize, height: usize, i: usize, j: usize) -> [u8; 3] {
@@ -61,6 +206,27 @@ fn default_output_name_and_json_report() {
 #[test]
 fn rejects_bad_sizes() {
     assert_rejects_bad_sizes("lab01");
+}
+
+#[test]
+fn rejects_views_that_are_not_finite_or_not_positive() {
+    for (flag, value) in [
+        ("--cx", "inf"),
+        ("--cx", "NaN"),
+        ("--cy", "-1e999"),
+        ("--scale", "0"),
+        ("--scale", "-0.01"),
+        ("--scale", "inf"),
+        ("--scale", "nan"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut command = Command::cargo_bin("lab01").unwrap();
+        command
+            .args(["8", "8", flag, value, "-o"])
+            .arg(dir.path().join("out.ppm"));
+        let message = assert_fails_cleanly(&mut command, "lab01", dir.path());
+        assert!(message.contains(flag), "{flag} {value}: {message}");
+    }
 }
 
 #[test]

@@ -1,19 +1,36 @@
 //! lab02 must write exactly lab01's bytes, and refuse bad input the same way.
+//!
+//! lab01's bytes are `reference_ppm`'s, computed in-process (lab01's tests pin it to the given
+//! C program), so `cargo test -p lab02-rayon` needs no other lab's binary.
 
-use shared::testing::{assert_missing_directory_fails, assert_rejects_bad_sizes, render};
+use shared::testing::{
+    assert_missing_directory_fails, assert_rejects_bad_sizes, reference_ppm, render,
+};
 
 #[test]
-fn byte_identical_to_lab01_at_odd_and_non_square_sizes() {
-    for [width, height] in [
-        ["1", "1"],
-        ["2", "3"],
-        ["7", "5"],
-        ["64", "48"],
-        ["333", "517"],
-    ] {
+fn byte_identical_to_lab01_at_odd_and_non_square_sizes_and_views() {
+    let cases: &[&[&str]] = &[
+        &["1", "1"],
+        &["2", "3"],
+        &["7", "5"],
+        &["64", "48"],
+        &["333", "517"],
+        &["160", "90", "--cy", "0.3"],
+        &[
+            "128",
+            "96",
+            "--cx",
+            "-0.743643",
+            "--cy",
+            "0.131825",
+            "--scale",
+            "1e-5",
+        ],
+    ];
+    for args in cases {
         assert!(
-            render("lab01", &[width, height]) == render("lab02", &[width, height]),
-            "lab02 differs from lab01 at {width}x{height}"
+            render("lab02", args) == reference_ppm(args),
+            "lab02 differs from lab01 for {args:?}"
         );
     }
 }

@@ -32,9 +32,6 @@ struct Args {
     mandelbrot: MandelbrotArgs,
 }
 
-/// No options: NVRTC's defaults, fused multiply-adds included.
-const NVRTC_OPTIONS: &[&str] = &[];
-
 fn main() -> ExitCode {
     shared::cli::run("lab03", run)
 }
@@ -67,12 +64,9 @@ fn run(args: Args) -> Result<()> {
         )));
     }
 
+    let kernel = lab03_cuda_naive::kernel_file();
     let kernels = timer.time(Phase::Compile, || {
-        gpu.compile(
-            "mandelbrot_naive.cu",
-            include_str!("../kernels/mandelbrot_naive.cu"),
-            NVRTC_OPTIONS,
-        )
+        gpu.compile(kernel.name, kernel.source, &kernel.options)
     })?;
     let escape_colour = kernels.function("escape_colour_naive")?;
 

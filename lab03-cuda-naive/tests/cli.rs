@@ -4,8 +4,10 @@
 #![allow(clippy::unwrap_used)] // a test that cannot set itself up should panic
 
 use assert_cmd::Command;
+use lab03_cuda_naive::kernel_file;
 use shared::testing::{
-    assert_explains_missing_gpu, assert_fails_cleanly, assert_rejects_bad_sizes,
+    assert_explains_missing_gpu, assert_fails_cleanly, assert_kernels_compile,
+    assert_rejects_bad_sizes, ptx_loops,
 };
 
 #[test]
@@ -16,6 +18,25 @@ fn rejects_bad_sizes() {
 #[test]
 fn without_a_gpu_says_what_is_missing_and_what_still_runs() {
     assert_explains_missing_gpu("lab03");
+}
+
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_compiles_the_kernel_for_sm80_and_sm90() {
+    assert_kernels_compile(&[kernel_file()]);
+}
+
+/// The lesson lab04 builds on: with NVRTC's default options, the escape loop fuses a
+/// multiply and an add (one rounding where lab01 has two), so some pixels differ.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_default_options_fuse_a_multiply_add_in_the_escape_loop() {
+    let loops = ptx_loops(&kernel_file());
+    assert!(
+        loops.iter().any(|body| body.contains("fma.rn.f64")),
+        "no fma.rn.f64 in the loops of lab03's PTX:\n{}",
+        loops.join("\n---\n")
+    );
 }
 
 #[test]

@@ -51,12 +51,6 @@ struct Args {
     block: Option<(u32, u32)>,
 }
 
-/// `--use_fast_math` speeds up single-precision functions but also turns on fused
-/// multiply-adds; `--fmad=false`, after it, turns them off again. One FMA rounds once where
-/// lab01 rounds twice, and that last bit is enough to change some pixels (lab03 shows how
-/// many). The kernel computes in double precision, which fast math leaves alone.
-const NVRTC_OPTIONS: &[&str] = &["--use_fast_math", "--fmad=false"];
-
 /// Bytes per chunk of the copy back. Small enough that a few pinned buffers cost little to
 /// allocate (page-locking 805 MB at once takes about 0.4 s), large enough to copy at full speed.
 const CHUNK_BYTES: usize = 8 << 20;
@@ -81,19 +75,10 @@ fn run(args: Args) -> Result<()> {
     let gpu = timer.time(Phase::Context, Gpu::open)?;
     timer.device(gpu.name.clone());
 
-    let mut options = NVRTC_OPTIONS.to_vec();
-    if args.no_period2_exit {
-        options.push("-DPERIOD2_EXIT=0");
-    }
-    if args.periodicity_check {
-        options.push("-DPERIODICITY_CHECK=1");
-    }
+    // The NVRTC options (`--use_fast_math --fmad=false`, and why) are in src/lib.rs.
+    let kernel = lab04_cuda_optimized::kernel_file(!args.no_period2_exit, args.periodicity_check);
     let kernels = timer.time(Phase::Compile, || {
-        gpu.compile(
-            "mandelbrot.cu",
-            include_str!("../kernels/mandelbrot.cu"),
-            &options,
-        )
+        gpu.compile(kernel.name, kernel.source, &kernel.options)
     })?;
     let escape_colour = kernels.function("escape_colour")?;
 

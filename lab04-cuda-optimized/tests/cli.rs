@@ -1,10 +1,54 @@
 //! lab04 from the outside: byte-identical to lab01, clear errors. The GPU tests are ignored
 //! where there is no GPU; `cargo xtask test` runs them where there is one.
+//!
+//! lab01's bytes are `reference_ppm`'s, computed in-process (lab01's tests pin it to the given
+//! C program), so `cargo test -p lab04-cuda-optimized` needs no other lab's binary.
 
+use lab04_cuda_optimized::kernel_file;
 use shared::testing::{
-    assert_explains_missing_gpu, assert_fails_cleanly, assert_missing_directory_fails,
-    assert_rejects_bad_sizes, render,
+    assert_explains_missing_gpu, assert_fails_cleanly, assert_kernels_compile,
+    assert_missing_directory_fails, assert_rejects_bad_sizes, json_report, ptx_loops,
+    reference_ppm, render,
 };
+
+/// Every build the command line can ask for: the default, and each shortcut switched.
+fn kernel_builds() -> [shared::nvrtc::KernelFile; 3] {
+    [
+        kernel_file(true, false),
+        kernel_file(false, false),
+        kernel_file(true, true),
+    ]
+}
+
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_compiles_every_build_for_sm80_and_sm90() {
+    assert_kernels_compile(&kernel_builds());
+}
+
+/// The lesson of lab04: with `--fmad=false` no multiply is fused with an add in the escape
+/// loop, so every rounding is lab01's. (`hypot`, before the loop, may use fma: libdevice
+/// writes it with explicit fused operations, exact by design, and it matches lab01's here.)
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_escape_loop_has_no_fused_multiply_add() {
+    for kernel in kernel_builds() {
+        let loops = ptx_loops(&kernel);
+        // The escape loop is found: its squares are separate, correctly rounded multiplies.
+        assert!(
+            loops.iter().any(|body| body.contains("mul.rn.f64")),
+            "no escape loop found in the PTX ({:?})",
+            kernel.options
+        );
+        for body in &loops {
+            assert!(
+                !body.contains("fma.rn.f64"),
+                "a fused multiply-add in a loop ({:?}):\n{body}",
+                kernel.options
+            );
+        }
+    }
+}
 
 #[test]
 fn rejects_bad_sizes() {
@@ -33,7 +77,7 @@ fn byte_identical_to_lab01() {
     ];
     for args in cases {
         assert!(
-            render("lab01", args) == render("lab04", args),
+            render("lab04", args) == reference_ppm(args),
             "lab04 differs from lab01 for {args:?}"
         );
     }
@@ -53,6 +97,26 @@ fn shortcuts_switched_off_or_on_change_no_pixel() {
             "{switch} changed pixels"
         );
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn json_report_names_the_gpu_and_its_kernel_time() {
+    let report = json_report("lab04", &["256", "128"]);
+    assert_eq!(report.lab, "lab04");
+    // CPU labs report their thread count here ("... CPU with N hardware threads").
+    assert!(
+        !report.device.is_empty() && !report.device.contains("CPU"),
+        "not a GPU: {:?}",
+        report.device
+    );
+    assert!(report.phases_ms.get("kernel").is_some_and(|&ms| ms > 0.0));
+    assert_eq!(
+        report.metrics["nvrtc_options"]
+            .as_str()
+            .map(|o| o.contains("--fmad=false")),
+        Some(true)
+    );
 }
 
 #[test]

@@ -5,12 +5,11 @@ use cudarc::driver::{sys, DeviceRepr, LaunchConfig, PushKernelArg};
 use indicatif::ProgressBar;
 use shared::error::CudaResultExt;
 use shared::gpu::{elapsed_ms, Gpu};
+use shared::nvrtc::KernelFile;
 use shared::timing::{Phase, Timer};
 use shared::{Error, Result};
 
 use crate::orbit::{Params, GRID_LOG2, VISIT_LOG2};
-
-const SOURCE: &str = include_str!("../kernels/buddhabrot.cu");
 
 /// Threads per block: a multiple of the warp size that lets the occupancy calculator fill
 /// each SM with several blocks. 128 to 1024 measured within 1% of each other on the H100.
@@ -31,6 +30,22 @@ const BATCH: u64 = 1 << 30;
 // pointers), and matches `struct Params` in the kernel field for field.
 unsafe impl DeviceRepr for Params {}
 
+/// The kernel file and its NVRTC options, as data (the tests compile it without a GPU).
+///
+/// --fmad=false: a fused multiply-add rounds once where the CPU rounds twice; one orbit
+/// point a last bit off is sooner or later a count in another pixel, and the canvases would
+/// differ. No --use_fast_math: it would also fuse, and flush tiny values to zero. The cell
+/// constants come from the Rust side, so both backends stratify the same way.
+pub fn kernel_file() -> KernelFile {
+    KernelFile::new(
+        "buddhabrot.cu",
+        include_str!("../kernels/buddhabrot.cu"),
+        &["--fmad=false"],
+    )
+    .with_option(format!("-DGRID_LOG2={GRID_LOG2}"))
+    .with_option(format!("-DVISIT_LOG2={VISIT_LOG2}"))
+}
+
 /// The canvas after `samples` samples, and the kernel time in milliseconds.
 pub fn render(
     params: &Params,
@@ -46,18 +61,9 @@ pub fn render(
     })?;
     timer.device(gpu.name.clone());
 
-    // --fmad=false: a fused multiply-add rounds once where the CPU rounds twice; one orbit
-    // point a last bit off is sooner or later a count in another pixel, and the canvases
-    // would differ. No --use_fast_math: it would also fuse, and flush tiny values to zero. The cell constants come from the Rust
-    // side, so both backends stratify the same way.
-    let grid_log2 = format!("-DGRID_LOG2={GRID_LOG2}");
-    let visit_log2 = format!("-DVISIT_LOG2={VISIT_LOG2}");
+    let kernel = kernel_file();
     let kernels = timer.time(Phase::Compile, || {
-        gpu.compile(
-            "buddhabrot.cu",
-            SOURCE,
-            &["--fmad=false", &grid_log2, &visit_log2],
-        )
+        gpu.compile(kernel.name, kernel.source, &kernel.options)
     })?;
     timer.metric("nvrtc_options", kernels.options_line());
     let kernel = kernels.function("buddhabrot")?;

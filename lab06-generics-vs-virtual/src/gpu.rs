@@ -4,7 +4,6 @@
 
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use shared::error::CudaResultExt;
 use shared::gpu::{elapsed_ms, Gpu, Kernels};
 use shared::output::Output;
@@ -12,12 +11,6 @@ use shared::timing::{Phase, Timer};
 use shared::{Error, Result};
 
 use crate::report::{gbps, is_exact, median, Measured};
-
-const SOURCE: &str = include_str!("../kernels/reduce.cu");
-
-/// NVRTC's options, besides the architecture `shared::gpu` adds. The kernels use lambdas and
-/// `override`, both C++11, and nothing newer than C++17.
-const OPTIONS: &[&str] = &["--std=c++17"];
 
 /// The launch shapes swept for every kernel: threads per block, and blocks per
 /// multiprocessor (the grid is that times the device's multiprocessor count, so every
@@ -88,7 +81,11 @@ impl GpuBench {
     /// Compile the kernels, copy `data` to the device, and build the `Adder` object and the
     /// function pointer on the device.
     pub fn new(gpu: Gpu, data: &[f32], timer: &mut Timer) -> Result<Self> {
-        let kernels = timer.time(Phase::Compile, || gpu.compile("reduce.cu", SOURCE, OPTIONS))?;
+        // The file and its options (`--std=c++17`) are in src/lib.rs.
+        let kernel = lab06_generics_vs_virtual::kernel_file();
+        let kernels = timer.time(Phase::Compile, || {
+            gpu.compile(kernel.name, kernel.source, &kernel.options)
+        })?;
         let multiprocessors = gpu
             .ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -262,21 +259,8 @@ impl GpuBench {
 /// compiles with, into `file` (opened before the work). (The lab itself loads a cubin; the
 /// PTX is the readable step before it.)
 pub fn save_ptx(gpu: &Gpu, mut file: Output) -> Result<()> {
-    let mut options: Vec<String> = OPTIONS.iter().map(|o| o.to_string()).collect();
     // A virtual architecture (compute_XX): NVRTC stops at PTX for it.
-    options.push(format!(
-        "--gpu-architecture={}",
-        gpu.arch.replace("sm_", "compute_")
-    ));
-    let ptx = compile_ptx_with_opts(
-        SOURCE,
-        CompileOptions {
-            options,
-            name: Some("reduce.cu".to_string()),
-            ..Default::default()
-        },
-    )
-    .map_err(|e| Error::Compile(format!("kernels/reduce.cu did not compile to PTX: {e}")))?;
-    file.write_all(ptx.to_src().as_bytes())?;
+    let ptx = lab06_generics_vs_virtual::kernel_file().ptx(&gpu.arch.replace("sm_", "compute_"))?;
+    file.write_all(ptx.as_bytes())?;
     file.commit()
 }

@@ -1,36 +1,59 @@
 //! lab06 as a user runs it: every variant's sum on small inputs, and bad input.
 //!
-//! The binary exits non-zero if any variant's sum is wrong, so a successful run with the
-//! variant's row marked "ok" is the check. The GPU tests need a CUDA GPU and are ignored
-//! by default (`cargo xtask test` runs them where there is one).
+//! The binary exits non-zero if any variant's sum is wrong, and its `--json` report says
+//! which variants ran (`<variant>_gbps`), the expected sum and whether every sum matched it.
+//! The expected sums are pinned to values computed apart from the lab (in Python, from the
+//! data's definition in src/data.rs). The GPU tests need a CUDA GPU and are ignored by
+//! default (`cargo xtask test` runs them where there is one).
 
 use assert_cmd::Command;
+use lab06_generics_vs_virtual::kernel_file;
+use shared::testing::assert_kernels_compile;
+use shared::timing::LabReport;
 
 fn lab06() -> Command {
     Command::cargo_bin("lab06").expect("the lab06 binary is built with the tests")
 }
 
-/// Run lab06 with `args`; it must succeed. Returns stderr.
-fn run_ok(args: &[&str]) -> String {
-    let output = lab06().args(args).output().expect("lab06 runs");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+/// Run lab06 with `args` and `--json`; it must succeed. Returns its report.
+fn run_ok(args: &[&str]) -> LabReport {
+    let output = lab06()
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("lab06 runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "lab06 {args:?} failed:\n{stderr}");
-    stderr
+    serde_json::from_slice(&output.stdout).expect("one JSON object on stdout")
 }
 
-/// The table row of `variant` (name, GB/s, % of peak, sum, ...) must say its sum was right.
-fn assert_sum_ok(stderr: &str, variant: &str) {
-    let row: Vec<&str> = stderr
-        .lines()
-        .map(|line| line.split_whitespace().collect::<Vec<_>>())
-        .find(|columns| columns.first() == Some(&variant))
-        .unwrap_or_else(|| panic!("no row for {variant} in:\n{stderr}"));
-    assert_eq!(row.get(3), Some(&"ok"), "{variant}: {row:?}");
+/// Whether `variant` ran, by its figures in the report.
+fn ran(report: &LabReport, variant: &str) -> bool {
+    let key = format!("{}_gbps", variant.replace('-', "_"));
+    report
+        .metrics
+        .get(&key)
+        .is_some_and(|v| v.as_f64().is_some())
+}
+
+/// Every variant in `variants` ran, and every sum equalled the expected one.
+fn assert_sums_ok(report: &LabReport, variants: &[&str]) {
+    assert_eq!(report.metrics["sums_ok"], true, "{report:?}");
+    for variant in variants {
+        assert!(ran(report, variant), "{variant} did not run: {report:?}");
+    }
 }
 
 /// Lengths that use every tail: below one float4 / one lane row, odd, and past 2^22 (where
 /// the data turns sparse).
-const SIZES: [&str; 4] = ["1", "7", "100003", "4194309"];
+/// With each length, the total of its data, computed in Python from src/data.rs's definition
+/// (splitmix64's finaliser, 1 + x % 3, every `stride`-th element past 2^22).
+const SIZES: [(&str, u64); 4] = [
+    ("1", 2),
+    ("7", 16),
+    ("100003", 200_080),
+    ("4194309", 4_194_515),
+];
 
 const CPU_VARIANTS: [&str; 10] = [
     "cpu-plain",
@@ -55,17 +78,16 @@ const GPU_VARIANTS: [&str; 5] = [
 
 #[test]
 fn every_cpu_variant_sums_exactly() {
-    for n in SIZES {
-        let stderr = run_ok(&["--cpu-only", "--n", n, "--reps", "1"]);
-        for variant in CPU_VARIANTS {
-            assert_sum_ok(&stderr, variant);
-        }
+    for (n, total) in SIZES {
+        let report = run_ok(&["--cpu-only", "--n", n, "--reps", "1"]);
+        assert_eq!(report.metrics["expected_sum"], total, "n = {n}");
+        assert_sums_ok(&report, &CPU_VARIANTS);
     }
 }
 
 #[test]
 fn variants_can_be_picked_one_by_one() {
-    let stderr = run_ok(&[
+    let report = run_ok(&[
         "--variants",
         "cpu-dyn,cpu-plain",
         "--n",
@@ -73,9 +95,9 @@ fn variants_can_be_picked_one_by_one() {
         "--reps",
         "1",
     ]);
-    assert_sum_ok(&stderr, "cpu-dyn");
-    assert_sum_ok(&stderr, "cpu-plain");
-    assert!(!stderr.contains("cpu-generic"), "{stderr}");
+    assert_eq!(report.metrics["expected_sum"], 2005);
+    assert_sums_ok(&report, &["cpu-dyn", "cpu-plain"]);
+    assert!(!ran(&report, "cpu-generic"), "{report:?}");
 }
 
 #[test]
@@ -106,28 +128,32 @@ fn json_report_has_each_variant_and_its_share_of_the_peak() {
     assert_eq!(metrics["sums_ok"], true);
 }
 
-/// Without a GPU, the GPU variants are skipped and the rest still runs; with one, they run.
+/// Without a GPU, the GPU variants are skipped (and the run says why); with one, they run.
 #[test]
 fn the_default_run_succeeds_with_or_without_a_gpu() {
-    let stderr = run_ok(&["--n", "1000", "--reps", "1"]);
-    assert_sum_ok(&stderr, "cpu-plain");
+    let output = lab06()
+        .args(["--n", "1000", "--reps", "1", "--json"])
+        .output()
+        .expect("lab06 runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report: LabReport = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_sums_ok(&report, &["cpu-plain"]);
     let skipped = stderr.contains("skipping the GPU variants: no usable GPU");
-    let ran = stderr
-        .lines()
-        .any(|l| l.trim_start().starts_with("gpu-plain"));
-    assert!(skipped != ran, "{stderr}");
+    assert!(skipped != ran(&report, "gpu-plain"), "{stderr}");
 }
 
 /// Asked for the GPU alone: it runs, or the run fails with the reason, never silently.
 #[test]
 fn gpu_only_runs_or_says_why_not() {
     let output = lab06()
-        .args(["--gpu-only", "--n", "1000", "--reps", "1"])
+        .args(["--gpu-only", "--n", "1000", "--reps", "1", "--json"])
         .output()
         .expect("lab06 runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     if output.status.success() {
-        assert_sum_ok(&stderr, "gpu-plain");
+        let report: LabReport = serde_json::from_slice(&output.stdout).expect("one JSON object");
+        assert_sums_ok(&report, &["gpu-plain"]);
     } else {
         assert_eq!(output.status.code(), Some(1), "{stderr}");
         assert!(
@@ -163,19 +189,24 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
 }
 
 #[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_compiles_the_kernels_for_sm80_and_sm90() {
+    assert_kernels_compile(&[kernel_file()]);
+}
+
+#[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_gpu_variant_sums_exactly() {
-    for n in SIZES {
-        let stderr = run_ok(&["--gpu-only", "--n", n, "--reps", "1"]);
-        for variant in GPU_VARIANTS {
-            assert_sum_ok(&stderr, variant);
-        }
+    for (n, total) in SIZES {
+        let report = run_ok(&["--gpu-only", "--n", n, "--reps", "1"]);
+        assert_eq!(report.metrics["expected_sum"], total, "n = {n}");
+        assert_sums_ok(&report, &GPU_VARIANTS);
     }
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn the_ptx_shows_indirect_calls_only_where_expected() {
+fn save_ptx_writes_the_kernels_ptx() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let path = dir.path().join("reduce.ptx");
     let path_arg = path.to_str().expect("a UTF-8 temporary path");
@@ -190,6 +221,13 @@ fn the_ptx_shows_indirect_calls_only_where_expected() {
         path_arg,
     ]);
     let ptx = std::fs::read_to_string(&path).expect("the PTX was written");
+    assert!(ptx.contains(".entry reduce_plain("), "{ptx}");
+}
+
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_ptx_shows_indirect_calls_only_where_expected() {
+    let ptx = kernel_file().ptx("compute_80").expect("reduce.cu compiles");
 
     // An indirect call in PTX names a prototype: `call (...), %rd, (...), prototype_N;`.
     let indirect_calls = |kernel: &str| {

@@ -1,13 +1,13 @@
 //! The GPU plumbing every GPU lab shares: find the driver and NVRTC without panicking, open
 //! the device, compile a kernel file for this device's own architecture, time with events.
 
-use std::ffi::{c_char, CStr, CString};
 use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaModule, CudaStream};
 use cudarc::nvrtc::{self, Ptx};
 
 use crate::error::CudaResultExt;
+use crate::nvrtc::compile_cubin;
 use crate::{Error, Result};
 
 /// The driver functions cudarc calls for the labs, in CUDA 12.0's names (found by running
@@ -153,8 +153,13 @@ impl Gpu {
     /// architecture is added here: compiling to a cubin for this device's own `sm_XX` uses
     /// every instruction it has, and avoids the PTX-version mismatch an NVRTC newer than the
     /// driver would cause.
-    pub fn compile(&self, file_name: &str, source: &str, options: &[&str]) -> Result<Kernels> {
-        let mut all: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+    pub fn compile<S: AsRef<str>>(
+        &self,
+        file_name: &str,
+        source: &str,
+        options: &[S],
+    ) -> Result<Kernels> {
+        let mut all: Vec<String> = options.iter().map(|o| o.as_ref().to_string()).collect();
         all.push(format!("--gpu-architecture={}", self.arch));
         let cubin = compile_cubin(file_name, source, &all)?;
         let module = self
@@ -235,59 +240,4 @@ fn missing_symbol(library: &libloading::Library, names: &[&str]) -> Option<Strin
         // SAFETY: the symbol is only looked up, never called or read.
         .find(|name| unsafe { library.get::<*const ()>(name.as_bytes()) }.is_err())
         .map(|name| name.to_string())
-}
-
-/// NVRTC: source to a cubin, or the options and the compiler's log as the error.
-fn compile_cubin(file_name: &str, source: &str, options: &[String]) -> Result<Vec<u8>> {
-    let c_source = CString::new(source)
-        .map_err(|_| Error::Compile(format!("{file_name} contains a NUL byte")))?;
-    let c_name = CString::new(file_name)
-        .map_err(|_| Error::Compile(format!("{file_name}: bad file name")))?;
-    let program = nvrtc::result::create_program(&c_source, Some(&c_name))
-        .map_err(|e| Error::Compile(format!("NVRTC could not create a program: {e:?}")))?;
-    let program = Program(program);
-
-    // SAFETY: `program` is a live program created above.
-    let compiled = unsafe { nvrtc::result::compile_program(program.0, options) };
-    if let Err(e) = compiled {
-        // SAFETY: as above.
-        let log = unsafe { nvrtc::result::get_program_log(program.0) }
-            .map(|raw| c_chars_to_string(&raw))
-            .unwrap_or_default();
-        return Err(Error::Compile(format!(
-            "kernels/{file_name} did not compile ({e:?}) with options: {}\n{}",
-            options.join(" "),
-            log.trim_end()
-        )));
-    }
-
-    let mut size = 0usize;
-    // SAFETY: as above; `size` is a valid out-pointer.
-    unsafe { nvrtc::sys::nvrtcGetCUBINSize(program.0, &mut size) }
-        .result()
-        .map_err(|e| Error::Compile(format!("NVRTC produced no cubin: {e:?}")))?;
-    let mut cubin = vec![0u8; size];
-    // SAFETY: `cubin` has the `size` bytes NVRTC asked for.
-    unsafe { nvrtc::sys::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast::<c_char>()) }
-        .result()
-        .map_err(|e| Error::Compile(format!("NVRTC produced no cubin: {e:?}")))?;
-    Ok(cubin)
-}
-
-/// Destroys the NVRTC program when dropped, whatever path the compilation took.
-struct Program(nvrtc::sys::nvrtcProgram);
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        // SAFETY: created by `create_program` and destroyed only here. A failure to free a
-        // compiler object at exit is not worth reporting.
-        let _ = unsafe { nvrtc::result::destroy_program(self.0) };
-    }
-}
-
-fn c_chars_to_string(raw: &[c_char]) -> String {
-    let bytes: Vec<u8> = raw.iter().map(|&c| c as u8).collect();
-    CStr::from_bytes_until_nul(&bytes)
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned())
 }

@@ -11,6 +11,7 @@
 //! - [`error`] and [`cli`]: one error type that prints one clear line, and argument parsing
 //!   that reports bad input the same way.
 //! - [`gpu`]: driver and NVRTC detection, context, kernel compilation, event timing.
+//! - [`nvrtc`]: NVRTC alone, for the kernel checks that need no GPU.
 
 pub mod cli;
 pub mod error;
@@ -19,6 +20,7 @@ pub mod fault_testing;
 pub mod gpu;
 pub mod mandelbrot;
 pub mod number;
+pub mod nvrtc;
 pub mod output;
 pub mod palette;
 pub mod plan;

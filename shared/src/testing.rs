@@ -4,6 +4,14 @@
 use std::path::Path;
 
 use assert_cmd::Command;
+use clap::Parser;
+
+use crate::mandelbrot::escape_count;
+use crate::nvrtc::{loops, KernelFile, CHECKED_ARCHES};
+use crate::palette::colour;
+use crate::ppm::header;
+use crate::timing::LabReport;
+use crate::view::MandelbrotArgs;
 
 /// Sizes every Mandelbrot lab must refuse: zero, negative, not a number, absurdly large.
 pub const BAD_SIZES: &[[&str; 2]] = &[
@@ -90,8 +98,8 @@ pub fn assert_explains_missing_gpu(lab: &str) {
 }
 
 /// Run `lab` with `args` and `-o` into a temporary directory; return the bytes it wrote.
-/// (Another lab's binary, lab01 for lab02's tests say, is found in the workspace's target
-/// folder, where `cargo test --workspace` builds it.)
+/// Only a crate's own binary is built for its tests: compare with [`reference_ppm`], not with
+/// another lab.
 pub fn render(lab: &str, args: &[&str]) -> Vec<u8> {
     let dir = tempfile_dir();
     let path = dir.path().join("out.ppm");
@@ -103,4 +111,74 @@ pub fn render(lab: &str, args: &[&str]) -> Vec<u8> {
         .assert()
         .success();
     std::fs::read(path).expect("the lab should have written its file")
+}
+
+/// The PPM file a Mandelbrot lab must write for `args` (`WIDTH HEIGHT [--cx X] [--cy Y]
+/// [--scale S]`, parsed as the labs parse them), computed here in-process from the reference
+/// semantics: one pixel at a time, rows from the last to the first.
+///
+/// lab01's tests pin this function to the given C program's committed digests, so a lab
+/// compared with it is compared with the C program, without needing lab01's binary.
+pub fn reference_ppm(args: &[&str]) -> Vec<u8> {
+    #[derive(Parser)]
+    #[command(allow_negative_numbers = true)]
+    struct Reference {
+        #[command(flatten)]
+        mandelbrot: MandelbrotArgs,
+    }
+    let view = Reference::try_parse_from(std::iter::once("reference").chain(args.iter().copied()))
+        .unwrap_or_else(|e| panic!("bad reference arguments {args:?}: {e}"))
+        .mandelbrot
+        .view();
+    let mut file = header(view.width, view.height).into_bytes();
+    for i in (0..view.height).rev() {
+        let y = view.y(i);
+        for j in 0..view.width {
+            file.extend_from_slice(&colour(escape_count(view.x(j), y)));
+        }
+    }
+    file
+}
+
+/// Run `lab` with `args` and `--json` (output into a temporary directory); return its report,
+/// parsed with the type the labs print it with.
+pub fn json_report(lab: &str, args: &[&str]) -> LabReport {
+    let dir = tempfile_dir();
+    let output = Command::cargo_bin(lab)
+        .expect("the lab binary should be built")
+        .args(args)
+        .arg("--json")
+        .arg("-o")
+        .arg(dir.path().join("out.ppm"))
+        .output()
+        .expect("the lab should start");
+    assert!(
+        output.status.success(),
+        "{lab} {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{lab} --json printed no report ({e})"))
+}
+
+/// Compile each kernel file with its lab's own options for every architecture in
+/// [`CHECKED_ARCHES`]; a failure panics with NVRTC's log. Needs NVRTC, not a GPU.
+pub fn assert_kernels_compile(kernels: &[KernelFile]) {
+    for kernel in kernels {
+        for arch in CHECKED_ARCHES {
+            if let Err(e) = kernel.cubin(arch) {
+                panic!("{} for {arch}: {e}", kernel.name);
+            }
+        }
+    }
+}
+
+/// The loops of `kernel`'s PTX for the first checked architecture (see
+/// [`crate::nvrtc::loops`]). Needs NVRTC, not a GPU.
+pub fn ptx_loops(kernel: &KernelFile) -> Vec<String> {
+    let arch = CHECKED_ARCHES[0].replace("sm_", "compute_");
+    let ptx = kernel
+        .ptx(&arch)
+        .unwrap_or_else(|e| panic!("{} for {arch}: {e}", kernel.name));
+    loops(&ptx)
 }

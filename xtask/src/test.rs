@@ -1,64 +1,215 @@
-//! `cargo xtask test`: the whole test suite, plus the GPU tests (marked
-//! `#[ignore = "needs a CUDA GPU"]`) where a GPU is present.
+//! `cargo xtask test`: the whole test suite, plus what this machine can check beyond it:
+//! - the GPU tests (`#[ignore = "needs a CUDA GPU"]`) where a GPU opens, or always with
+//!   `--require-gpu`, which also fails when none opens;
+//! - the kernel checks (tests named `nvrtc_*`, ignored by plain `cargo test`) wherever NVRTC
+//!   is found: on the system, or in `.nvrtc/`, where `.ci/run` installs it from pip;
+//! - lab01 against the given C program wherever a C compiler is found.
+//!
+//! What was skipped, and why, is in the closing summary: nothing is skipped silently.
 //!
 //! With `--bin-dir DIR` it runs the test executables of `cargo xtask dist --tests` instead
 //! of cargo, for a GPU machine without a Rust toolchain.
 
+use std::ffi::OsString;
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::bins::cargo;
 use crate::gpu;
+
+/// The name prefix of the tests that need NVRTC but no GPU.
+const NVRTC_TESTS: &str = "nvrtc_";
+
+/// Where `.ci/run` installs NVRTC (pip's `nvidia-cuda-nvrtc-cu12`), in the workspace root.
+const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
+
+/// lab01's tests compare with the C program unless this says there is no compiler.
+const NO_C_COMPILER: &str = "LAB01_NO_C_COMPILER";
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Run the test executables in DIR/deps (from `cargo xtask dist --tests`)
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
+
+    /// Run the GPU tests whatever the GPU probe says, and fail if no GPU opens
+    #[arg(long)]
+    require_gpu: bool,
 }
 
 pub fn run(args: Args) -> crate::Result<()> {
-    let gpu = gpu::probe();
-    match &gpu {
-        Ok(name) => eprintln!("xtask: GPU found ({name}): the GPU tests run too"),
-        Err(why) => eprintln!("xtask: {why}: the GPU tests stay ignored"),
-    }
-    let test_args: &[&str] = if gpu.is_ok() {
-        &["--include-ignored"]
-    } else {
-        &[]
-    };
-    let mut totals = Totals::default();
+    let suite = Suite::new(args.bin_dir)?;
     let mut failed = Vec::new();
-    match args.bin_dir {
-        None => {
-            let mut cargo = cargo();
-            cargo.args(["test", "--workspace", "--"]).args(test_args);
-            if !run_counting(&mut cargo, &mut totals)? {
-                failed.push("cargo test".to_string());
-            }
+
+    // The probe is the labs' own `Gpu::open`. With --require-gpu its answer decides nothing:
+    // the GPU tests run anyway, so a broken `Gpu::open` fails them instead of hiding them.
+    let gpu = gpu::probe();
+    let run_gpu_tests = args.require_gpu || gpu.is_ok();
+    let gpu_line = match (&gpu, args.require_gpu) {
+        (Ok(name), _) => format!("ran on {name}"),
+        (Err(why), true) => {
+            failed.push(format!("--require-gpu: no GPU opened ({why})"));
+            format!("ran, but no GPU opened: {why}")
         }
-        Some(dir) => {
-            for exe in test_executables(&dir.join("deps"))? {
-                eprintln!("xtask: running {}", exe.display());
-                if !run_counting(Command::new(&exe).args(test_args), &mut totals)? {
-                    failed.push(exe.display().to_string());
-                }
-            }
+        (Err(why), false) => {
+            format!("skipped: {why} (--require-gpu fails instead)")
+        }
+    };
+
+    let nvrtc = find_nvrtc();
+    let nvrtc_line = match &nvrtc {
+        Ok(Nvrtc::Folder(dir)) => format!("ran with NVRTC from {}", dir.display()),
+        Ok(Nvrtc::System) => "ran with the system's NVRTC".to_string(),
+        Err(why) => format!("skipped: {why}"),
+    };
+
+    let compiler = c_compiler();
+    let c_line = match &compiler {
+        Some(cc) => format!("lab01 compared with reference/mandelbrot.c built by {cc}"),
+        None => format!("skipped: no C compiler ($CC, cc or gcc); {NO_C_COMPILER}=1 was set"),
+    };
+
+    let mut env: Vec<(&str, OsString)> = Vec::new();
+    if let Ok(Nvrtc::Folder(dir)) = &nvrtc {
+        let mut paths = vec![dir.clone()];
+        paths.extend(std::env::split_paths(
+            &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
+        ));
+        let joined = std::env::join_paths(paths)
+            .map_err(|e| format!("cannot set LD_LIBRARY_PATH for {}: {e}", dir.display()))?;
+        env.push(("LD_LIBRARY_PATH", joined));
+    }
+    if compiler.is_none() {
+        env.push((NO_C_COMPILER, "1".into()));
+    }
+
+    let mut totals = Totals::default();
+    if run_gpu_tests {
+        // Every ignored test, the kernel checks among them.
+        suite.run(&["--include-ignored"], &env, &mut totals, &mut failed)?;
+    } else {
+        suite.run(&[], &env, &mut totals, &mut failed)?;
+        if nvrtc.is_ok() {
+            let mut kernel_checks = Totals::default();
+            suite.run(
+                &["--ignored", NVRTC_TESTS],
+                &env,
+                &mut kernel_checks,
+                &mut failed,
+            )?;
+            totals.add_ignored_that_ran(&kernel_checks);
         }
     }
-    // One closing line for the whole suite, in the form CI tools read.
+
+    // The closing summary, its first line in the form CI tools read.
     println!(
         "tests: {} passed, {} failed, {} skipped",
         totals.passed, totals.failed, totals.ignored
     );
+    println!("  GPU tests: {gpu_line}");
+    println!("  kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}");
+    println!("  C reference: {c_line}");
     if failed.is_empty() {
         Ok(())
     } else {
         Err(format!("tests failed in: {}", failed.join(", ")))
     }
+}
+
+/// Where the test executables come from: cargo, or a `dist --tests` folder.
+enum Suite {
+    Cargo,
+    Executables(Vec<PathBuf>),
+}
+
+impl Suite {
+    fn new(bin_dir: Option<PathBuf>) -> crate::Result<Suite> {
+        Ok(match bin_dir {
+            None => Suite::Cargo,
+            Some(dir) => Suite::Executables(test_executables(&dir.join("deps"))?),
+        })
+    }
+
+    /// Run every test executable with `test_args`; record what failed in `failed`.
+    fn run(
+        &self,
+        test_args: &[&str],
+        env: &[(&str, OsString)],
+        totals: &mut Totals,
+        failed: &mut Vec<String>,
+    ) -> crate::Result<()> {
+        let described = test_args.join(" ");
+        match self {
+            Suite::Cargo => {
+                let mut cargo = cargo();
+                cargo
+                    .args(["test", "--workspace", "--no-fail-fast", "--"])
+                    .args(test_args)
+                    .envs(env.iter().map(|(k, v)| (k, v)));
+                if !run_counting(&mut cargo, totals)? {
+                    failed.push(format!("cargo test -- {described}").trim_end().to_string());
+                }
+            }
+            Suite::Executables(executables) => {
+                for exe in executables {
+                    eprintln!("xtask: running {} {described}", exe.display());
+                    let mut command = Command::new(exe);
+                    command
+                        .args(test_args)
+                        .envs(env.iter().map(|(k, v)| (k, v)));
+                    if !run_counting(&mut command, totals)? {
+                        failed.push(exe.display().to_string());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where NVRTC was found.
+enum Nvrtc {
+    /// The pip package's library folder (added to the tests' `LD_LIBRARY_PATH`).
+    Folder(PathBuf),
+    /// Where the system's dynamic loader finds it.
+    System,
+}
+
+/// NVRTC in the workspace's `.nvrtc/` folder, else on the system; or why not.
+///
+/// cudarc 0.19 (with `cuda-12000`) loads `libnvrtc.so`, `libnvrtc.so.12`, `.11`, ... by
+/// name: the folder must be on `LD_LIBRARY_PATH` when a test process starts, so it is
+/// looked for here and passed down, not loaded in this process.
+fn find_nvrtc() -> Result<Nvrtc, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."));
+    let folder = root.join(NVRTC_FOLDER);
+    if folder.join("libnvrtc.so.12").is_file() {
+        return Ok(Nvrtc::Folder(folder));
+    }
+    if shared::nvrtc::is_present() {
+        return Ok(Nvrtc::System);
+    }
+    Err(format!(
+        "NVRTC not found (no libnvrtc.so.12 on the loader's path or in {NVRTC_FOLDER}); \
+         `.ci/run` installs it there with pip"
+    ))
+}
+
+/// The C compiler lab01's tests will use (`$CC`, else `cc`, else `gcc`), if one runs.
+fn c_compiler() -> Option<String> {
+    let candidates = std::env::var("CC")
+        .into_iter()
+        .chain(["cc".to_string(), "gcc".to_string()]);
+    candidates.into_iter().find(|cc| {
+        Command::new(cc)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
 }
 
 /// Test counts summed over every `test result:` line.
@@ -67,6 +218,16 @@ struct Totals {
     passed: u64,
     failed: u64,
     ignored: u64,
+}
+
+impl Totals {
+    /// Count the tests of a second run over ignored tests as run, not skipped.
+    fn add_ignored_that_ran(&mut self, second: &Totals) {
+        let ran = second.passed + second.failed;
+        self.passed += second.passed;
+        self.failed += second.failed;
+        self.ignored = self.ignored.saturating_sub(ran);
+    }
 }
 
 /// Run a test command, echoing its output while adding up its `test result:` lines.
@@ -103,7 +264,7 @@ fn run_counting(command: &mut Command, totals: &mut Totals) -> crate::Result<boo
 }
 
 /// The test executables of a `cargo xtask dist --tests` folder.
-fn test_executables(deps: &std::path::Path) -> crate::Result<Vec<PathBuf>> {
+fn test_executables(deps: &Path) -> crate::Result<Vec<PathBuf>> {
     let mut executables: Vec<PathBuf> = fs::read_dir(deps)
         .map_err(|e| {
             format!(

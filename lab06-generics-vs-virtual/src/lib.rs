@@ -1,0 +1,14 @@
+//! lab06's kernel file and the options it is compiled with, as data: the program compiles it
+//! for the GPU it runs on, and the tests compile it with NVRTC for fixed architectures, GPU
+//! or not.
+
+use shared::nvrtc::KernelFile;
+
+/// The kernels use lambdas and `override`, both C++11, and nothing newer than C++17.
+pub fn kernel_file() -> KernelFile {
+    KernelFile::new(
+        "reduce.cu",
+        include_str!("../kernels/reduce.cu"),
+        &["--std=c++17"],
+    )
+}

@@ -1,0 +1,226 @@
+//! NVRTC on its own: CUDA C++ to a cubin or to PTX, with no driver and no GPU.
+//!
+//! The labs compile their kernels at start-up for the device they run on ([`crate::gpu`]);
+//! the tests compile the same files with the same options for fixed architectures, so a
+//! kernel that does not compile fails on any machine with NVRTC, GPU or not. Each GPU lab
+//! describes its kernel files as [`KernelFile`]s, the one source of its NVRTC options.
+
+use std::ffi::{c_char, CStr, CString};
+
+use cudarc::nvrtc;
+
+use crate::{Error, Result};
+
+/// The architectures the tests compile every kernel for: Ampere (A100) and Hopper (H100).
+pub const CHECKED_ARCHES: [&str; 2] = ["sm_80", "sm_90"];
+
+/// One kernel file of a lab and the NVRTC options the lab compiles it with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelFile {
+    /// The file's name in the lab's `kernels/` folder, e.g. `mandelbrot.cu`.
+    pub name: &'static str,
+    /// Its text, embedded with `include_str!`.
+    pub source: &'static str,
+    /// The lab's own options, without the architecture (added for each compilation).
+    pub options: Vec<String>,
+}
+
+impl KernelFile {
+    pub fn new(name: &'static str, source: &'static str, options: &[&str]) -> KernelFile {
+        KernelFile {
+            name,
+            source,
+            options: options.iter().map(|o| o.to_string()).collect(),
+        }
+    }
+
+    /// The same file with one more option (a `-D` switch, say).
+    pub fn with_option(mut self, option: impl Into<String>) -> KernelFile {
+        self.options.push(option.into());
+        self
+    }
+
+    /// Compile to a cubin for a real architecture such as `sm_90`.
+    pub fn cubin(&self, arch: &str) -> Result<Vec<u8>> {
+        compile_cubin(self.name, self.source, &self.options_for(arch))
+    }
+
+    /// Compile to PTX for a virtual architecture such as `compute_90`: the readable
+    /// assembly, before the device's own instruction selection.
+    pub fn ptx(&self, virtual_arch: &str) -> Result<String> {
+        let program = Program::new(self.name, self.source)?;
+        program.compile(self.name, &self.options_for(virtual_arch))?;
+        let mut size = 0usize;
+        // SAFETY: `program` is live and compiled; `size` is a valid out-pointer.
+        unsafe { nvrtc::sys::nvrtcGetPTXSize(program.0, &mut size) }
+            .result()
+            .map_err(|e| Error::Compile(format!("NVRTC produced no PTX: {e:?}")))?;
+        let mut ptx = vec![0 as c_char; size];
+        // SAFETY: `ptx` has the `size` bytes NVRTC asked for.
+        unsafe { nvrtc::sys::nvrtcGetPTX(program.0, ptx.as_mut_ptr()) }
+            .result()
+            .map_err(|e| Error::Compile(format!("NVRTC produced no PTX: {e:?}")))?;
+        Ok(c_chars_to_string(&ptx))
+    }
+
+    fn options_for(&self, arch: &str) -> Vec<String> {
+        let mut all = self.options.clone();
+        all.push(format!("--gpu-architecture={arch}"));
+        all
+    }
+}
+
+/// Whether NVRTC's library can be loaded (cudarc panics on first use where it cannot).
+pub fn is_present() -> bool {
+    // SAFETY: only tries to dlopen the library by its usual names.
+    unsafe { nvrtc::sys::is_culib_present() }
+}
+
+/// The loops of a PTX listing: the instructions from each label to the last branch back to
+/// it, in the order the labels appear, where the code runs from the label down to that
+/// branch (no `ret` or `exit` between: a shared return block placed early is no loop). A
+/// kernel's hot loop is one of them; helper code inlined before it (`hypot`, say) is not,
+/// unless it loops itself.
+pub fn loops(ptx: &str) -> Vec<String> {
+    let lines: Vec<&str> = ptx.lines().map(str::trim).collect();
+    let mut found = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let Some(label) = line.strip_suffix(':') else {
+            continue;
+        };
+        let back_edge = lines
+            .iter()
+            .enumerate()
+            .skip(start + 1)
+            .rev()
+            .find(|(_, l)| {
+                l.split_whitespace()
+                    .any(|w| w == "bra" || w.starts_with("bra."))
+                    && l.trim_end_matches(';').split_whitespace().last() == Some(label)
+            });
+        if let Some((end, _)) = back_edge {
+            let body = &lines[start..=end];
+            if !body.iter().any(|l| matches!(*l, "ret;" | "exit;")) {
+                found.push(body.join("\n"));
+            }
+        }
+    }
+    found
+}
+
+/// NVRTC: source to a cubin, or the options and the compiler's log as the error.
+pub(crate) fn compile_cubin(file_name: &str, source: &str, options: &[String]) -> Result<Vec<u8>> {
+    let program = Program::new(file_name, source)?;
+    program.compile(file_name, options)?;
+    let mut size = 0usize;
+    // SAFETY: `program` is live and compiled; `size` is a valid out-pointer.
+    unsafe { nvrtc::sys::nvrtcGetCUBINSize(program.0, &mut size) }
+        .result()
+        .map_err(|e| Error::Compile(format!("NVRTC produced no cubin: {e:?}")))?;
+    let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` has the `size` bytes NVRTC asked for.
+    unsafe { nvrtc::sys::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast::<c_char>()) }
+        .result()
+        .map_err(|e| Error::Compile(format!("NVRTC produced no cubin: {e:?}")))?;
+    Ok(cubin)
+}
+
+/// An NVRTC program, destroyed when dropped, whatever path the compilation took.
+struct Program(nvrtc::sys::nvrtcProgram);
+
+impl Program {
+    fn new(file_name: &str, source: &str) -> Result<Program> {
+        let c_source = CString::new(source)
+            .map_err(|_| Error::Compile(format!("{file_name} contains a NUL byte")))?;
+        let c_name = CString::new(file_name)
+            .map_err(|_| Error::Compile(format!("{file_name}: bad file name")))?;
+        let program = nvrtc::result::create_program(&c_source, Some(&c_name))
+            .map_err(|e| Error::Compile(format!("NVRTC could not create a program: {e:?}")))?;
+        Ok(Program(program))
+    }
+
+    /// Compile with `options`; on failure the error holds the options and NVRTC's log.
+    fn compile(&self, file_name: &str, options: &[String]) -> Result<()> {
+        // SAFETY: `self.0` is a live program created by `Program::new`.
+        let compiled = unsafe { nvrtc::result::compile_program(self.0, options) };
+        if let Err(e) = compiled {
+            // SAFETY: as above.
+            let log = unsafe { nvrtc::result::get_program_log(self.0) }
+                .map(|raw| c_chars_to_string(&raw))
+                .unwrap_or_default();
+            return Err(Error::Compile(format!(
+                "kernels/{file_name} did not compile ({e:?}) with options: {}\n{}",
+                options.join(" "),
+                log.trim_end()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by `create_program` and destroyed only here. A failure to free a
+        // compiler object at exit is not worth reporting.
+        let _ = unsafe { nvrtc::result::destroy_program(self.0) };
+    }
+}
+
+fn c_chars_to_string(raw: &[c_char]) -> String {
+    let bytes: Vec<u8> = raw.iter().map(|&c| c as u8).collect();
+    CStr::from_bytes_until_nul(&bytes)
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PTX: &str = "\
+        mul.rn.f64 %fd1, %fd2, %fd3;\n\
+        $L__BB0_1:\n\
+        fma.rn.f64 %fd4, %fd5, %fd6, %fd7;\n\
+        @%p1 bra $L__BB0_3;\n\
+        add.rn.f64 %fd8, %fd8, %fd9;\n\
+        setp.lt.f64 %p2, %fd8, 0d4010000000000000;\n\
+        @%p2 bra $L__BB0_1;\n\
+        $L__BB0_3:\n\
+        ret;\n";
+
+    #[test]
+    fn a_loop_runs_from_its_label_to_the_branch_back() {
+        let found = loops(PTX);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].starts_with("$L__BB0_1:"));
+        assert!(found[0].ends_with("@%p2 bra $L__BB0_1;"));
+        assert!(found[0].contains("fma.rn.f64"));
+        assert!(!found[0].contains("mul.rn.f64"), "code before the loop");
+    }
+
+    #[test]
+    fn forward_branches_make_no_loop() {
+        assert!(loops("@%p1 bra $L__BB0_2;\n$L__BB0_2:\nret;\n").is_empty());
+        assert!(loops("bra.uni $L__BB0_2;\n$L__BB0_2:\nret;\n").is_empty());
+        assert_eq!(
+            loops("$L__BB0_2:\nadd.s32 %r1, %r1, 1;\nbra.uni $L__BB0_2;\n").len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_return_block_placed_first_is_no_loop() {
+        let ptx =
+            "$L__BB0_9:\nret;\n$L__BB0_1:\nmul.rn.f64 %fd1, %fd1, %fd1;\nbra.uni $L__BB0_9;\n";
+        assert!(loops(ptx).is_empty());
+    }
+
+    #[test]
+    fn options_get_the_architecture_last() {
+        let kernel = KernelFile::new("k.cu", "", &["--fmad=false"]).with_option("-DX=1");
+        assert_eq!(
+            kernel.options_for("sm_90"),
+            ["--fmad=false", "-DX=1", "--gpu-architecture=sm_90"]
+        );
+    }
+}
