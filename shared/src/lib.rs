@@ -8,9 +8,11 @@
 //! - [`error`] and [`cli`]: one error type that prints one clear line, and argument parsing
 //!   that reports bad input the same way.
 //! - [`gpu`]: driver and NVRTC detection, context, kernel compilation, event timing.
+//! - [`exercise`]: what the hand-out's stubs say when a student runs them unwritten.
 
 pub mod cli;
 pub mod error;
+pub mod exercise;
 pub mod gpu;
 pub mod mandelbrot;
 pub mod palette;
