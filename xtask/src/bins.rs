@@ -38,6 +38,11 @@ impl Bins {
         })
     }
 
+    /// The binaries in `dir`, as they are (a lab missing there fails when it is run).
+    pub fn at(dir: PathBuf) -> Bins {
+        Bins { dir }
+    }
+
     /// A command that runs `lab`.
     pub fn command(&self, lab: &Lab) -> Command {
         Command::new(self.path(lab.name))

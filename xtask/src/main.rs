@@ -8,8 +8,15 @@ mod bins;
 mod chart;
 mod dist;
 mod gpu;
+// BEGIN SOLUTION
+mod grade;
+mod handout;
+// END SOLUTION
 mod labs;
 mod ppm;
+// BEGIN SOLUTION
+mod regions;
+// END SOLUTION
 mod run;
 mod test;
 mod verify;
@@ -32,6 +39,12 @@ enum Command {
     Test(test::Args),
     /// Copy the release binaries (and optionally the test executables) into one folder
     Dist(dist::Args),
+    // BEGIN SOLUTION
+    /// Write the student's workspace: every solution region replaced by its stub
+    Handout(handout::Args),
+    /// Grade a student's workspace with this workspace's checks and rubric
+    Grade(grade::Args),
+    // END SOLUTION
 }
 
 /// The error type of every command: a message for the user.
@@ -44,6 +57,10 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Test(args) => test::run(args),
         Command::Dist(args) => dist::run(args),
+        // BEGIN SOLUTION
+        Command::Handout(args) => handout::run(args),
+        Command::Grade(args) => grade::run(args),
+        // END SOLUTION
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,273 @@
+//! `cargo xtask grade DIR`: grade a student's workspace with this workspace's checks.
+//!
+//! 1. Build the student's labs in release, each on its own (a lab that does not compile
+//!    fails its own checks only), in one grader target folder shared by every submission, so
+//!    the registry dependencies compile once.
+//! 2. Run every check of the rubric (`xtask/rubric.toml`) against this workspace's own
+//!    programs: never the student's tests, never the student's lab01. A check that hangs or
+//!    crashes fails; it does not stop the grading.
+//! 3. Print a table and the total; with `--gradescope FILE`, write Gradescope's results.json.
+//!
+//! A score is not an error: the command exits 0 whenever grading ran, and non-zero only when
+//! it could not (DIR is not a workspace, the reference does not build).
+
+mod checks;
+mod rubric;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::bins::{target_dir, Bins};
+use crate::gpu;
+use crate::labs::{Lab, LABS};
+use checks::Outcome;
+use rubric::Rubric;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The student's workspace (a copy of `cargo xtask handout`, with their work in it)
+    #[arg(value_name = "DIR", required_unless_present = "student_bin_dir")]
+    dir: Option<PathBuf>,
+    /// Grade the lab binaries in this folder (the student's `cargo xtask dist`) instead of
+    /// building DIR: for a GPU machine without Rust
+    #[arg(long, value_name = "DIR", conflicts_with = "dir")]
+    student_bin_dir: Option<PathBuf>,
+    /// This workspace's binaries, from `cargo xtask dist` (the reference and the solution)
+    #[arg(long, value_name = "DIR")]
+    bin_dir: Option<PathBuf>,
+    /// Also write Gradescope's results.json here
+    #[arg(long, value_name = "FILE")]
+    gradescope: Option<PathBuf>,
+    /// Where the student's workspace is built [default: the grade folder in this
+    /// workspace's target folder, shared by every submission]
+    #[arg(long, value_name = "DIR")]
+    target_dir: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> crate::Result<()> {
+    let rubric = Rubric::load()?;
+    let graded: Vec<Lab> = LABS
+        .iter()
+        .copied()
+        .filter(|lab| rubric.checks.iter().any(|c| c.lab == lab.name))
+        .collect();
+    let gpu = gpu::probe();
+    let student = match (&args.dir, &args.student_bin_dir) {
+        (_, Some(bin_dir)) => Student::prebuilt(bin_dir, &graded)?,
+        (Some(dir), None) => {
+            let target = args
+                .target_dir
+                .clone()
+                .unwrap_or_else(|| target_dir().join("grade"));
+            Student::build(dir, &target, &graded)?
+        }
+        (None, None) => return Err("give the student's workspace DIR".to_string()),
+    };
+    // The reference: lab01 and the solutions, built from this workspace.
+    let reference_labs: Vec<Lab> = LABS
+        .iter()
+        .copied()
+        .filter(|lab| lab.name == "lab01" || graded.contains(lab))
+        .collect();
+    let reference = Bins::locate(args.bin_dir.clone(), &reference_labs)?;
+    let scratch = tempfile::Builder::new()
+        .prefix("xtask-grade-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a scratch folder: {e}"))?;
+
+    let context = checks::Context {
+        student: &student.bins,
+        reference: &reference,
+        scratch: scratch.path(),
+        time_limit: std::time::Duration::from_secs(rubric.time_limit_s),
+        speed_runs: rubric.speed_runs,
+    };
+    let mut results = Vec::new();
+    for check in &rubric.checks {
+        let name = check.name();
+        eprintln!("xtask: grading {name}");
+        let outcome = match (check.needs_gpu(), &gpu, student.broken(&check.lab)) {
+            (true, Err(why), _) => {
+                Outcome::NotGraded(format!("not graded here: needs a GPU ({why})"))
+            }
+            (_, _, Some(error)) => Outcome::score(0.0, format!("did not build: {error}")),
+            _ => checks::run(check, &context),
+        };
+        results.push(Graded {
+            name,
+            max: check.points,
+            hidden: check.hidden,
+            outcome,
+        });
+    }
+
+    print_table(&results);
+    if let Some(path) = &args.gradescope {
+        let json = gradescope(&results);
+        let text = serde_json::to_string_pretty(&json)
+            .map_err(|e| format!("cannot encode the results: {e}"))?;
+        crate::handout::write_file(path, format!("{text}\n").as_bytes())?;
+        eprintln!("xtask: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// The student's lab binaries, and the labs that did not build with their first error.
+struct Student {
+    bins: Bins,
+    broken: Vec<(String, String)>,
+}
+
+impl Student {
+    fn prebuilt(dir: &Path, labs: &[Lab]) -> crate::Result<Student> {
+        let missing: Vec<(String, String)> = labs
+            .iter()
+            .filter(|lab| !dir.join(lab.name).is_file())
+            .map(|lab| {
+                (
+                    lab.name.to_string(),
+                    format!("{} is not in {}", lab.name, dir.display()),
+                )
+            })
+            .collect();
+        Ok(Student {
+            bins: Bins::at(dir.to_path_buf()),
+            broken: missing,
+        })
+    }
+
+    /// Build each graded lab of the workspace `dir` in release, into `target`.
+    fn build(dir: &Path, target: &Path, labs: &[Lab]) -> crate::Result<Student> {
+        let manifest = dir.join("Cargo.toml");
+        let text = fs::read_to_string(&manifest).map_err(|e| {
+            format!(
+                "{} is not a Cargo workspace ({}: {e})",
+                dir.display(),
+                manifest.display()
+            )
+        })?;
+        if !text.contains("[workspace]") {
+            return Err(format!("{} is not a Cargo workspace", dir.display()));
+        }
+        let mut broken = Vec::new();
+        for lab in labs {
+            eprintln!("xtask: building the student's {}", lab.package);
+            let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+                .args(["build", "--release", "--quiet", "--package", lab.package])
+                .arg("--manifest-path")
+                .arg(&manifest)
+                .arg("--target-dir")
+                .arg(target)
+                .output()
+                .map_err(|e| format!("cannot run cargo: {e}"))?;
+            if !output.status.success() {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let first = stderr
+                    .lines()
+                    .find(|l| l.starts_with("error"))
+                    .unwrap_or("cargo build failed")
+                    .to_string();
+                broken.push((lab.name.to_string(), first));
+            }
+        }
+        Ok(Student {
+            bins: Bins::at(target.join("release")),
+            broken,
+        })
+    }
+
+    fn broken(&self, lab: &str) -> Option<&str> {
+        self.broken
+            .iter()
+            .find(|(name, _)| name == lab)
+            .map(|(_, error)| error.as_str())
+    }
+}
+
+/// One check's result.
+struct Graded {
+    name: String,
+    max: f64,
+    hidden: bool,
+    outcome: Outcome,
+}
+
+fn print_table(results: &[Graded]) {
+    println!("| check | points | result |");
+    println!("|---|---:|---|");
+    let (mut score, mut max, mut not_graded) = (0.0, 0.0, 0.0);
+    for r in results {
+        let hidden = if r.hidden { " (hidden)" } else { "" };
+        let (points, output) = match &r.outcome {
+            Outcome::Scored { score: s, output } => {
+                score += s;
+                max += r.max;
+                (format!("{}/{}", round(*s), round(r.max)), output.as_str())
+            }
+            Outcome::NotGraded(why) => {
+                not_graded += r.max;
+                (format!("-/{}", round(r.max)), why.as_str())
+            }
+        };
+        println!(
+            "| {}{hidden} | {points} | {} |",
+            r.name,
+            output.replace('|', "/")
+        );
+    }
+    print!("total: {} of {} points", round(score), round(max));
+    if not_graded > 0.0 {
+        print!("; {} more not graded here (needs a GPU)", round(not_graded));
+    }
+    println!();
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Gradescope's results.json.
+#[derive(Serialize)]
+struct Results {
+    score: f64,
+    tests: Vec<TestResult>,
+}
+
+#[derive(Serialize)]
+struct TestResult {
+    name: String,
+    score: f64,
+    max_score: f64,
+    output: String,
+    visibility: &'static str,
+}
+
+fn gradescope(results: &[Graded]) -> Results {
+    let tests: Vec<TestResult> = results
+        .iter()
+        .map(|r| {
+            let (score, output) = match &r.outcome {
+                Outcome::Scored { score, output } => (round(*score), output.clone()),
+                Outcome::NotGraded(why) => (0.0, why.clone()),
+            };
+            TestResult {
+                name: r.name.clone(),
+                score,
+                max_score: r.max,
+                output,
+                visibility: if r.hidden {
+                    "after_published"
+                } else {
+                    "visible"
+                },
+            }
+        })
+        .collect();
+    Results {
+        score: round(tests.iter().map(|t| t.score).sum()),
+        tests,
+    }
+}

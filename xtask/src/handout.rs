@@ -1,0 +1,172 @@
+//! `cargo xtask handout --out DIR`: the student's workspace, ready to commit.
+//!
+//! Every file of this workspace that git knows (tracked, or new and not ignored), with each
+//! solution region replaced by its stub (`regions`), and the instructor-only files left out.
+//! With `--solved`, the regions keep their solutions instead: the same workspace as a
+//! student who finished every exercise would have it (an answer key to publish after the
+//! deadline, and what CI grades to prove that skeleton and solution fit together).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::bins::workspace_root;
+use crate::regions::{self, Keep};
+
+/// What the student never sees: the grader, its rubric and hidden checks, this command and
+/// the test that proves the loop. A path ending in `/` is a folder.
+pub const INSTRUCTOR_ONLY: &[&str] = &[
+    "xtask/rubric.toml",
+    "xtask/src/grade/",
+    "xtask/src/handout.rs",
+    "xtask/src/regions.rs",
+    "xtask/tests/coursework.rs",
+    "xtask/tests/submissions/",
+];
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The folder to create (it must not exist, or be empty)
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Keep the solutions in place of the stubs
+    #[arg(long)]
+    solved: bool,
+}
+
+pub fn run(args: Args) -> crate::Result<()> {
+    refuse_non_empty(&args.out)?;
+    let root = workspace_root();
+    let keep = if args.solved {
+        Keep::Solution
+    } else {
+        Keep::Stub
+    };
+    let (mut files, mut regions) = (0, 0);
+    for relative in source_files(&root)? {
+        if is_instructor_only(&relative) {
+            continue;
+        }
+        let from = root.join(&relative);
+        let bytes = fs::read(&from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+        let contents = match String::from_utf8(bytes) {
+            Ok(text) => {
+                let (text, n) = regions::replace(&relative, &text, keep)?;
+                regions += n;
+                text.into_bytes()
+            }
+            Err(binary) => binary.into_bytes(),
+        };
+        let to = args.out.join(&relative);
+        write_file(&to, &contents)?;
+        let mode = fs::metadata(&from)
+            .map_err(|e| format!("cannot read {}: {e}", from.display()))?
+            .permissions();
+        fs::set_permissions(&to, mode)
+            .map_err(|e| format!("cannot set the mode of {}: {e}", to.display()))?;
+        files += 1;
+    }
+    let what = if args.solved {
+        "solved"
+    } else {
+        "replaced by stubs"
+    };
+    eprintln!(
+        "xtask: hand-out written to {}: {files} files, {regions} solution regions {what}",
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// The hand-out goes into a new folder, never over someone's work.
+fn refuse_non_empty(out: &Path) -> crate::Result<()> {
+    match fs::read_dir(out).map(|mut entries| entries.next().is_some()) {
+        Ok(true) => Err(format!(
+            "{} is not empty; give a new or empty folder",
+            out.display()
+        )),
+        Ok(false) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!(
+            "cannot use {} as the hand-out folder: {e}",
+            out.display()
+        )),
+    }
+}
+
+/// The files git knows in `root`: tracked ones, and new ones that are not ignored (so a
+/// hand-out made before a commit has every source). Deleted files are skipped.
+fn source_files(root: &Path) -> crate::Result<Vec<PathBuf>> {
+    let output = Command::new("git")
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .current_dir(root)
+        .output()
+        .map_err(|e| format!("cannot run git (the hand-out takes the files git knows): {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "git ls-files failed in {}: {}",
+            root.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let mut files: Vec<PathBuf> = output
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|name| !name.is_empty())
+        .map(|name| PathBuf::from(String::from_utf8_lossy(name).into_owned()))
+        .filter(|path| root.join(path).is_file())
+        .collect();
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+fn is_instructor_only(path: &Path) -> bool {
+    let path = path.to_string_lossy();
+    INSTRUCTOR_ONLY
+        .iter()
+        .any(|&listed| match listed.strip_suffix('/') {
+            Some(folder) => path.starts_with(listed) || path == folder,
+            None => path == listed,
+        })
+}
+
+/// Create `path` (and its folders) with `contents`.
+pub fn write_file(path: &Path, contents: &[u8]) -> crate::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructor_only_files_and_folders_are_recognised() {
+        assert!(is_instructor_only(Path::new("xtask/rubric.toml")));
+        assert!(is_instructor_only(Path::new("xtask/src/grade/mod.rs")));
+        assert!(!is_instructor_only(Path::new("xtask/src/grade.rs.orig")));
+        assert!(!is_instructor_only(Path::new("lab02-rayon/src/main.rs")));
+    }
+
+    #[test]
+    fn a_non_empty_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(refuse_non_empty(dir.path()).is_ok());
+        assert!(refuse_non_empty(&dir.path().join("new")).is_ok());
+        fs::write(dir.path().join("work.rs"), "").unwrap();
+        let error = refuse_non_empty(dir.path()).unwrap_err();
+        assert!(
+            error.ends_with("is not empty; give a new or empty folder"),
+            "{error}"
+        );
+    }
+}
