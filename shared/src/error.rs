@@ -11,13 +11,18 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
-    /// The output file could not be created, written or moved into place.
-    #[error("cannot write {}: {source}", path.display())]
+    /// The output file could not be created, written or moved into place. The path is the
+    /// one the user gave, never a temporary one.
+    #[error("cannot write {}: {}", path.display(), crate::output::explain(source))]
     Output { path: PathBuf, source: io::Error },
 
     /// The request does not fit in host or device memory.
     #[error("{0}")]
     OutOfMemory(String),
+
+    /// The process's limits (threads, processes) do not allow the run.
+    #[error("{0}")]
+    Environment(String),
 
     /// No usable GPU: the driver, NVRTC or a device is missing.
     #[error("{0}")]
@@ -66,16 +71,23 @@ impl<T> CudaResultExt<T> for std::result::Result<T, DriverError> {
     }
 }
 
-/// Reserve room for `len` bytes, turning an allocation failure into a clear error instead of
-/// an abort.
+/// `len` zeroed bytes, turning an allocation failure into a clear error instead of an abort.
 pub fn try_alloc_bytes(len: usize, what: &str) -> Result<Vec<u8>> {
-    let mut buffer = Vec::new();
-    buffer.try_reserve_exact(len).map_err(|_| {
-        Error::OutOfMemory(format!(
-            "cannot allocate {} MiB of host memory for {what}; try a smaller size",
-            len.div_ceil(1 << 20)
-        ))
-    })?;
+    let mut buffer = try_with_capacity(len, what)?;
     buffer.resize(len, 0);
     Ok(buffer)
+}
+
+/// An empty vector with room for `len` items, or a clear error instead of the abort a plain
+/// `Vec::with_capacity` gives when memory runs out (under `ulimit -v`, say). Use it for every
+/// allocation whose size comes from the user.
+pub fn try_with_capacity<T>(len: usize, what: &str) -> Result<Vec<T>> {
+    let mut items = Vec::new();
+    items.try_reserve_exact(len).map_err(|_| {
+        Error::OutOfMemory(format!(
+            "cannot allocate {} MiB of host memory for {what}; try a smaller size",
+            (len.saturating_mul(std::mem::size_of::<T>())).div_ceil(1 << 20)
+        ))
+    })?;
+    Ok(items)
 }

@@ -10,6 +10,57 @@ use cudarc::nvrtc::{self, Ptx};
 use crate::error::CudaResultExt;
 use crate::{Error, Result};
 
+/// The driver functions cudarc calls for the labs, in CUDA 12.0's names. Each is loaded
+/// only when first called, and a missing one would panic then, mid-run.
+const DRIVER_FUNCTIONS: &[&str] = &[
+    "cuInit",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceGetName",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxSetCurrent",
+    "cuCtxSynchronize",
+    "cuGetErrorString",
+    "cuMemGetInfo_v2",
+    "cuMemAlloc_v2",
+    "cuMemAllocAsync",
+    "cuMemFree_v2",
+    "cuMemFreeAsync",
+    "cuMemsetD8Async",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuModuleLoadData",
+    "cuModuleGetFunction",
+    "cuModuleGetGlobal_v2",
+    "cuModuleUnload",
+    "cuLaunchKernel",
+    "cuOccupancyMaxPotentialBlockSize",
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+    "cuStreamSynchronize",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuEventElapsedTime",
+    "cuEventDestroy_v2",
+];
+
+/// The NVRTC functions the labs call (lab06's PTX dump included).
+const NVRTC_FUNCTIONS: &[&str] = &[
+    "nvrtcCreateProgram",
+    "nvrtcCompileProgram",
+    "nvrtcGetProgramLogSize",
+    "nvrtcGetProgramLog",
+    "nvrtcGetCUBINSize",
+    "nvrtcGetCUBIN",
+    "nvrtcGetPTXSize",
+    "nvrtcGetPTX",
+    "nvrtcDestroyProgram",
+];
+
 /// An open GPU: its context, the stream the lab works on, and what it is.
 pub struct Gpu {
     pub ctx: Arc<CudaContext>,
@@ -30,24 +81,49 @@ pub struct Kernels {
 impl Gpu {
     /// Open device 0.
     ///
-    /// cudarc loads `libcuda` and `libnvrtc` on first use and panics if either is missing,
-    /// so both are probed first; a stub driver (present, but no GPU behind it) fails in
+    /// cudarc loads `libcuda` and `libnvrtc` on first use and panics if either is missing, or
+    /// lacks a function when it is first called; so both libraries, and every function the
+    /// labs call, are looked for first. A stub driver (present, but no GPU behind it) fails in
     /// `CudaContext::new`, which becomes the same clear error.
     pub fn open() -> Result<Gpu> {
+        const DRIVER: &str = "install the NVIDIA driver (CUDA 12.0 or newer) and check that                               libcuda.so.1 is on the library path";
+        const NVRTC: &str = "install NVRTC (it comes with the CUDA toolkit, or `pip install                              nvidia-cuda-nvrtc-cu12`) and put the folder of libnvrtc.so on                              LD_LIBRARY_PATH";
         // SAFETY: only tries to dlopen the library by its usual names.
         if !unsafe { sys::is_culib_present() } {
             return Err(no_gpu(
                 "the NVIDIA driver library (libcuda.so) was not found",
+                DRIVER,
+            ));
+        }
+        // SAFETY: the library is present (just checked); this loads it as cudarc will.
+        let driver = unsafe { sys::culib() };
+        if let Some(name) = missing_symbol(driver, DRIVER_FUNCTIONS) {
+            return Err(no_gpu(
+                &format!("the driver library (libcuda.so) has no function {name}; it is not a real driver, or older than CUDA 12.0"),
+                DRIVER,
             ));
         }
         // SAFETY: as above.
         if !unsafe { nvrtc::sys::is_culib_present() } {
             return Err(no_gpu(
                 "NVRTC, CUDA's run-time compiler (libnvrtc.so), was not found",
+                NVRTC,
             ));
         }
-        let ctx = CudaContext::new(0)
-            .map_err(|e| no_gpu(&format!("the driver is installed but no GPU opened ({e})")))?;
+        // SAFETY: as above.
+        let compiler = unsafe { nvrtc::sys::culib() };
+        if let Some(name) = missing_symbol(compiler, NVRTC_FUNCTIONS) {
+            return Err(no_gpu(
+                &format!("NVRTC (libnvrtc.so) has no function {name}; it is incomplete or too old"),
+                NVRTC,
+            ));
+        }
+        let ctx = CudaContext::new(0).map_err(|e| {
+            no_gpu(
+                &format!("the driver is installed but no GPU opened ({e})"),
+                "check that `nvidia-smi` lists a GPU and that CUDA_VISIBLE_DEVICES does not hide it",
+            )
+        })?;
         let (major, minor) = ctx
             .compute_capability()
             .cuda("reading the compute capability")?;
@@ -136,13 +212,22 @@ pub fn elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f64> {
     ))
 }
 
-fn no_gpu(what: &str) -> Error {
+/// What is missing, what to do about it, and what runs without a GPU.
+fn no_gpu(what: &str, fix: &str) -> Error {
     Error::NoGpu(format!(
-        "no usable GPU: {what}. This lab needs an NVIDIA GPU with its driver and NVRTC \
-         (CUDA 12.0 or newer; NVRTC ships with the CUDA toolkit: make sure libnvrtc.so is on \
-         LD_LIBRARY_PATH). Labs lab01 and lab02 run on the CPU alone, and `cargo xtask dist` \
-         packs the labs for a machine that has a GPU."
+        "no usable GPU: {what}; {fix}. Without a GPU, lab01 and lab02 run on the CPU alone, \
+         as do lab05 --backend cpu and lab06 --cpu-only; `cargo xtask dist` packs the labs \
+         for a machine that has a GPU."
     ))
+}
+
+/// The first of `names` that `library` lacks.
+fn missing_symbol(library: &libloading::Library, names: &[&str]) -> Option<String> {
+    names
+        .iter()
+        // SAFETY: the symbol is only looked up, never called or read.
+        .find(|name| unsafe { library.get::<*const ()>(name.as_bytes()) }.is_err())
+        .map(|name| name.to_string())
 }
 
 /// NVRTC: source to a cubin, or the options and the compiler's log as the error.

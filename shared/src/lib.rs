@@ -3,7 +3,9 @@
 //! - [`palette`]: the 16 colours and the counter-to-colour rule of the original program.
 //! - [`mandelbrot`]: the reference per-pixel computation (lab01's semantics, exactly).
 //! - [`view`]: the command-line view arguments every Mandelbrot lab shares.
-//! - [`ppm`]: the binary PPM format and an atomic file writer (never a partial file).
+//! - [`output`]: every file written, atomically, checked before the work (never a partial
+//!   file, nothing left behind); [`ppm`]: the binary PPM header.
+//! - [`number`]: the one parser behind every numeric flag.
 //! - [`timing`]: phases, a human table on stderr, one JSON object on stdout.
 //! - [`error`] and [`cli`]: one error type that prints one clear line, and argument parsing
 //!   that reports bad input the same way.
@@ -15,6 +17,8 @@ pub mod error;
 pub mod exercise;
 pub mod gpu;
 pub mod mandelbrot;
+pub mod number;
+pub mod output;
 pub mod palette;
 pub mod ppm;
 #[cfg(feature = "testing")]

@@ -6,6 +6,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cli::{eprint_line, print_line};
+use crate::Result;
+
 /// The phases a lab can report, in the order work happens.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -116,23 +119,23 @@ impl Timer {
     }
 
     /// Stop the clock, print the table on stderr and, if `json`, the report on stdout.
-    pub fn finish(mut self, json: bool) -> LabReport {
+    pub fn finish(mut self, json: bool) -> Result<LabReport> {
         self.record(Phase::Total, self.started.elapsed().as_secs_f64() * 1e3);
         let r = &self.report;
-        eprintln!("{} {}x{} on {}", r.lab, r.width, r.height, r.device);
+        let mut table = format!("{} {}x{} on {}", r.lab, r.width, r.height, r.device);
         for name in &self.order {
-            eprintln!("  {name:<10} {:>10.3} ms", r.phases_ms[*name]);
+            table += &format!("\n  {name:<10} {:>10.3} ms", r.phases_ms[*name]);
         }
         for (key, value) in &r.metrics {
-            eprintln!("  {key}: {value}");
+            table += &format!("\n  {key}: {value}");
         }
+        eprint_line(&table);
         if json {
-            match serde_json::to_string(r) {
-                Ok(line) => println!("{line}"),
-                Err(e) => eprintln!("cannot encode the report as JSON: {e}"),
-            }
+            // A map of strings and numbers always encodes.
+            let line = serde_json::to_string(r).unwrap_or_default();
+            print_line(&line)?;
         }
-        self.report
+        Ok(self.report)
     }
 }
 

@@ -4,14 +4,17 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::number;
+
 /// The largest width or height a lab accepts. 65536 x 65536 pixels is 12 GiB of RGB: beyond
 /// that the request is a typo, not an image.
 pub const MAX_SIDE: u32 = 65536;
 
-/// `labNN [WIDTH] [HEIGHT] [-o FILE] [--json] [--cx X] [--cy Y] [--scale S]`
-///
-/// Flatten this into a lab's `Parser` with `#[command(flatten)]`; the lab's own struct gives
-/// the default output file name.
+// `labNN [WIDTH] [HEIGHT] [-o FILE] [--json] [--cx X] [--cy Y] [--scale S]`
+//
+// Flatten this into a lab's `Parser` with `#[command(flatten)]`; the lab's own struct gives
+// the default output file name. (A plain comment, not a doc comment: clap would show a doc
+// comment here as the lab's `--help` text, over the lab's own.)
 #[derive(Args, Debug, Clone)]
 pub struct MandelbrotArgs {
     /// Image width in pixels
@@ -22,7 +25,7 @@ pub struct MandelbrotArgs {
     #[arg(default_value_t = 1024, value_parser = parse_height)]
     pub height: u32,
 
-    /// Output file (binary PPM) [default: the lab's own name]
+    /// Output file: binary PPM, or PNG if the name ends in .png [default: the lab's own name]
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
 
@@ -31,15 +34,15 @@ pub struct MandelbrotArgs {
     pub json: bool,
 
     /// Real part of the image centre
-    #[arg(long, default_value_t = -0.6, allow_negative_numbers = true, value_parser = parse_finite)]
+    #[arg(long, default_value_t = -0.6, allow_hyphen_values = true, value_parser = number::finite)]
     pub cx: f64,
 
     /// Imaginary part of the image centre
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = parse_finite)]
+    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_parser = number::finite)]
     pub cy: f64,
 
     /// Distance between two pixels in the plane [default: 4.0 / WIDTH]
-    #[arg(long, value_parser = parse_scale)]
+    #[arg(long, allow_hyphen_values = true, value_parser = number::positive)]
     pub scale: Option<f64>,
 }
 
@@ -92,11 +95,7 @@ impl View {
 }
 
 fn parse_side(what: &str, s: &str) -> Result<u32, String> {
-    match s.trim().parse::<i128>() {
-        Ok(n) if (1..=i128::from(MAX_SIDE)).contains(&n) => Ok(n as u32),
-        Ok(_) => Err(format!("{what} must be between 1 and {MAX_SIDE} pixels")),
-        Err(_) => Err(format!("{what} must be a whole number of pixels")),
-    }
+    number::whole(what, s, 1, MAX_SIDE.into()).map(|n| n as u32)
 }
 
 fn parse_width(s: &str) -> Result<u32, String> {
@@ -105,20 +104,6 @@ fn parse_width(s: &str) -> Result<u32, String> {
 
 fn parse_height(s: &str) -> Result<u32, String> {
     parse_side("the height", s)
-}
-
-fn parse_finite(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok(v),
-        _ => Err("expected a finite number".to_string()),
-    }
-}
-
-fn parse_scale(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err("the scale must be a positive number".to_string()),
-    }
 }
 
 #[cfg(test)]

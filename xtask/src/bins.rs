@@ -2,9 +2,12 @@
 //! `cargo build --release` of this workspace.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
-use crate::labs::Lab;
+use anyhow::{bail, Context};
+
+use crate::labs::{Lab, Program};
+use crate::output;
 
 /// A folder holding the lab binaries.
 #[derive(Debug, Clone)]
@@ -14,25 +17,39 @@ pub struct Bins {
 
 impl Bins {
     /// Use `bin_dir` if given; otherwise build `labs` in release and use cargo's output folder.
-    pub fn locate(bin_dir: Option<PathBuf>, labs: &[Lab]) -> crate::Result<Bins> {
+    pub fn locate<'a>(
+        bin_dir: Option<PathBuf>,
+        labs: impl IntoIterator<Item = &'a Lab>,
+    ) -> anyhow::Result<Bins> {
+        let labs: Vec<&Lab> = labs.into_iter().collect();
         if let Some(dir) = bin_dir {
             for lab in labs {
                 let path = dir.join(lab.name);
                 if !path.is_file() {
-                    return Err(format!(
+                    bail!(
                         "{} not found; make the folder with `cargo xtask dist`",
                         path.display()
-                    ));
+                    );
                 }
             }
             return Ok(Bins { dir });
         }
+        // Cargo's own progress goes to stderr, so the first build is not a silent minute;
+        // stdout stays for the tables.
+        output::note(
+            "xtask: building the labs in release (the first time takes a minute or two)...",
+        );
         let mut cargo = cargo();
-        cargo.args(["build", "--release", "--quiet"]);
+        cargo
+            .args(["build", "--release"])
+            .stdout(Stdio::from(std::io::stderr()));
         for lab in labs {
             cargo.args(["--package", lab.package]);
         }
-        run_status(&mut cargo)?;
+        let status = cargo.status().context("cannot run cargo")?;
+        if !status.success() {
+            bail!("building the labs failed ({status}); cargo's messages above say why");
+        }
         Ok(Bins {
             dir: target_dir().join("release"),
         })
@@ -43,9 +60,16 @@ impl Bins {
         Bins { dir }
     }
 
-    /// A command that runs `lab`.
+    /// A command that runs `lab` with no flags.
     pub fn command(&self, lab: &Lab) -> Command {
         Command::new(self.path(lab.name))
+    }
+
+    /// A command that runs one variant of a lab: its binary and its flags.
+    pub fn program(&self, program: Program) -> Command {
+        let mut command = self.command(program.lab);
+        command.args(program.variant.flags);
+        command
     }
 
     /// The path of the binary `name` in this folder.

@@ -10,7 +10,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use anyhow::{bail, Context, Result};
+
 use crate::bins::workspace_root;
+use crate::output;
 use crate::regions::{self, Keep};
 
 /// What the student never sees: the grader, its rubric and hidden checks, this command and
@@ -34,7 +37,7 @@ pub struct Args {
     solved: bool,
 }
 
-pub fn run(args: Args) -> crate::Result<()> {
+pub fn run(args: Args) -> Result<()> {
     refuse_non_empty(&args.out)?;
     let root = workspace_root();
     let keep = if args.solved {
@@ -48,7 +51,7 @@ pub fn run(args: Args) -> crate::Result<()> {
             continue;
         }
         let from = root.join(&relative);
-        let bytes = fs::read(&from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+        let bytes = fs::read(&from).with_context(|| format!("cannot read {}", from.display()))?;
         let contents = match String::from_utf8(bytes) {
             Ok(text) => {
                 let (text, n) = regions::replace(&relative, &text, keep)?;
@@ -58,12 +61,16 @@ pub fn run(args: Args) -> crate::Result<()> {
             Err(binary) => binary.into_bytes(),
         };
         let to = args.out.join(&relative);
-        write_file(&to, &contents)?;
+        if let Some(dir) = to.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        output::file(&to, &contents)?;
+        // The same mode as the source: a script stays executable (.ci/run).
         let mode = fs::metadata(&from)
-            .map_err(|e| format!("cannot read {}: {e}", from.display()))?
+            .with_context(|| format!("cannot read {}", from.display()))?
             .permissions();
         fs::set_permissions(&to, mode)
-            .map_err(|e| format!("cannot set the mode of {}: {e}", to.display()))?;
+            .with_context(|| format!("cannot set the mode of {}", to.display()))?;
         files += 1;
     }
     let what = if args.solved {
@@ -71,32 +78,26 @@ pub fn run(args: Args) -> crate::Result<()> {
     } else {
         "replaced by stubs"
     };
-    eprintln!(
+    output::note(&format!(
         "xtask: hand-out written to {}: {files} files, {regions} solution regions {what}",
         args.out.display()
-    );
+    ));
     Ok(())
 }
 
 /// The hand-out goes into a new folder, never over someone's work.
-fn refuse_non_empty(out: &Path) -> crate::Result<()> {
+fn refuse_non_empty(out: &Path) -> Result<()> {
     match fs::read_dir(out).map(|mut entries| entries.next().is_some()) {
-        Ok(true) => Err(format!(
-            "{} is not empty; give a new or empty folder",
-            out.display()
-        )),
+        Ok(true) => bail!("{} is not empty; give a new or empty folder", out.display()),
         Ok(false) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(format!(
-            "cannot use {} as the hand-out folder: {e}",
-            out.display()
-        )),
+        Err(e) => Err(e).with_context(|| format!("cannot use {} for the hand-out", out.display())),
     }
 }
 
 /// The files git knows in `root`: tracked ones, and new ones that are not ignored (so a
 /// hand-out made before a commit has every source). Deleted files are skipped.
-fn source_files(root: &Path) -> crate::Result<Vec<PathBuf>> {
+fn source_files(root: &Path) -> Result<Vec<PathBuf>> {
     let output = Command::new("git")
         .args([
             "ls-files",
@@ -107,13 +108,13 @@ fn source_files(root: &Path) -> crate::Result<Vec<PathBuf>> {
         ])
         .current_dir(root)
         .output()
-        .map_err(|e| format!("cannot run git (the hand-out takes the files git knows): {e}"))?;
+        .context("cannot run git (the hand-out takes the files git knows)")?;
     if !output.status.success() {
-        return Err(format!(
+        bail!(
             "git ls-files failed in {}: {}",
             root.display(),
             String::from_utf8_lossy(&output.stderr).trim()
-        ));
+        );
     }
     let mut files: Vec<PathBuf> = output
         .stdout
@@ -137,14 +138,6 @@ fn is_instructor_only(path: &Path) -> bool {
         })
 }
 
-/// Create `path` (and its folders) with `contents`.
-pub fn write_file(path: &Path, contents: &[u8]) -> crate::Result<()> {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,7 +156,7 @@ mod tests {
         assert!(refuse_non_empty(dir.path()).is_ok());
         assert!(refuse_non_empty(&dir.path().join("new")).is_ok());
         fs::write(dir.path().join("work.rs"), "").unwrap();
-        let error = refuse_non_empty(dir.path()).unwrap_err();
+        let error = refuse_non_empty(dir.path()).unwrap_err().to_string();
         assert!(
             error.ends_with("is not empty; give a new or empty folder"),
             "{error}"

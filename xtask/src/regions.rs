@@ -18,6 +18,8 @@
 
 use std::path::Path;
 
+use anyhow::{bail, Result};
+
 /// How a file type writes its comments.
 struct Syntax {
     begin: &'static str,
@@ -60,7 +62,7 @@ pub enum Keep {
 
 /// `text` (the file at `path`) with every region replaced, and how many regions it had.
 /// Files of a type without regions come back unchanged.
-pub fn replace(path: &Path, text: &str, keep: Keep) -> crate::Result<(String, usize)> {
+pub fn replace(path: &Path, text: &str, keep: Keep) -> Result<(String, usize)> {
     let Some(syntax) = syntax(path) else {
         return Ok((text.to_string(), 0));
     };
@@ -75,7 +77,7 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> crate::Result<(String, us
         let indent = &line[..line.len() - line.trim_start().len()];
         if trimmed == syntax.begin {
             if let Some(start) = open {
-                return Err(at(
+                bail!(at(
                     number,
                     &format!("BEGIN SOLUTION inside the region opened at line {start}"),
                 ));
@@ -85,10 +87,10 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> crate::Result<(String, us
             regions += 1;
         } else if trimmed == syntax.end {
             if open.take().is_none() {
-                return Err(at(number, "END SOLUTION without a BEGIN SOLUTION"));
+                bail!(at(number, "END SOLUTION without a BEGIN SOLUTION"));
             }
         } else if trimmed.starts_with(syntax.begin) || trimmed.starts_with(syntax.end) {
-            return Err(at(number, "a solution marker must be alone on its line"));
+            bail!(at(number, "a solution marker must be alone on its line"));
         } else if open.is_some() {
             let stub = trimmed
                 .strip_prefix(syntax.stub)
@@ -113,7 +115,7 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> crate::Result<(String, us
         }
     }
     match open {
-        Some(start) => Err(at(start, "BEGIN SOLUTION is never closed")),
+        Some(start) => bail!(at(start, "BEGIN SOLUTION is never closed")),
         None => Ok((out, regions)),
     }
 }
@@ -168,7 +170,9 @@ mod tests {
             ),
         ];
         for (text, expected) in cases {
-            let error = replace(Path::new("a.rs"), text, Keep::Stub).err().unwrap();
+            let error = replace(Path::new("a.rs"), text, Keep::Stub)
+                .unwrap_err()
+                .to_string();
             assert!(error.starts_with(expected), "{error}");
         }
     }

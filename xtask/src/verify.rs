@@ -1,19 +1,22 @@
-//! `cargo xtask verify`: every Mandelbrot lab against the reference, byte for byte, at
-//! sizes chosen to break things (1x1, odd, non-square, large), and lab05's two backends
-//! against each other.
+//! `cargo xtask verify`: every Mandelbrot lab, each of its variants, against the reference,
+//! byte for byte, at sizes chosen to break things (1x1, odd, non-square, large), and each
+//! Buddhabrot variant against the first (lab05's GPU canvas against its CPU one).
 //!
-//! lab01 is the reference. At 16384x16384 (run where a GPU is present) lab02 stands in for
-//! it: lab02 is itself verified identical to lab01 at every other size, and is 16 times
-//! faster. lab03 may differ (it keeps NVRTC's default fused multiply-adds); the table shows
-//! by how much and a PNG shows where. Any other difference fails the command.
+//! The reference and which labs may differ are data ([`labs::REFERENCE`], [`labs::Exact`]).
+//! Every run has a time limit, and anything a lab does wrong (a crash, a hang, a malformed
+//! file) is a failed row: verify carries on, prints the whole table, and removes the images
+//! it made however it ends.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{bail, Context as _, Result};
 
 use crate::bins::Bins;
-use crate::labs::{self, Lab, LABS};
-use crate::{gpu, ppm};
+use crate::labs::{self, Exact, Lab, Program, Work, REFERENCE};
+use crate::runner::{self, Failure};
+use crate::{gpu, output, ppm};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,32 +25,63 @@ pub struct Args {
     bin_dir: Option<PathBuf>,
     /// Sizes to try, e.g. `--sizes 1x1,640x480` [default: 1x1, 7x5, 333x517, 1024x1024,
     /// 1920x1080, 3001x2001, 4096x4096, and 16384x16384 where a GPU is present]
-    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    #[arg(long, value_delimiter = ',', value_parser = parse_size, allow_hyphen_values = true)]
     sizes: Vec<(u32, u32)>,
-    /// Where the images, raw canvases and difference PNGs go
-    #[arg(long, default_value = "verify-out")]
+    /// The folder for the difference PNGs (and, with --keep, the images and raw canvases)
+    #[arg(long, value_name = "DIR", default_value = "verify-out")]
     out: PathBuf,
-    /// Keep the PPM files (they are deleted once compared)
+    /// Keep the images and canvases (they are deleted once compared)
     #[arg(long)]
     keep: bool,
+    /// Seconds one lab run may take before it is killed and its row fails
+    /// [default: 60, plus 2 per megapixel of the image]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        value_parser = crate::positive::<u64>("seconds"),
+        allow_hyphen_values = true
+    )]
+    time_limit: Option<u64>,
 }
 
 /// One line of the table.
-struct Row {
-    lab: &'static str,
-    size: String,
-    against: &'static str,
-    result: String,
-    failed: bool,
+#[derive(Debug)]
+pub struct Row {
+    /// The variant checked (its label).
+    pub label: &'static str,
+    pub case: String,
+    /// The variant it was compared with.
+    pub against: &'static str,
+    pub result: String,
+    pub failed: bool,
 }
 
-const LARGE: (u32, u32) = (16384, 16384);
-
 /// One image to compare: a size, and view flags beyond the defaults.
-struct Case {
-    width: u32,
-    height: u32,
-    view: &'static [&'static str],
+pub struct Case {
+    pub width: u32,
+    pub height: u32,
+    pub view: &'static [&'static str],
+}
+
+impl Case {
+    fn pixels(&self) -> u64 {
+        u64::from(self.width) * u64::from(self.height)
+    }
+
+    /// "333x517", or "1024x1024 --cx ..." with its view.
+    fn describe(&self) -> String {
+        let mut text = format!("{}x{}", self.width, self.height);
+        for flag in self.view {
+            text = text + " " + flag;
+        }
+        text
+    }
+
+    /// The part of a file name that tells cases apart.
+    fn tag(&self) -> String {
+        let zoom = if self.view.is_empty() { "" } else { "-zoom" };
+        format!("{}x{}{zoom}", self.width, self.height)
+    }
 }
 
 /// A zoom into the boundary, where orbits are long and chaotic: the place where one
@@ -58,259 +92,492 @@ const SEAHORSE_VALLEY: Case = Case {
     view: &["--cx", "-0.74364", "--cy", "0.13182", "--scale", "1e-6"],
 };
 
-pub fn run(args: Args) -> crate::Result<()> {
+/// The sizes verified without `--sizes`; the reference's stand-in size is added where a GPU
+/// is present (the CPU labs alone take minutes there and add nothing the smaller sizes miss).
+const SIZES: [(u32, u32); 7] = [
+    (1, 1),
+    (7, 5),
+    (333, 517),
+    (1024, 1024),
+    (1920, 1080),
+    (3001, 2001),
+    (4096, 4096),
+];
+
+/// A difference image is drawn up to this many pixels (a 4096x4096 PNG is about 2 MB).
+const MARKED_UP_TO: u64 = 4096 * 4096;
+
+/// lab05's run: one seed, enough samples to reach every part of the canvas.
+const BUDDHABROT_RUN: [&str; 4] = ["--samples", "4000000", "--seed", "7"];
+/// lab05's default canvas, for its time limit.
+const BUDDHABROT_PIXELS: u64 = 1440 * 2560;
+
+pub fn run(args: Args) -> Result<()> {
     let gpu = gpu::probe();
-    let labs: Vec<Lab> = LABS.iter().copied().filter(|l| l.name != "lab06").collect();
-    let bins = Bins::locate(args.bin_dir, &labs)?;
-    fs::create_dir_all(&args.out)
-        .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+    let checked = labs::doing(Work::Mandelbrot).chain(labs::doing(Work::Buddhabrot));
+    let bins = Bins::locate(args.bin_dir.clone(), checked)?;
+    let folder = OutFolder::create(&args.out)?;
+    let verifier = Verifier {
+        bins: &bins,
+        out: &args.out,
+        gpu: &gpu,
+        time_limit: args.time_limit.map(Duration::from_secs),
+        keep: args.keep,
+    };
 
-    let mut sizes = args.sizes.clone();
-    if sizes.is_empty() {
-        sizes = vec![
-            (1, 1),
-            (7, 5),
-            (333, 517),
-            (1024, 1024),
-            (1920, 1080),
-            (3001, 2001),
-            (4096, 4096),
-        ];
-        if gpu.is_ok() {
-            sizes.push(LARGE);
-        }
-    }
-
-    let mut rows = Vec::new();
-    for &(width, height) in &sizes {
-        let case = Case {
+    let mut cases: Vec<Case> = args
+        .sizes
+        .iter()
+        .map(|&(width, height)| Case {
             width,
             height,
             view: &[],
-        };
-        rows.extend(verify_mandelbrot(&bins, &args.out, &case, &gpu, args.keep)?);
-    }
-    if args.sizes.is_empty() {
-        rows.extend(verify_mandelbrot(
-            &bins,
-            &args.out,
-            &SEAHORSE_VALLEY,
-            &gpu,
-            args.keep,
-        )?);
-    }
-    rows.push(verify_buddhabrot(&bins, &args.out, &gpu));
-
-    print_table(&rows);
-    let failures = rows.iter().filter(|r| r.failed).count();
-    match (&gpu, failures) {
-        (Ok(name), 0) => {
-            eprintln!("verify: all labs that must match do, on {name}");
-            Ok(())
+        })
+        .collect();
+    if cases.is_empty() {
+        cases = SIZES
+            .iter()
+            .map(|&(width, height)| Case {
+                width,
+                height,
+                view: &[],
+            })
+            .collect();
+        if gpu.is_ok() {
+            let side = REFERENCE.stand_in_from.isqrt() as u32;
+            cases.push(Case {
+                width: side,
+                height: side,
+                view: &[],
+            });
         }
-        (Err(why), 0) => {
-            eprintln!("verify: the CPU labs match; GPU labs skipped ({why})");
-            Ok(())
-        }
-        (_, n) => Err(format!("{n} check(s) failed")),
+        cases.push(SEAHORSE_VALLEY);
     }
-}
-
-fn verify_mandelbrot(
-    bins: &Bins,
-    out: &Path,
-    case: &Case,
-    gpu: &Result<String, String>,
-    keep: bool,
-) -> crate::Result<Vec<Row>> {
-    let (width, height) = (case.width, case.height);
-    let size = format!("{width}x{height} {}", case.view.join(" "))
-        .trim_end()
-        .to_string();
-    let file_tag = format!(
-        "{width}x{height}{}",
-        if case.view.is_empty() { "" } else { "-zoom" }
-    );
-    let large = (width, height) == LARGE;
-    let reference = labs::find(if large { "lab02" } else { "lab01" })?;
-    let reference_file = out.join(format!("{}-{file_tag}.ppm", reference.name));
-    render(bins, &reference, case, &reference_file)
-        .map_err(|e| format!("the reference {} failed at {size}: {e}", reference.name))?;
-    let expected = ppm::read(&reference_file)?;
 
     let mut rows = Vec::new();
-    for lab in LABS
-        .iter()
-        .filter(|l| l.mandelbrot && l.name != reference.name)
-    {
-        if large && lab.name == "lab01" {
-            continue;
-        }
-        let mut row = Row {
-            lab: lab.name,
-            size: size.clone(),
-            against: reference.name,
-            result: String::new(),
-            failed: false,
+    for case in &cases {
+        rows.extend(verifier.mandelbrot(case));
+    }
+    for lab in labs::doing(Work::Buddhabrot) {
+        rows.extend(verifier.buddhabrot(lab));
+    }
+    drop(folder);
+
+    output::print(&table(&rows))?;
+    let failures = rows.iter().filter(|r| r.failed).count();
+    match (&gpu, failures) {
+        (Ok(name), 0) => output::note(&format!("verify: all labs that must match do, on {name}")),
+        (Err(why), 0) => output::note(&format!(
+            "verify: the CPU labs match; GPU labs skipped ({why})"
+        )),
+        (_, n) => bail!("{n} check(s) failed; the rows marked FAIL say why"),
+    }
+    Ok(())
+}
+
+/// What checking needs: where the labs and the files are, whether a GPU opened, the limits.
+pub struct Verifier<'a> {
+    pub bins: &'a Bins,
+    pub out: &'a Path,
+    pub gpu: &'a std::result::Result<String, String>,
+    /// A fixed limit per run; `None` scales it with the image ([`runner::limit_for`]).
+    pub time_limit: Option<Duration>,
+    pub keep: bool,
+}
+
+impl Verifier<'_> {
+    fn limit(&self, pixels: u64) -> Duration {
+        self.time_limit.unwrap_or_else(|| runner::limit_for(pixels))
+    }
+
+    /// Every variant of every Mandelbrot lab against the reference image at `case`.
+    pub fn mandelbrot(&self, case: &Case) -> Vec<Row> {
+        let mut scratch = Scratch::new(self.keep);
+        let reference_lab = REFERENCE.at(case.width, case.height);
+        let reference = reference_lab.first();
+        let row = |program: Program, result: String, failed: bool| Row {
+            label: program.label(),
+            case: case.describe(),
+            against: reference.label(),
+            result,
+            failed,
         };
-        let may_differ = lab.name == "lab03";
-        if let (true, Err(why)) = (lab.gpu, gpu) {
-            row.result = format!("skipped: {why}");
-            rows.push(row);
-            continue;
+        let expected = scratch.add(self.image_path(reference, case));
+        let rendered = self
+            .render(reference, case, &expected)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| ppm::open(&expected).map(drop));
+        if let Err(e) = rendered {
+            let result = format!("the reference did not run: {e:#}");
+            return vec![row(reference, result, true)];
         }
-        let file = out.join(format!("{}-{file_tag}.ppm", lab.name));
-        if let Err(e) = render(bins, lab, case, &file) {
-            row.result = format!("did not run: {e}");
-            row.failed = !may_differ;
-            rows.push(row);
-            continue;
-        }
-        let got = ppm::read(&file)?;
-        if (got.width, got.height) != (expected.width, expected.height) {
-            row.result = format!("wrong size {}x{}", got.width, got.height);
-            row.failed = true;
-        } else {
-            let diff = ppm::diff(&expected, &got);
-            match diff.first {
-                None => row.result = "identical".to_string(),
-                Some((file_row, column, want, have)) => {
-                    let share = 100.0 * diff.pixels as f64 / (f64::from(width) * f64::from(height));
-                    row.result = format!(
-                        "{} pixels differ ({share:.4}%), first at file row {file_row}, column {column}: {want:?} expected, {have:?} found",
-                        diff.pixels
-                    );
-                    row.failed = !may_differ;
-                    if u64::from(width) * u64::from(height) <= 4096 * 4096 {
-                        let png = out.join(format!("{}-{file_tag}-diff.png", lab.name));
-                        ppm::write_marked_png(&expected, &got, &png)?;
-                        row.result
-                            .push_str(&format!(" (marked in {})", png.display()));
-                    }
+
+        let mut rows = Vec::new();
+        for lab in labs::doing(Work::Mandelbrot) {
+            for program in lab.runs() {
+                if program == reference {
+                    continue;
                 }
+                if lab == REFERENCE.lab && reference_lab != REFERENCE.lab {
+                    let why = format!("not run at this size: {} stands in", reference.label());
+                    rows.push(row(program, why, false));
+                    continue;
+                }
+                if let (true, Err(why)) = (program.gpu(), self.gpu) {
+                    rows.push(row(program, format!("skipped: {why}"), false));
+                    continue;
+                }
+                let file = scratch.add(self.image_path(program, case));
+                let (result, failed) = self.compare(program, case, &expected, &file);
+                rows.push(row(program, result, failed));
             }
         }
-        if may_differ && !row.result.starts_with("identical") {
-            row.result
-                .push_str(" [allowed: lab03 keeps fused multiply-adds]");
-        }
-        if !keep {
-            let _ = fs::remove_file(&file);
-        }
-        rows.push(row);
+        rows
     }
-    if !keep {
-        let _ = fs::remove_file(&reference_file);
-    }
-    Ok(rows)
-}
 
-/// lab05 on both backends with one seed: the raw canvases must be identical.
-fn verify_buddhabrot(bins: &Bins, out: &Path, gpu: &Result<String, String>) -> Row {
-    let mut row = Row {
-        lab: "lab05",
-        size: "gpu vs cpu".to_string(),
-        against: "lab05",
-        result: String::new(),
-        failed: false,
-    };
-    if let Err(why) = gpu {
-        row.result = format!("skipped: {why}");
-        return row;
+    /// Run `program` at `case` and compare its image with `expected`: the row's result, and
+    /// whether the check failed.
+    fn compare(
+        &self,
+        program: Program,
+        case: &Case,
+        expected: &Path,
+        file: &Path,
+    ) -> (String, bool) {
+        let allowed = match program.lab.exact {
+            Exact::Required => None,
+            Exact::MayDiffer(why) => Some(why),
+        };
+        let mut result = match self.render(program, case, file) {
+            Ok(()) => match self.differences(program, case, expected, file) {
+                Ok(None) => return ("identical".to_string(), false),
+                Ok(Some(differences)) => differences,
+                Err(e) => return (format!("{e:#}"), true),
+            },
+            // A lab that may differ may also refuse a size (lab03 past its block limit); a
+            // crash, a hang or a malformed report is a fault all the same.
+            Err(refusal @ Failure::Refused { .. }) => format!("did not run: {refusal}"),
+            Err(fault) => return (format!("did not run: {fault}"), true),
+        };
+        match allowed {
+            Some(why) => {
+                result += &format!(" [allowed: {why}]");
+                (result, false)
+            }
+            None => (result, true),
+        }
     }
-    let Ok(lab05) = labs::find("lab05") else {
-        row.result = "lab05 is not a known lab".to_string();
-        row.failed = true;
-        return row;
-    };
-    let mut canvases = Vec::new();
-    for backend in ["cpu", "gpu"] {
-        let raw = out.join(format!("lab05-{backend}.raw"));
-        let png = out.join(format!("lab05-{backend}.png"));
-        let status = run_lab(
-            bins.command(&lab05)
-                .args([
-                    "--backend",
-                    backend,
-                    "--samples",
-                    "4000000",
-                    "--seed",
-                    "7",
-                    "--raw",
-                ])
-                .arg(&raw)
-                .arg("-o")
-                .arg(&png),
+
+    /// How `file` differs from `expected`, with a PNG marking where: `None` if identical.
+    fn differences(
+        &self,
+        program: Program,
+        case: &Case,
+        expected: &Path,
+        file: &Path,
+    ) -> Result<Option<String>> {
+        let (want, got) = (ppm::open(expected)?, ppm::open(file)?);
+        if (got.width, got.height) != (case.width, case.height) {
+            bail!("wrong size {}x{}", got.width, got.height);
+        }
+        let diff = ppm::diff(want, got)?;
+        let Some((file_row, column, want, have)) = diff.first else {
+            return Ok(None);
+        };
+        let share = 100.0 * diff.pixels as f64 / case.pixels() as f64;
+        let mut result = format!(
+            "{} pixels differ ({share:.4}%), first at file row {file_row}, column {column}: \
+             {want:?} expected, {have:?} found",
+            diff.pixels
         );
-        match status.and_then(|()| fs::read(&raw).map_err(|e| e.to_string())) {
-            Ok(bytes) => canvases.push(bytes),
-            Err(e) => {
-                row.result = format!("{backend} backend did not run: {e}");
-                row.failed = true;
-                return row;
+        if case.pixels() <= MARKED_UP_TO {
+            let png = self
+                .out
+                .join(format!("{}-{}-diff.png", slug(program), case.tag()));
+            let written = ppm::open(expected)
+                .and_then(|want| ppm::marked_png(want, ppm::open(file)?))
+                .and_then(|bytes| output::file(&png, &bytes));
+            match written {
+                Ok(()) => result += &format!(" (marked in {})", png.display()),
+                Err(e) => result += &format!(" (no difference image: {e:#})"),
             }
         }
+        Ok(Some(result))
     }
-    if canvases[0] == canvases[1] {
-        row.result = format!("identical raw canvases ({} bytes)", canvases[0].len());
-    } else {
-        let differing = canvases[0]
-            .chunks(4)
-            .zip(canvases[1].chunks(4))
-            .filter(|(a, b)| a != b)
-            .count();
-        row.result = format!("canvases differ in {differing} counters");
-        row.failed = true;
-    }
-    row
-}
 
-fn render(bins: &Bins, lab: &Lab, case: &Case, file: &Path) -> crate::Result<()> {
-    run_lab(
-        bins.command(lab)
+    fn render(&self, program: Program, case: &Case, file: &Path) -> Result<(), Failure> {
+        let mut command = self.bins.program(program);
+        command
             .arg(case.width.to_string())
             .arg(case.height.to_string())
             .args(case.view)
             .arg("-o")
-            .arg(file),
-    )
-}
-
-/// Run a lab quietly; on failure, its own one-line message.
-fn run_lab(command: &mut Command) -> crate::Result<()> {
-    let output = command
-        .output()
-        .map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))?;
-    if output.status.success() {
-        return Ok(());
+            .arg(file);
+        runner::run(&mut command, self.limit(case.pixels())).map(drop)
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    Err(stderr
-        .lines()
-        .last()
-        .unwrap_or("failed with no message")
-        .to_string())
+
+    fn image_path(&self, program: Program, case: &Case) -> PathBuf {
+        self.out
+            .join(format!("{}-{}.ppm", slug(program), case.tag()))
+    }
+
+    /// Every variant of a Buddhabrot lab with one seed against its first: the raw canvases
+    /// must be identical.
+    pub fn buddhabrot(&self, lab: &'static Lab) -> Vec<Row> {
+        let mut scratch = Scratch::new(self.keep);
+        let reference = lab.first();
+        let case = BUDDHABROT_RUN.join(" ");
+        let row = |program: Program, result: String, failed: bool| Row {
+            label: program.label(),
+            case: case.clone(),
+            against: reference.label(),
+            result,
+            failed,
+        };
+        let mut expected = None;
+        let mut rows = Vec::new();
+        for program in lab.runs().filter(|&p| p != reference) {
+            if let (true, Err(why)) = (program.gpu(), self.gpu) {
+                rows.push(row(program, format!("skipped: {why}"), false));
+                continue;
+            }
+            if expected.is_none() {
+                match self.canvas(reference, &mut scratch) {
+                    Ok(bytes) => expected = Some(bytes),
+                    Err(e) => {
+                        let result = format!("the reference did not run: {e:#}");
+                        rows.push(row(reference, result, true));
+                        return rows;
+                    }
+                }
+            }
+            let want = expected.as_deref().unwrap_or_default();
+            rows.push(match self.canvas(program, &mut scratch) {
+                Ok(got) if got == want => row(
+                    program,
+                    format!("identical raw canvases ({} bytes)", got.len()),
+                    false,
+                ),
+                Ok(got) => {
+                    let differing = want
+                        .chunks(4)
+                        .zip(got.chunks(4))
+                        .filter(|(a, b)| a != b)
+                        .count();
+                    let sizes = if want.len() == got.len() {
+                        String::new()
+                    } else {
+                        format!(", and {} bytes against {}", got.len(), want.len())
+                    };
+                    row(
+                        program,
+                        format!("canvases differ in {differing} counters{sizes}"),
+                        true,
+                    )
+                }
+                Err(e) => row(program, format!("did not run: {e:#}"), true),
+            });
+        }
+        rows
+    }
+
+    /// Run a Buddhabrot variant and read its raw canvas.
+    fn canvas(&self, program: Program, scratch: &mut Scratch) -> Result<Vec<u8>> {
+        let raw = scratch.add(self.out.join(format!("{}.raw", slug(program))));
+        let png = scratch.add(self.out.join(format!("{}.png", slug(program))));
+        let mut command = self.bins.program(program);
+        command
+            .args(BUDDHABROT_RUN)
+            .arg("--raw")
+            .arg(&raw)
+            .arg("-o")
+            .arg(&png);
+        runner::run(&mut command, self.limit(BUDDHABROT_PIXELS))?;
+        fs::read(&raw).with_context(|| format!("cannot read {}", raw.display()))
+    }
 }
 
-fn print_table(rows: &[Row]) {
-    println!("| lab | size | against | result |");
-    println!("|---|---|---|---|");
+/// A label as a file name: "lab02 best CPU" -> "lab02-best-CPU".
+fn slug(program: Program) -> String {
+    program
+        .label()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// The files one check makes, removed when it ends however it ends (an error, a panic),
+/// unless they are to be kept.
+struct Scratch {
+    files: Vec<PathBuf>,
+    keep: bool,
+}
+
+impl Scratch {
+    fn new(keep: bool) -> Self {
+        Scratch {
+            files: Vec::new(),
+            keep,
+        }
+    }
+
+    fn add(&mut self, path: PathBuf) -> PathBuf {
+        self.files.push(path.clone());
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !self.keep {
+            for file in &self.files {
+                // A lab that failed made no file: nothing to remove is fine.
+                let _ = fs::remove_file(file);
+            }
+        }
+    }
+}
+
+/// The output folder: created if missing, and removed again if verify leaves nothing in it.
+struct OutFolder {
+    path: PathBuf,
+    created: bool,
+}
+
+impl OutFolder {
+    fn create(path: &Path) -> Result<Self> {
+        if path.exists() && !path.is_dir() {
+            bail!(
+                "--out {} is a file; verify needs a folder for its difference images \
+                 (it makes one if missing)",
+                path.display()
+            );
+        }
+        let created = !path.exists();
+        fs::create_dir_all(path)
+            .with_context(|| format!("cannot create the folder {}", path.display()))?;
+        Ok(OutFolder {
+            path: path.to_path_buf(),
+            created,
+        })
+    }
+}
+
+impl Drop for OutFolder {
+    fn drop(&mut self) {
+        if self.created {
+            // Fails, as it should, when the folder holds a difference image or kept files.
+            let _ = fs::remove_dir(&self.path);
+        }
+    }
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut text = "| lab | case | against | result |\n|---|---|---|---|\n".to_string();
     for row in rows {
         let mark = if row.failed { "FAIL: " } else { "" };
-        println!(
-            "| {} | {} | {} | {mark}{} |",
-            row.lab, row.size, row.against, row.result
+        text += &format!(
+            "| {} | {} | {} | {mark}{} |\n",
+            row.label, row.case, row.against, row.result
         );
     }
+    text
 }
 
 fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
         .split_once('x')
         .ok_or("a size is WIDTHxHEIGHT, e.g. 640x480")?;
-    let side = |v: &str| match v.parse::<u32>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("'{v}' is not a positive whole number")),
-    };
+    let side = crate::positive::<u32>("pixels");
     Ok((side(w)?, side(h)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_width_by_height_above_zero() {
+        assert_eq!(parse_size("640x480"), Ok((640, 480)));
+        assert!(parse_size("640").is_err_and(|e| e.contains("WIDTHxHEIGHT")));
+        assert!(parse_size("0x5").is_err_and(|e| e.contains("above zero")));
+        assert!(parse_size("-3x5").is_err_and(|e| e.contains("above zero")));
+    }
+
+    #[test]
+    fn cases_name_their_files_and_rows() {
+        assert_eq!(SEAHORSE_VALLEY.tag(), "1024x1024-zoom");
+        assert!(SEAHORSE_VALLEY
+            .describe()
+            .starts_with("1024x1024 --cx -0.74364"));
+        let plain = Case {
+            width: 7,
+            height: 5,
+            view: &[],
+        };
+        assert_eq!(
+            (plain.tag(), plain.describe()),
+            ("7x5".into(), "7x5".into())
+        );
+    }
+
+    #[test]
+    fn a_failed_row_is_marked_in_the_table() {
+        let rows = [
+            Row {
+                label: "lab04",
+                case: "7x5".into(),
+                against: "lab01",
+                result: "timed out".into(),
+                failed: true,
+            },
+            Row {
+                label: "lab02",
+                case: "7x5".into(),
+                against: "lab01",
+                result: "identical".into(),
+                failed: false,
+            },
+        ];
+        let text = table(&rows);
+        assert!(
+            text.contains("| lab04 | 7x5 | lab01 | FAIL: timed out |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| lab02 | 7x5 | lab01 | identical |"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn scratch_files_go_however_the_check_ends() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let file = dir.path().join("lab01-7x5.ppm");
+        let outcome = std::panic::catch_unwind(|| {
+            let mut scratch = Scratch::new(false);
+            let path = scratch.add(file.clone());
+            fs::write(&path, "image").expect("written");
+            panic!("a check that fails half way");
+        });
+        assert!(outcome.is_err());
+        assert!(!file.exists(), "the guard removed it");
+        {
+            let mut kept = Scratch::new(true);
+            fs::write(kept.add(file.clone()), "image").expect("written");
+        }
+        assert!(file.exists(), "--keep keeps it");
+    }
+
+    #[test]
+    fn a_file_as_the_out_folder_is_refused_and_an_empty_new_one_removed() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let file = dir.path().join("taken");
+        fs::write(&file, "").expect("written");
+        let err = OutFolder::create(&file).err().map(|e| e.to_string());
+        assert!(err.is_some_and(|e| e.contains("is a file; verify needs a folder")));
+        let fresh = dir.path().join("verify-out");
+        drop(OutFolder::create(&fresh).expect("created"));
+        assert!(!fresh.exists(), "an empty folder verify made is removed");
+    }
 }

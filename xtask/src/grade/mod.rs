@@ -18,11 +18,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::bins::{target_dir, Bins};
-use crate::gpu;
 use crate::labs::{Lab, LABS};
+use crate::{gpu, output};
 use checks::Outcome;
 use rubric::Rubric;
 
@@ -47,11 +48,10 @@ pub struct Args {
     target_dir: Option<PathBuf>,
 }
 
-pub fn run(args: Args) -> crate::Result<()> {
+pub fn run(args: Args) -> Result<()> {
     let rubric = Rubric::load()?;
-    let graded: Vec<Lab> = LABS
+    let graded: Vec<&'static Lab> = LABS
         .iter()
-        .copied()
         .filter(|lab| rubric.checks.iter().any(|c| c.lab == lab.name))
         .collect();
     let gpu = gpu::probe();
@@ -64,19 +64,17 @@ pub fn run(args: Args) -> crate::Result<()> {
                 .unwrap_or_else(|| target_dir().join("grade"));
             Student::build(dir, &target, &graded)?
         }
-        (None, None) => return Err("give the student's workspace DIR".to_string()),
+        (None, None) => bail!("give the student's workspace DIR"),
     };
     // The reference: lab01 and the solutions, built from this workspace.
-    let reference_labs: Vec<Lab> = LABS
+    let reference_labs = LABS
         .iter()
-        .copied()
-        .filter(|lab| lab.name == "lab01" || graded.contains(lab))
-        .collect();
-    let reference = Bins::locate(args.bin_dir.clone(), &reference_labs)?;
+        .filter(|lab| lab.name == "lab01" || graded.contains(lab));
+    let reference = Bins::locate(args.bin_dir.clone(), reference_labs)?;
     let scratch = tempfile::Builder::new()
         .prefix("xtask-grade-")
         .tempdir()
-        .map_err(|e| format!("cannot create a scratch folder: {e}"))?;
+        .context("cannot create a scratch folder")?;
 
     let context = checks::Context {
         student: &student.bins,
@@ -88,7 +86,7 @@ pub fn run(args: Args) -> crate::Result<()> {
     let mut results = Vec::new();
     for check in &rubric.checks {
         let name = check.name();
-        eprintln!("xtask: grading {name}");
+        output::note(&format!("xtask: grading {name}"));
         let outcome = match (check.needs_gpu(), &gpu, student.broken(&check.lab)) {
             (true, Err(why), _) => {
                 Outcome::NotGraded(format!("not graded here: needs a GPU ({why})"))
@@ -104,13 +102,12 @@ pub fn run(args: Args) -> crate::Result<()> {
         });
     }
 
-    print_table(&results);
+    output::print(&table(&results))?;
     if let Some(path) = &args.gradescope {
-        let json = gradescope(&results);
-        let text = serde_json::to_string_pretty(&json)
-            .map_err(|e| format!("cannot encode the results: {e}"))?;
-        crate::handout::write_file(path, format!("{text}\n").as_bytes())?;
-        eprintln!("xtask: wrote {}", path.display());
+        let json = serde_json::to_string_pretty(&gradescope(&results))
+            .context("cannot encode the results")?;
+        output::file(path, format!("{json}\n").as_bytes())?;
+        output::note(&format!("xtask: wrote {}", path.display()));
     }
     Ok(())
 }
@@ -122,7 +119,7 @@ struct Student {
 }
 
 impl Student {
-    fn prebuilt(dir: &Path, labs: &[Lab]) -> crate::Result<Student> {
+    fn prebuilt(dir: &Path, labs: &[&Lab]) -> Result<Student> {
         let missing: Vec<(String, String)> = labs
             .iter()
             .filter(|lab| !dir.join(lab.name).is_file())
@@ -140,37 +137,27 @@ impl Student {
     }
 
     /// Build each graded lab of the workspace `dir` in release, into `target`.
-    fn build(dir: &Path, target: &Path, labs: &[Lab]) -> crate::Result<Student> {
+    fn build(dir: &Path, target: &Path, labs: &[&Lab]) -> Result<Student> {
         let manifest = dir.join("Cargo.toml");
-        let text = fs::read_to_string(&manifest).map_err(|e| {
-            format!(
-                "{} is not a Cargo workspace ({}: {e})",
-                dir.display(),
-                manifest.display()
-            )
-        })?;
+        let text = fs::read_to_string(&manifest)
+            .with_context(|| format!("{} is not a Cargo workspace", dir.display()))?;
         if !text.contains("[workspace]") {
-            return Err(format!("{} is not a Cargo workspace", dir.display()));
+            bail!("{} is not a Cargo workspace", dir.display());
         }
         let mut broken = Vec::new();
         for lab in labs {
-            eprintln!("xtask: building the student's {}", lab.package);
-            let output = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            output::note(&format!("xtask: building the student's {}", lab.package));
+            let built = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
                 .args(["build", "--release", "--quiet", "--package", lab.package])
                 .arg("--manifest-path")
                 .arg(&manifest)
                 .arg("--target-dir")
                 .arg(target)
                 .output()
-                .map_err(|e| format!("cannot run cargo: {e}"))?;
-            if !output.status.success() {
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                let first = stderr
-                    .lines()
-                    .find(|l| l.starts_with("error"))
-                    .unwrap_or("cargo build failed")
-                    .to_string();
-                broken.push((lab.name.to_string(), first));
+                .context("cannot run cargo")?;
+            if !built.status.success() {
+                let stderr = String::from_utf8_lossy(&built.stderr);
+                broken.push((lab.name.to_string(), first_error(&stderr)));
             }
         }
         Ok(Student {
@@ -195,13 +182,25 @@ struct Graded {
     outcome: Outcome,
 }
 
-fn print_table(results: &[Graded]) {
-    println!("| check | points | result |");
-    println!("|---|---:|---|");
+/// The first compiler error and its place: `error[E0425]: ... at lab02-rayon/src/main.rs:57:9`.
+fn first_error(stderr: &str) -> String {
+    let mut lines = stderr.lines().skip_while(|l| !l.starts_with("error"));
+    let Some(error) = lines.next() else {
+        return "cargo build failed".to_string();
+    };
+    match lines.find_map(|l| l.trim_start().strip_prefix("--> ")) {
+        Some(place) => format!("{error} at {place}"),
+        None => error.to_string(),
+    }
+}
+
+/// The table on stdout, and the total.
+fn table(results: &[Graded]) -> String {
+    let mut text = String::from("| check | points | result |\n|---|---:|---|\n");
     let (mut score, mut max, mut not_graded) = (0.0, 0.0, 0.0);
     for r in results {
         let hidden = if r.hidden { " (hidden)" } else { "" };
-        let (points, output) = match &r.outcome {
+        let (points, said) = match &r.outcome {
             Outcome::Scored { score: s, output } => {
                 score += s;
                 max += r.max;
@@ -212,17 +211,18 @@ fn print_table(results: &[Graded]) {
                 (format!("-/{}", round(r.max)), why.as_str())
             }
         };
-        println!(
-            "| {}{hidden} | {points} | {} |",
-            r.name,
-            output.replace('|', "/")
-        );
+        let said = said.replace('|', "/");
+        text.push_str(&format!("| {}{hidden} | {points} | {said} |\n", r.name));
     }
-    print!("total: {} of {} points", round(score), round(max));
+    text.push_str(&format!("total: {} of {} points", round(score), round(max)));
     if not_graded > 0.0 {
-        print!("; {} more not graded here (needs a GPU)", round(not_graded));
+        text.push_str(&format!(
+            "; {} more not graded here (needs a GPU)",
+            round(not_graded)
+        ));
     }
-    println!();
+    text.push('\n');
+    text
 }
 
 fn round(x: f64) -> f64 {

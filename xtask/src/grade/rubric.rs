@@ -1,6 +1,9 @@
 //! The rubric (`xtask/rubric.toml`, compiled in): the checks and their points.
 
+use anyhow::{Context, Result};
 use serde::Deserialize;
+
+use crate::labs::{self, Device};
 
 /// The rubric file, built into the xtask binary so that `dist/xtask grade` carries it.
 const RUBRIC: &str = include_str!("../../rubric.toml");
@@ -54,13 +57,12 @@ pub enum Test {
 }
 
 impl Rubric {
-    pub fn load() -> crate::Result<Rubric> {
-        let rubric: Rubric =
-            toml::from_str(RUBRIC).map_err(|e| format!("xtask/rubric.toml is not valid: {e}"))?;
+    pub fn load() -> Result<Rubric> {
+        let rubric: Rubric = toml::from_str(RUBRIC).context("xtask/rubric.toml is not valid")?;
         for check in &rubric.checks {
-            crate::labs::find(&check.lab).map_err(|e| format!("xtask/rubric.toml: {e}"))?;
+            labs::find(&check.lab).context("xtask/rubric.toml")?;
             if let Test::Image { size, .. } = &check.test {
-                parse_size(size).map_err(|e| format!("xtask/rubric.toml: {e}"))?;
+                parse_size(size).context("xtask/rubric.toml")?;
             }
         }
         Ok(rubric)
@@ -109,19 +111,20 @@ impl Check {
         match &self.test {
             Test::Speed { .. } => true,
             Test::Sums { variants, .. } => variants.iter().any(|v| v.starts_with("gpu-")),
-            Test::Image { .. } | Test::Canvas { .. } => {
-                crate::labs::find(&self.lab).is_ok_and(|lab| lab.gpu)
+            Test::Canvas { .. } => true,
+            Test::Image { .. } => {
+                labs::find(&self.lab).is_ok_and(|lab| lab.first().variant.device == Device::Gpu)
             }
         }
     }
 }
 
 /// `WIDTHxHEIGHT` as two arguments.
-pub fn parse_size(size: &str) -> crate::Result<(String, String)> {
-    let bad = || format!("'{size}' is not a size WIDTHxHEIGHT");
-    let (w, h) = size.split_once('x').ok_or_else(bad)?;
-    w.parse::<u32>().map_err(|_| bad())?;
-    h.parse::<u32>().map_err(|_| bad())?;
+pub fn parse_size(size: &str) -> Result<(String, String)> {
+    let parsed = size
+        .split_once('x')
+        .filter(|(w, h)| w.parse::<u32>().is_ok() && h.parse::<u32>().is_ok());
+    let (w, h) = parsed.with_context(|| format!("'{size}' is not a size WIDTHxHEIGHT"))?;
     Ok((w.to_string(), h.to_string()))
 }
 

@@ -1,15 +1,20 @@
 //! The chart of `cargo xtask bench`: median wall time against image side, both axes
-//! logarithmic (sizes double, times span five orders of magnitude), one line per lab.
+//! logarithmic (sizes double, times span five orders of magnitude), one line per variant.
 
-use std::path::Path;
-
+use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
-use crate::bench::Row;
+use super::Row;
 
-/// Draw `rows` as an SVG file at `path`, titled with the devices the labs ran on.
-pub fn draw(path: &Path, rows: &[Row]) -> crate::Result<()> {
-    let fail = |e: &dyn std::fmt::Display| format!("cannot draw {}: {e}", path.display());
+/// Draw `rows` as an SVG document, titled with the devices the labs ran on.
+pub fn draw(rows: &[Row]) -> Result<String> {
+    let mut svg = String::new();
+    draw_into(&mut svg, rows)?;
+    Ok(svg)
+}
+
+fn draw_into(svg: &mut String, rows: &[Row]) -> Result<()> {
+    let fail = |e: &dyn std::fmt::Display| anyhow!("cannot draw the chart: {e}");
     let labs = distinct(rows.iter().map(|row| row.lab.as_str()));
     let devices = distinct(rows.iter().map(|row| row.device.as_str()));
     // A tick at every size timed: plotters' own log ticks (1, 2, 5 x 10^k) miss doubling sizes.
@@ -17,7 +22,7 @@ pub fn draw(path: &Path, rows: &[Row]) -> crate::Result<()> {
     sizes.sort_by(f64::total_cmp);
     sizes.dedup();
 
-    let root = SVGBackend::new(path, (960, 640)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (960, 640)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| fail(&e))?;
     let mut chart = ChartBuilder::on(&root)
         .caption(

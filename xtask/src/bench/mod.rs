@@ -1,0 +1,394 @@
+//! `cargo xtask bench`: time the Mandelbrot labs over a range of square sizes, several runs
+//! each, and write the medians as a Markdown table, a CSV file and an SVG chart.
+//!
+//! Each run records the lab's own `--json` phases and the whole-process wall time, measured
+//! here from spawn to exit. Speedups compare wall times: that is what a user waits for, and
+//! it is measured the same way for every lab, whatever the lab reports about itself.
+//!
+//! Each variant of a lab (lab02's best CPU, say) is timed as its own row, CSV line and chart
+//! series. lab05 and lab06 (`--include`) are not Mandelbrot renderers: they run with their
+//! own defaults and their numeric metrics go into a second table, `extras.csv`.
+
+mod chart;
+mod report;
+mod summary;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use shared::timing::LabReport;
+
+use crate::bins::Bins;
+use crate::labs::{self, Lab, Program, Work, LABS};
+use crate::runner::{self, Failure};
+use crate::{gpu, output};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Use the binaries in this folder (from `cargo xtask dist`) instead of building
+    #[arg(long, value_name = "DIR")]
+    bin_dir: Option<PathBuf>,
+    /// Square image sides to time, e.g. `--sizes 512,2048` [default: 512, 1024, ..., 16384]
+    #[arg(long, value_delimiter = ',', value_parser = crate::positive::<u32>("pixels"), allow_hyphen_values = true)]
+    sizes: Vec<u32>,
+    /// Runs per lab and size; the tables show the median
+    #[arg(long, default_value_t = 5, value_parser = crate::positive::<u32>("runs"), allow_hyphen_values = true)]
+    runs: u32,
+    /// The Mandelbrot labs to time, every variant of each, e.g. `--labs lab01,lab04`
+    /// [default: lab01 to lab04]
+    #[arg(long, value_delimiter = ',')]
+    labs: Vec<String>,
+    /// The largest side the CPU labs (lab01, lab02) are timed at: sequential lab01 takes
+    /// about 15 s per run at 16384 on one core; pass 16384 to time them everywhere
+    #[arg(long, default_value_t = 8192, value_parser = crate::positive::<u32>("pixels"), allow_hyphen_values = true)]
+    max_cpu_size: u32,
+    /// Also run these labs with their defaults and tabulate their metrics: lab05, lab06
+    #[arg(long, value_delimiter = ',')]
+    include: Vec<String>,
+    /// lab05's `--samples` when it is included [default: lab05's own]
+    #[arg(long, value_name = "N", value_parser = crate::positive::<u64>("samples"), allow_hyphen_values = true)]
+    lab05_samples: Option<u64>,
+    /// Seconds one run may take before it is killed and its series ends
+    /// [default: 60, plus 2 per megapixel; 600 for --include]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::positive::<u64>("seconds"), allow_hyphen_values = true)]
+    time_limit: Option<u64>,
+    /// Where bench.md, bench.csv, bench.svg and extras.csv go (and the images, while they last)
+    #[arg(long, value_name = "DIR", default_value = "bench-out")]
+    out: PathBuf,
+}
+
+/// One successful run of a lab.
+pub(crate) struct Run {
+    report: LabReport,
+    wall_ms: f64,
+}
+
+/// The medians of one Mandelbrot variant at one size: a line of the table and of the CSV.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Row {
+    /// The variant's label.
+    pub lab: String,
+    pub size: u32,
+    pub device: String,
+    pub runs: usize,
+    /// Median milliseconds per phase, `total` included.
+    pub phases: BTreeMap<String, f64>,
+    pub wall_ms: f64,
+}
+
+/// The median of one metric of a lab run with its defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Extra {
+    lab: String,
+    metric: String,
+    median: f64,
+}
+
+/// A run of a lab timed with its defaults (`--include`) may take this long by default: lab06
+/// sums 32 Mi floats many ways, several times over.
+const EXTRA_LIMIT: Duration = Duration::from_secs(600);
+
+pub fn run(args: Args) -> Result<()> {
+    let mandelbrot = choose(&args.labs, true)?;
+    let extras = choose(&args.include, false)?;
+    let sizes = if args.sizes.is_empty() {
+        (9..=14).map(|power| 1 << power).collect()
+    } else {
+        args.sizes.clone()
+    };
+    if args.out.exists() && !args.out.is_dir() {
+        bail!(
+            "--out {} is a file; bench needs a folder for its results (it makes one if missing)",
+            args.out.display()
+        );
+    }
+
+    let mut notes = Vec::new();
+    let mandelbrot = runnable(mandelbrot, &mut notes);
+    let extras = runnable(extras, &mut notes);
+    let jobs = plan(&mandelbrot, &sizes, args.max_cpu_size, &mut notes);
+    if jobs.is_empty() && extras.is_empty() {
+        bail!("nothing to time: {}", notes.join("; "));
+    }
+
+    let needed = mandelbrot.iter().chain(&extras).map(|program| program.lab);
+    let bins = Bins::locate(args.bin_dir.clone(), needed)?;
+    fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create the folder {}", args.out.display()))?;
+
+    let limit = |pixels: u64, default: Duration| {
+        args.time_limit
+            .map_or(default.max(runner::limit_for(pixels)), Duration::from_secs)
+    };
+    let bar = progress_bar((jobs.len() + extras.len()) as u64 * u64::from(args.runs));
+    let mut rows = Vec::new();
+    for &(program, size) in &jobs {
+        let label = format!("{} at {size}", program.label());
+        let limit = limit(u64::from(size) * u64::from(size), Duration::ZERO);
+        let runs = repeat(&bar, args.runs, &label, &mut notes, || {
+            time_mandelbrot(&bins, program, size, &args.out, limit)
+        });
+        rows.extend(summary::summarise(program.label(), size, &runs));
+    }
+    let mut extra_rows = Vec::new();
+    for &program in &extras {
+        let limit = limit(0, EXTRA_LIMIT);
+        let runs = repeat(&bar, args.runs, program.label(), &mut notes, || {
+            time_extra(&bins, program, args.lab05_samples, &args.out, limit)
+        });
+        extra_rows.extend(summary::summarise_extras(program.label(), &runs));
+    }
+    bar.finish_and_clear();
+    if rows.is_empty() && extra_rows.is_empty() {
+        bail!("no run succeeded: {}", notes.join("; "));
+    }
+    write_results(&args.out, &rows, &extra_rows, &notes, args.runs)
+}
+
+/// The table on stdout, and the files, all written together.
+fn write_results(
+    out: &Path,
+    rows: &[Row],
+    extras: &[Extra],
+    notes: &[String],
+    runs: u32,
+) -> Result<()> {
+    let markdown = report::markdown(rows, extras, notes, runs);
+    let csv = report::csv(rows);
+    let svg = if rows.is_empty() {
+        None
+    } else {
+        Some(chart::draw(rows)?)
+    };
+    let extras_csv = (!extras.is_empty()).then(|| report::extras_csv(extras));
+    let (md_path, csv_path) = (out.join("bench.md"), out.join("bench.csv"));
+    let (svg_path, extras_path) = (out.join("bench.svg"), out.join("extras.csv"));
+    let mut files: Vec<(&Path, &[u8])> =
+        vec![(&md_path, markdown.as_bytes()), (&csv_path, csv.as_bytes())];
+    if let Some(svg) = &svg {
+        files.push((&svg_path, svg.as_bytes()));
+    }
+    if let Some(text) = &extras_csv {
+        files.push((&extras_path, text.as_bytes()));
+    }
+    output::files(&files)?;
+    output::print(&markdown)?;
+    output::note(&format!("bench: results in {}", out.display()));
+    Ok(())
+}
+
+/// The variants this machine can run: without a GPU, the GPU ones are noted with the reason.
+fn runnable(programs: Vec<Program>, notes: &mut Vec<String>) -> Vec<Program> {
+    if !programs.iter().any(Program::gpu) {
+        return programs;
+    }
+    let Err(why) = gpu::probe() else {
+        return programs;
+    };
+    let (gpu_programs, cpu_programs): (Vec<Program>, Vec<Program>) =
+        programs.into_iter().partition(Program::gpu);
+    notes.push(format!("{}: skipped, {why}", names(&gpu_programs)));
+    cpu_programs
+}
+
+/// Every variant of the labs named on the command line, in lab order: Mandelbrot labs for
+/// `--labs` (all of them if none is named), the others for `--include`.
+fn choose(names: &[String], mandelbrot: bool) -> Result<Vec<Program>> {
+    let (flag, kind) = if mandelbrot {
+        ("--labs", "a Mandelbrot lab (lab01 to lab04)")
+    } else {
+        ("--include", "lab05 or lab06")
+    };
+    let mut chosen: Vec<&Lab> = Vec::new();
+    for name in names {
+        let lab = labs::find(name)?;
+        if (lab.work == Work::Mandelbrot) != mandelbrot {
+            bail!("{flag} takes {kind}, not {}", lab.name);
+        }
+        chosen.push(lab);
+    }
+    if names.is_empty() && mandelbrot {
+        chosen = labs::doing(Work::Mandelbrot).collect();
+    }
+    Ok(LABS
+        .iter()
+        .filter(|lab| chosen.contains(lab))
+        .flat_map(Lab::runs)
+        .collect())
+}
+
+/// Every (variant, size) to time, smallest sizes first so early results cover every lab.
+/// The CPU variants stop at `max_cpu_size`.
+fn plan(
+    programs: &[Program],
+    sizes: &[u32],
+    max_cpu_size: u32,
+    notes: &mut Vec<String>,
+) -> Vec<(Program, u32)> {
+    let capped: Vec<Program> = programs.iter().copied().filter(|p| !p.gpu()).collect();
+    if !capped.is_empty() && sizes.iter().any(|&size| size > max_cpu_size) {
+        notes.push(format!(
+            "{}: sizes above {max_cpu_size} skipped (raise --max-cpu-size to time them)",
+            names(&capped)
+        ));
+    }
+    let mut jobs = Vec::new();
+    for &size in sizes {
+        for &program in programs {
+            if program.gpu() || size <= max_cpu_size {
+                jobs.push((program, size));
+            }
+        }
+    }
+    jobs
+}
+
+fn names(programs: &[Program]) -> String {
+    programs
+        .iter()
+        .map(Program::label)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A bar on stderr, hidden when stderr is not a terminal (indicatif's own rule). No steady
+/// tick: a redraw thread would compete with the CPU labs for cores.
+fn progress_bar(len: u64) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    let style = ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar
+}
+
+/// `count` runs of `once`; the first failure is noted and ends the series, since the next
+/// run would fail the same way (lab03 at sizes wider than its block limit, say).
+fn repeat(
+    bar: &ProgressBar,
+    count: u32,
+    label: &str,
+    notes: &mut Vec<String>,
+    mut once: impl FnMut() -> Result<Run, Failure>,
+) -> Vec<Run> {
+    let mut runs = Vec::new();
+    for done in 0..count {
+        bar.set_message(format!("{label}, run {}/{count}", done + 1));
+        match once() {
+            Ok(run) => runs.push(run),
+            Err(e) => {
+                let note = format!("{label}: failed after {done} run(s): {e}");
+                bar.suspend(|| output::note(&format!("bench: {note}")));
+                notes.push(note);
+                bar.inc(u64::from(count - done));
+                break;
+            }
+        }
+        bar.inc(1);
+    }
+    runs
+}
+
+/// One Mandelbrot run; its image goes to a file in `out` that is deleted at once (the 16384
+/// image is 805 MB).
+fn time_mandelbrot(
+    bins: &Bins,
+    program: Program,
+    size: u32,
+    out: &Path,
+    limit: Duration,
+) -> Result<Run, Failure> {
+    let image = out.join(format!(
+        ".bench-{}-{size}.ppm",
+        program.label().replace(' ', "-")
+    ));
+    let mut command = bins.program(program);
+    command
+        .arg(size.to_string())
+        .arg(size.to_string())
+        .arg("-o")
+        .arg(&image);
+    let run = time_json(&mut command, limit);
+    // The labs write atomically, so a failed run leaves no file; a finished one does.
+    let _ = fs::remove_file(&image);
+    run
+}
+
+/// One run of a lab with its defaults; a Buddhabrot's picture goes into `out`, then away.
+fn time_extra(
+    bins: &Bins,
+    program: Program,
+    lab05_samples: Option<u64>,
+    out: &Path,
+    limit: Duration,
+) -> Result<Run, Failure> {
+    let mut command = bins.program(program);
+    let picture = out.join(format!(".bench-{}.png", program.label().replace(' ', "-")));
+    if program.lab.work == Work::Buddhabrot {
+        command.arg("-o").arg(&picture);
+        if let Some(samples) = lab05_samples {
+            command.arg("--samples").arg(samples.to_string());
+        }
+    }
+    let run = time_json(&mut command, limit);
+    let _ = fs::remove_file(&picture);
+    run
+}
+
+fn time_json(command: &mut std::process::Command, limit: Duration) -> Result<Run, Failure> {
+    let (report, wall) = runner::report(command, limit)?;
+    Ok(Run {
+        report,
+        wall_ms: wall.as_secs_f64() * 1e3,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_labs_stop_at_the_cap_and_say_so() {
+        let chosen = choose(&[], true).expect("the default labs");
+        let mut notes = Vec::new();
+        let jobs = plan(&chosen, &[512, 16384], 8192, &mut notes);
+        let at_16384: Vec<&str> = jobs
+            .iter()
+            .filter(|(_, size)| *size == 16384)
+            .map(|(program, _)| program.label())
+            .collect();
+        assert_eq!(at_16384, ["lab03", "lab04"]);
+        assert_eq!(jobs.len(), chosen.len() + 2);
+        let cpu: Vec<Program> = chosen.iter().copied().filter(|p| !p.gpu()).collect();
+        let expected = format!("{}: sizes above 8192 skipped", names(&cpu));
+        assert!(notes[0].starts_with(&expected), "{notes:?}");
+    }
+
+    #[test]
+    fn labs_and_include_take_their_own_kind_with_every_variant() {
+        assert!(choose(&["lab05".to_string()], true).is_err());
+        assert!(choose(&["lab01".to_string()], false).is_err());
+        let picked = choose(
+            &["2".to_string(), "lab01".to_string(), "lab02".to_string()],
+            true,
+        )
+        .expect("two labs");
+        let lab02 = labs::find("lab02").expect("lab02");
+        let expected: Vec<&str> = ["lab01"]
+            .into_iter()
+            .chain(lab02.variants.iter().map(|v| v.label))
+            .collect();
+        assert_eq!(
+            picked.iter().map(Program::label).collect::<Vec<_>>(),
+            expected
+        );
+        let included = choose(&["lab05".to_string()], false).expect("lab05");
+        assert_eq!(
+            included.iter().map(Program::label).collect::<Vec<_>>(),
+            ["lab05 cpu", "lab05 gpu"]
+        );
+    }
+}
