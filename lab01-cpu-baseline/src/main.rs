@@ -4,14 +4,13 @@
 //! the reference every other lab must match byte for byte. The original report profiled
 //! three bottlenecks in it; each is marked below, and each later lab removes one.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
-use shared::error::try_alloc_bytes;
+use shared::error::{try_alloc_bytes, try_with_capacity};
 use shared::mandelbrot::escape_count;
+use shared::output::ImageFile;
 use shared::palette::{colour, Rgb};
-use shared::ppm::{header, AtomicFile};
 use shared::timing::{Phase, Timer};
 use shared::view::MandelbrotArgs;
 use shared::Result;
@@ -36,14 +35,20 @@ fn run(args: Args) -> Result<()> {
     let args = args.mandelbrot;
     let mut timer = Timer::start("lab01", args.width, args.height);
     let view = args.view();
-    let output = args.output_or("cpu-mandelbrot.ppm");
     let width = view.width as usize;
+    // Opened before the work, so that a path that cannot be written fails now.
+    let file = ImageFile::create(
+        &args.output_or("cpu-mandelbrot.ppm"),
+        view.width,
+        view.height,
+    )?;
 
     // The image, and one pointer per row into it (`rgb_t **row_ptrs` in C).
     let mut img_data = timer.time(Phase::Allocate, || {
         try_alloc_bytes(view.rgb_bytes(), "the image")
     })?;
-    let mut row_ptrs: Vec<&mut [u8]> = img_data.chunks_exact_mut(width * 3).collect();
+    let mut row_ptrs: Vec<&mut [u8]> = try_with_capacity(view.height as usize, "the row pointers")?;
+    row_ptrs.extend(img_data.chunks_exact_mut(width * 3));
 
     // Bottleneck 1, the sequential loop: one pixel after another, on one core, although no
     // pixel depends on any other. lab02 spreads the rows over every core; the GPU labs give
@@ -70,11 +75,9 @@ fn run(args: Args) -> Result<()> {
 
     // Bottleneck 3, the chunked reversed write: the rows go out from the last to the first,
     // one write call each. lab02 produces the rows in file order and writes once.
-    timer.time(Phase::Write, || {
-        screen_dump(&output, view.width, view.height, &row_ptrs)
-    })?;
+    timer.time(Phase::Write, || screen_dump(file, &row_ptrs))?;
 
-    timer.finish(args.json);
+    timer.finish(args.json)?;
     Ok(())
 }
 
@@ -84,12 +87,11 @@ fn map_colour(px: &mut [u8]) {
     px.copy_from_slice(&rgb);
 }
 
-/// Write the PPM header, then the rows from `height - 1` down to `0`, one write per row.
-fn screen_dump(path: &Path, width: u32, height: u32, row_ptrs: &[&mut [u8]]) -> Result<()> {
-    let mut file = AtomicFile::create(path)?;
-    file.write_all(header(width, height).as_bytes())?;
+/// Write the rows from `height - 1` down to `0`, one write per row, after the header that
+/// `ImageFile::create` wrote.
+fn screen_dump(mut file: ImageFile, row_ptrs: &[&mut [u8]]) -> Result<()> {
     for row in row_ptrs.iter().rev() {
-        file.write_all(row)?;
+        file.write_rows(row)?;
     }
     file.commit()
 }

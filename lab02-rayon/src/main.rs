@@ -15,8 +15,8 @@ use clap::Parser;
 use rayon::prelude::*;
 use shared::error::try_alloc_bytes;
 use shared::mandelbrot::escape_count;
+use shared::output::ImageFile;
 use shared::palette::colour;
-use shared::ppm::write_ppm_atomic;
 use shared::timing::{Phase, Timer};
 use shared::view::MandelbrotArgs;
 use shared::Result;
@@ -41,8 +41,15 @@ fn run(args: Args) -> Result<()> {
     let args = args.mandelbrot;
     let mut timer = Timer::start("lab02", args.width, args.height);
     let view = args.view();
-    let output = args.output_or("lab02-mandelbrot.ppm");
     let row_bytes = view.width as usize * 3;
+    // Opened before the work, so that a path that cannot be written fails now; and the
+    // worker threads started now, so that a process limit is one clear line.
+    let file = ImageFile::create(
+        &args.output_or("lab02-mandelbrot.ppm"),
+        view.width,
+        view.height,
+    )?;
+    shared::cli::start_threads()?;
 
     let mut image = timer.time(Phase::Allocate, || {
         try_alloc_bytes(view.rgb_bytes(), "the image")
@@ -64,10 +71,8 @@ fn run(args: Args) -> Result<()> {
             });
     });
 
-    timer.time(Phase::Write, || {
-        write_ppm_atomic(&output, view.width, view.height, &image)
-    })?;
+    timer.time(Phase::Write, || file.write_all_and_commit(&image))?;
 
-    timer.finish(args.json);
+    timer.finish(args.json)?;
     Ok(())
 }

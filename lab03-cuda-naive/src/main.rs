@@ -14,8 +14,8 @@ use clap::Parser;
 use cudarc::driver::{sys, LaunchConfig, PushKernelArg};
 use shared::error::{try_alloc_bytes, CudaResultExt};
 use shared::gpu::{elapsed_ms, Gpu};
+use shared::output::ImageFile;
 use shared::palette::PALETTE;
-use shared::ppm::write_ppm_atomic;
 use shared::timing::{Phase, Timer};
 use shared::view::MandelbrotArgs;
 use shared::{Error, Result};
@@ -43,7 +43,12 @@ fn run(args: Args) -> Result<()> {
     let args = args.mandelbrot;
     let mut timer = Timer::start("lab03", args.width, args.height);
     let view = args.view();
-    let output = args.output_or("lab03-mandelbrot.ppm");
+    // Opened before the work, so that a path that cannot be written fails now.
+    let file = ImageFile::create(
+        &args.output_or("lab03-mandelbrot.ppm"),
+        view.width,
+        view.height,
+    )?;
 
     let gpu = timer.time(Phase::Context, Gpu::open)?;
     timer.device(gpu.name.clone());
@@ -112,11 +117,9 @@ fn run(args: Args) -> Result<()> {
             .memcpy_dtoh(&d_image, &mut image)
             .cuda("copying the image back")
     })?;
-    timer.time(Phase::Write, || {
-        write_ppm_atomic(&output, view.width, view.height, &image)
-    })?;
+    timer.time(Phase::Write, || file.write_all_and_commit(&image))?;
 
     timer.metric("nvrtc_options", kernels.options_line());
-    timer.finish(args.json);
+    timer.finish(args.json)?;
     Ok(())
 }

@@ -14,10 +14,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use cudarc::driver::{sys, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
-use shared::error::CudaResultExt;
+use shared::error::{try_with_capacity, CudaResultExt};
 use shared::gpu::{elapsed_ms, Gpu};
+use shared::output::ImageFile;
 use shared::palette::PALETTE;
-use shared::ppm::{header, AtomicFile};
 use shared::timing::{Phase, Timer};
 use shared::view::{MandelbrotArgs, View};
 use shared::{Error, Result};
@@ -70,7 +70,12 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<()> {
     let mut timer = Timer::start("lab04", args.mandelbrot.width, args.mandelbrot.height);
     let view = args.mandelbrot.view();
-    let output = args.mandelbrot.output_or("lab04-mandelbrot.ppm");
+    // Opened before the work, so that a path that cannot be written fails now.
+    let file = ImageFile::create(
+        &args.mandelbrot.output_or("lab04-mandelbrot.ppm"),
+        view.width,
+        view.height,
+    )?;
 
     let gpu = timer.time(Phase::Context, Gpu::open)?;
     timer.device(gpu.name.clone());
@@ -93,8 +98,10 @@ fn run(args: Args) -> Result<()> {
 
     // Every column's real part and every row's imaginary part, computed once by the same code
     // as lab01's (so they are the same doubles), and the pixels near the set.
-    let xs: Vec<f64> = (0..view.width).map(|j| view.x(j)).collect();
-    let ys: Vec<f64> = (0..view.height).map(|i| view.y(i)).collect();
+    let mut xs = try_with_capacity(view.width as usize, "the column coordinates")?;
+    xs.extend((0..view.width).map(|j| view.x(j)));
+    let mut ys = try_with_capacity(view.height as usize, "the row coordinates")?;
+    ys.extend((0..view.height).map(|i| view.y(i)));
     let near = NearSet::find(&xs, &ys);
     let plan = RowPlan::new(&ys, !args.no_mirror_rows);
 
@@ -147,7 +154,7 @@ fn run(args: Args) -> Result<()> {
     }
 
     timer.time(Phase::CopyAndWrite, || {
-        copy_back_and_write(&gpu, &d_image, &view, &output)
+        copy_back_and_write(&gpu, &d_image, &view, file)
     })?;
 
     timer.metric(
@@ -160,7 +167,7 @@ fn run(args: Args) -> Result<()> {
     );
     timer.metric("computed_rows", row_count);
     timer.metric("nvrtc_options", kernels.options_line());
-    timer.finish(args.mandelbrot.json);
+    timer.finish(args.mandelbrot.json)?;
     Ok(())
 }
 
@@ -262,11 +269,8 @@ fn copy_back_and_write(
     gpu: &Gpu,
     d_image: &CudaSlice<u8>,
     view: &View,
-    output: &std::path::Path,
+    mut file: ImageFile,
 ) -> Result<()> {
-    let mut file = AtomicFile::create(output)?;
-    file.write_all(header(view.width, view.height).as_bytes())?;
-
     // Every copy moves one whole chunk (a device-to-host copy fills its whole destination
     // buffer); the image on the device is padded to match, and only its own bytes are written.
     let image_bytes = view.rgb_bytes();
@@ -295,7 +299,7 @@ fn copy_back_and_write(
         let buffer = &mut buffers[index % in_flight];
         // `as_slice` waits for this buffer's copy, and only for it.
         let landed = buffer.as_slice().cuda("waiting for a chunk")?;
-        file.write_all(&landed[..end.min(image_bytes) - start])?;
+        file.write_rows(&landed[..end.min(image_bytes) - start])?;
         if let Some(&(next_start, next_end)) = chunks.get(index + in_flight) {
             stream
                 .memcpy_dtoh(&d_image.slice(next_start..next_end), buffer)
@@ -316,11 +320,12 @@ fn padded_bytes(image_bytes: usize) -> usize {
 }
 
 fn parse_block(s: &str) -> std::result::Result<(u32, u32), String> {
+    let side = |n: &str| shared::number::whole("a side", n, 1, 1024).ok();
     let parsed = s
         .split_once('x')
-        .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)));
+        .and_then(|(w, h)| Some((side(w)?, side(h)?)));
     match parsed {
-        Some((w, h)) if w > 0 && h > 0 && u64::from(w) * u64::from(h) <= 1024 => Ok((w, h)),
+        Some((w, h)) if w * h <= 1024 => Ok((w as u32, h as u32)),
         _ => Err("a block is WxH with at most 1024 threads, e.g. 16x16".to_string()),
     }
 }

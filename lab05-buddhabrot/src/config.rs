@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
+use shared::number;
 use shared::{Error, Result};
 
 use crate::orbit::{Params, SAMPLES_PER_PASS};
@@ -47,23 +48,23 @@ pub struct Args {
     pub backend: Backend,
 
     /// Canvas width in pixels (the imaginary axis runs across)
-    #[arg(long, default_value_t = 1440, value_parser = parse_width)]
+    #[arg(long, default_value_t = 1440, allow_hyphen_values = true, value_parser = parse_width)]
     pub width: u32,
 
     /// Canvas height in pixels (the real axis runs down)
-    #[arg(long, default_value_t = 2560, value_parser = parse_height)]
+    #[arg(long, default_value_t = 2560, allow_hyphen_values = true, value_parser = parse_height)]
     pub height: u32,
 
     /// Number of sample points c
-    #[arg(long, default_value_t = DEFAULT_SAMPLES, value_parser = parse_samples)]
+    #[arg(long, default_value_t = DEFAULT_SAMPLES, allow_hyphen_values = true, value_parser = parse_samples)]
     pub samples: u64,
 
     /// Steps after which an orbit that has not escaped is dropped
-    #[arg(long, default_value_t = 20, value_parser = parse_max_iter)]
+    #[arg(long, default_value_t = 20, allow_hyphen_values = true, value_parser = parse_max_iter)]
     pub max_iter: u32,
 
     /// Seed of the random generator (same seed, same canvas, on either backend)
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true, value_parser = parse_seed)]
     pub seed: u32,
 
     /// Output image (PNG)
@@ -97,29 +98,29 @@ pub struct Args {
     pub no_symmetry: bool,
 
     /// Real part at the top edge of the canvas
-    #[arg(long, default_value_t = -3.2, value_parser = parse_finite)]
+    #[arg(long, default_value_t = -3.2, allow_hyphen_values = true, value_parser = number::finite_f32)]
     pub re_min: f32,
     /// Real part at the bottom edge of the canvas
-    #[arg(long, default_value_t = 2.0, value_parser = parse_finite)]
+    #[arg(long, default_value_t = 2.0, allow_hyphen_values = true, value_parser = number::finite_f32)]
     pub re_max: f32,
     /// Imaginary part at the left edge of the canvas
-    #[arg(long, default_value_t = -1.5, value_parser = parse_finite)]
+    #[arg(long, default_value_t = -1.5, allow_hyphen_values = true, value_parser = number::finite_f32)]
     pub im_min: f32,
     /// Imaginary part at the right edge of the canvas
-    #[arg(long, default_value_t = 1.5, value_parser = parse_finite)]
+    #[arg(long, default_value_t = 1.5, allow_hyphen_values = true, value_parser = number::finite_f32)]
     pub im_max: f32,
 
     /// Smallest real part of a sample point
-    #[arg(long, default_value_t = -2.1, value_parser = parse_finite)]
+    #[arg(long, default_value_t = -2.1, allow_hyphen_values = true, value_parser = number::finite_f32)]
     pub sample_re_min: f32,
     /// Largest real part of a sample point
-    #[arg(long, default_value_t = 1.1, value_parser = parse_finite)]
+    #[arg(long, default_value_t = 1.1, allow_hyphen_values = true, value_parser = number::finite_f32)]
     pub sample_re_max: f32,
     /// Smallest imaginary part of a sample point
-    #[arg(long, default_value_t = -1.8, value_parser = parse_finite)]
+    #[arg(long, default_value_t = -1.8, allow_hyphen_values = true, value_parser = number::finite_f32)]
     pub sample_im_min: f32,
     /// Largest imaginary part of a sample point
-    #[arg(long, default_value_t = 1.8, value_parser = parse_finite)]
+    #[arg(long, default_value_t = 1.8, allow_hyphen_values = true, value_parser = number::finite_f32)]
     pub sample_im_max: f32,
 }
 
@@ -175,31 +176,44 @@ impl Args {
     }
 }
 
+/// `min` must be below `max` once both are f32, and the span between them an f32 too.
 fn check_range(min_name: &str, min: f32, max_name: &str, max: f32) -> Result<()> {
-    let span = max - min;
-    if min < max && span.is_finite() {
-        Ok(())
+    let (min, max) = (Short(min), Short(max));
+    let problem = if min.0 == max.0 {
+        format!("{min_name} and {max_name} are the same number in single precision (f32): {min}")
+    } else if min.0 > max.0 {
+        format!("{min_name} ({min}) must be less than {max_name} ({max})")
+    } else if !(max.0 - min.0).is_finite() {
+        format!(
+            "the range from {min_name} ({min}) to {max_name} ({max}) is wider than single \
+             precision (f32) can hold (about 3.4e38)"
+        )
     } else {
-        Err(Error::Usage(format!(
-            "{min_name} ({min}) must be less than {max_name} ({max})"
-        )))
+        return Ok(());
+    };
+    Err(Error::Usage(problem))
+}
+
+/// An f32 as a person writes it: -3.2, or -3.4e38 rather than 39 digits.
+struct Short(f32);
+
+impl std::fmt::Display for Short {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0 != 0.0 && !(1e-4..1e7).contains(&self.0.abs()) {
+            write!(f, "{:e}", self.0)
+        } else {
+            write!(f, "{}", self.0)
+        }
     }
 }
 
-/// A whole number in 1..=max. Written as 4e9 it is accepted too: sample counts are large.
+/// A whole number in 1..=max (4e9 is accepted too: sample counts are large).
 fn parse_whole(what: &str, s: &str, max: u64) -> std::result::Result<u64, String> {
-    let s = s.trim();
-    let n = s.parse::<i128>().ok().or_else(|| {
-        s.parse::<f64>()
-            .ok()
-            .filter(|v| v.fract() == 0.0 && v.abs() < 1e30)
-            .map(|v| v as i128)
-    });
-    match n {
-        Some(n) if (1..=i128::from(max)).contains(&n) => Ok(n as u64),
-        Some(_) => Err(format!("{what} must be between 1 and {max}")),
-        None => Err(format!("{what} must be a whole number")),
-    }
+    number::whole(what, s, 1, max)
+}
+
+fn parse_seed(s: &str) -> std::result::Result<u32, String> {
+    number::whole("the seed", s, 0, u32::MAX.into()).map(|n| n as u32)
 }
 
 fn parse_width(s: &str) -> std::result::Result<u32, String> {
@@ -216,11 +230,4 @@ fn parse_max_iter(s: &str) -> std::result::Result<u32, String> {
 
 fn parse_samples(s: &str) -> std::result::Result<u64, String> {
     parse_whole("the sample count", s, MAX_SAMPLES)
-}
-
-fn parse_finite(s: &str) -> std::result::Result<f32, String> {
-    match s.trim().parse::<f32>() {
-        Ok(v) if v.is_finite() => Ok(v),
-        _ => Err("expected a finite number".to_string()),
-    }
 }

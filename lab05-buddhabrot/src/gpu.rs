@@ -40,7 +40,7 @@ pub fn render(
 ) -> Result<(Vec<u32>, f64)> {
     let gpu = timer.time(Phase::Context, Gpu::open).map_err(|e| match e {
         Error::NoGpu(why) => Error::NoGpu(format!(
-            "{why} lab05 also runs without a GPU: pass --backend cpu."
+            "{why} Here, that is this same run with --backend cpu: the canvas is identical."
         )),
         other => other,
     })?;

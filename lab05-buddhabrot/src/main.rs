@@ -8,9 +8,8 @@ use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use lab05_buddhabrot::config::{Args, Backend};
-use lab05_buddhabrot::output::{self, Stats};
+use lab05_buddhabrot::output::{self, Files, Stats};
 use lab05_buddhabrot::{cpu, gpu};
-use shared::ppm::AtomicFile;
 use shared::timing::{Phase, Timer};
 use shared::Result;
 
@@ -22,9 +21,10 @@ fn run(args: Args) -> Result<()> {
     let mut timer = Timer::start("lab05", args.width, args.height);
     let params = args.params()?;
 
-    // Opened first, so that an unwritable path fails now, not after the computation.
-    let png = AtomicFile::create(&args.output)?;
-    let raw = args.raw.as_deref().map(AtomicFile::create).transpose()?;
+    // Opened first, so that an unwritable path fails now, not after the computation; and
+    // the worker threads started now, so that a process limit is one clear line.
+    let files = Files::create(&args.output, args.raw.as_deref())?;
+    shared::cli::start_threads()?;
 
     let progress = progress_bar(args.samples, args.json);
     let (canvas, compute_ms) = match args.backend {
@@ -42,12 +42,8 @@ fn run(args: Args) -> Result<()> {
 
     let stats = Stats::of(&canvas);
     timer.time(Phase::Write, || {
-        let grey = output::tone(&canvas, stats.max);
-        output::write_png(png, &grey, params.width, params.height)?;
-        match raw {
-            Some(raw) => output::write_raw(raw, &canvas, params.width, params.height),
-            None => Ok(()),
-        }
+        let grey = output::tone(&canvas, stats.max)?;
+        files.write(&grey, &canvas, params.width, params.height)
     })?;
 
     // The review's statistics. Counts per second use the compute (CPU) or kernel (GPU)
@@ -61,7 +57,7 @@ fn run(args: Args) -> Result<()> {
     timer.metric("max_count", stats.max);
     timer.metric("min_count", stats.min);
     timer.metric("counts_per_second", stats.total as f64 / (compute_ms / 1e3));
-    timer.finish(args.json);
+    timer.finish(args.json)?;
     Ok(())
 }
 

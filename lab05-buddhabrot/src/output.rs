@@ -1,12 +1,14 @@
 //! What a run leaves behind: the PNG, the raw canvas, and the review's statistics.
 
 use std::io::{BufWriter, Write};
+use std::path::Path;
 
 use image::codecs::png::PngEncoder;
 use image::{ExtendedColorType, ImageEncoder};
 use rayon::prelude::*;
-use shared::ppm::AtomicFile;
-use shared::{Error, Result};
+use shared::error::try_with_capacity;
+use shared::output::{check_distinct, commit_all, Output};
+use shared::Result;
 
 /// The first bytes of a `--raw` file.
 pub const RAW_MAGIC: &[u8; 8] = b"LAB05RAW";
@@ -32,43 +34,72 @@ impl Stats {
 /// The canvas as 8-bit grey: each count divided by the largest, then brightened with the
 /// review's curve min(2.5 v, 0.2 v + 0.8), which lifts the faint outer orbits without
 /// flattening the bright core.
-pub fn tone(canvas: &[u32], max: u32) -> Vec<u8> {
+pub fn tone(canvas: &[u32], max: u32) -> Result<Vec<u8>> {
     let max = f64::from(max.max(1));
-    canvas
-        .par_iter()
-        .map(|&count| {
-            let v = f64::from(count) / max;
-            ((2.5 * v).min(0.2 * v + 0.8) * 255.0).round() as u8
+    let mut grey = try_with_capacity(canvas.len(), "the image")?;
+    grey.par_extend(canvas.par_iter().map(|&count| {
+        let v = f64::from(count) / max;
+        ((2.5 * v).min(0.2 * v + 0.8) * 255.0).round() as u8
+    }));
+    Ok(grey)
+}
+
+/// The files a run writes: the PNG and, if asked for, the raw canvas. Both are opened before
+/// the work and committed together: if one cannot be written, neither replaces an old file.
+pub struct Files {
+    png: Output,
+    raw: Option<Output>,
+}
+
+impl Files {
+    /// Check both paths (and that they differ) and open the files.
+    pub fn create(png: &Path, raw: Option<&Path>) -> Result<Files> {
+        if let Some(raw) = raw {
+            check_distinct(&[("-o", png), ("--raw", raw)])?;
+        }
+        Ok(Files {
+            png: Output::create(png)?,
+            raw: raw.map(Output::create).transpose()?,
         })
-        .collect()
-}
-
-/// Encode `grey` as a PNG into `file` and move it into place.
-pub fn write_png(mut file: AtomicFile, grey: &[u8], width: u32, height: u32) -> Result<()> {
-    let path = file.path().to_path_buf();
-    let mut writer = BufWriter::new(file.file());
-    PngEncoder::new(&mut writer)
-        .write_image(grey, width, height, ExtendedColorType::L8)
-        .map_err(|e| Error::output(&path, std::io::Error::other(e)))?;
-    writer.flush().map_err(|e| Error::output(&path, e))?;
-    drop(writer);
-    file.commit()
-}
-
-/// Write the raw canvas into `file` and move it into place. Layout, all little-endian:
-/// `LAB05RAW`, width (u32), height (u32), then width x height u32 counts, row by row from
-/// the top (Re = re_min).
-pub fn write_raw(mut file: AtomicFile, canvas: &[u32], width: u32, height: u32) -> Result<()> {
-    let path = file.path().to_path_buf();
-    let mut writer = BufWriter::new(file.file());
-    let mut write = |bytes: &[u8]| writer.write_all(bytes).map_err(|e| Error::output(&path, e));
-    write(RAW_MAGIC)?;
-    write(&width.to_le_bytes())?;
-    write(&height.to_le_bytes())?;
-    for count in canvas {
-        write(&count.to_le_bytes())?;
     }
-    writer.flush().map_err(|e| Error::output(&path, e))?;
+
+    /// Write the grey image as a PNG and the canvas as raw counts, then commit both.
+    pub fn write(mut self, grey: &[u8], canvas: &[u32], width: u32, height: u32) -> Result<()> {
+        write_png(&mut self.png, grey, width, height)?;
+        if let Some(raw) = &mut self.raw {
+            write_raw(raw, canvas, width, height)?;
+        }
+        commit_all(std::iter::once(self.png).chain(self.raw).collect())
+    }
+}
+
+/// Encode `grey` as a PNG into `file`.
+fn write_png(file: &mut Output, grey: &[u8], width: u32, height: u32) -> Result<()> {
+    let mut writer = BufWriter::new(&mut *file);
+    let written = PngEncoder::new(&mut writer)
+        .write_image(grey, width, height, ExtendedColorType::L8)
+        .map_err(|e| match e {
+            image::ImageError::IoError(e) => e,
+            other => std::io::Error::other(other),
+        })
+        .and_then(|()| writer.flush());
     drop(writer);
-    file.commit()
+    written.map_err(|e| file.error(e))
+}
+
+/// Write the raw canvas into `file`. Layout, all little-endian: `LAB05RAW`, width (u32),
+/// height (u32), then width x height u32 counts, row by row from the top (Re = re_min).
+fn write_raw(file: &mut Output, canvas: &[u32], width: u32, height: u32) -> Result<()> {
+    let mut writer = BufWriter::new(&mut *file);
+    let written = (|| {
+        writer.write_all(RAW_MAGIC)?;
+        writer.write_all(&width.to_le_bytes())?;
+        writer.write_all(&height.to_le_bytes())?;
+        for count in canvas {
+            writer.write_all(&count.to_le_bytes())?;
+        }
+        writer.flush()
+    })();
+    drop(writer);
+    written.map_err(|e| file.error(e))
 }

@@ -22,12 +22,12 @@ pub struct Args {
     /// How many floats to sum (a number, or with a Ki, Mi or Gi suffix). The default, 128 MiB
     /// of floats, is larger than most last-level caches (and the CPU runs flush the caches
     /// before each run)
-    #[arg(long, default_value = "32Mi", value_parser = parse_n)]
+    #[arg(long, default_value = "32Mi", allow_hyphen_values = true, value_parser = parse_n)]
     pub n: usize,
 
     /// Timed runs per variant, the median counts (on the GPU: per launch shape, and each
     /// run a batch of 10 launches)
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = 10, allow_hyphen_values = true, value_parser = parse_reps)]
     pub reps: u16,
 
     /// Only these variants, comma-separated (peaks always run): cpu-plain, cpu-generic,
@@ -170,14 +170,21 @@ fn parse_n(s: &str) -> Result<usize, String> {
         "Gi" => 1 << 30,
         _ => return Err("N must be a whole number, optionally with Ki, Mi or Gi".to_string()),
     };
-    let n = digits
-        .parse::<u128>()
-        .map_err(|_| "N must be a whole number, optionally with Ki, Mi or Gi".to_string())?
-        .saturating_mul(scale);
+    if digits.is_empty() {
+        return Err("N must be a whole number, optionally with Ki, Mi or Gi".to_string());
+    }
+    let n = u128::from(
+        shared::number::whole("N", digits, 0, u64::MAX).map_err(|_| out_of_range.clone())?,
+    )
+    .saturating_mul(scale);
     match usize::try_from(n) {
         Ok(n) if (1..=MAX_N).contains(&n) => Ok(n),
         _ => Err(out_of_range),
     }
+}
+
+fn parse_reps(s: &str) -> Result<u16, String> {
+    shared::number::whole("the repetition count", s, 1, u16::MAX.into()).map(|n| n as u16)
 }
 
 #[cfg(test)]

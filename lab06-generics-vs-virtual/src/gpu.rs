@@ -2,14 +2,12 @@
 //! function-pointer variants call through, and time every kernel over a sweep of launch
 //! shapes with CUDA events.
 
-use std::path::Path;
-
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
 use shared::error::CudaResultExt;
 use shared::gpu::{elapsed_ms, Gpu, Kernels};
-use shared::ppm::AtomicFile;
+use shared::output::Output;
 use shared::timing::{Phase, Timer};
 use shared::{Error, Result};
 
@@ -261,8 +259,9 @@ impl GpuBench {
 }
 
 /// Write the PTX NVRTC makes of kernels/reduce.cu for this GPU, with the options the lab
-/// compiles with. (The lab itself loads a cubin; the PTX is the readable step before it.)
-pub fn save_ptx(gpu: &Gpu, path: &Path) -> Result<()> {
+/// compiles with, into `file` (opened before the work). (The lab itself loads a cubin; the
+/// PTX is the readable step before it.)
+pub fn save_ptx(gpu: &Gpu, mut file: Output) -> Result<()> {
     let mut options: Vec<String> = OPTIONS.iter().map(|o| o.to_string()).collect();
     // A virtual architecture (compute_XX): NVRTC stops at PTX for it.
     options.push(format!(
@@ -278,7 +277,6 @@ pub fn save_ptx(gpu: &Gpu, path: &Path) -> Result<()> {
         },
     )
     .map_err(|e| Error::Compile(format!("kernels/reduce.cu did not compile to PTX: {e}")))?;
-    let mut file = AtomicFile::create(path)?;
     file.write_all(ptx.to_src().as_bytes())?;
     file.commit()
 }

@@ -20,6 +20,7 @@ mod report;
 use std::process::ExitCode;
 
 use shared::gpu::Gpu;
+use shared::output::Output;
 use shared::timing::{Phase, Timer};
 use shared::{Error, Result};
 
@@ -36,12 +37,16 @@ fn run(args: Args) -> Result<()> {
     let mut timer = Timer::start("lab06", args.n as u32, 1);
     let selection = args.selection();
     let reps = usize::from(args.reps);
+    // Opened before the work, so that a path that cannot be written fails now; and the
+    // worker threads started now, so that a process limit is one clear line.
+    let ptx_file = args.save_ptx.as_deref().map(Output::create).transpose()?;
+    shared::cli::start_threads()?;
 
     // The data, and its exact total computed in integers.
     let (data, expected) = timer.time(Phase::Allocate, || data::make(args.n))?;
 
     // The GPU first, so that a run which needs one fails before the long CPU runs.
-    let gpu = open_gpu(&args, &selection, &data, &mut timer)?;
+    let gpu = open_gpu(&selection, ptx_file, &data, &mut timer)?;
 
     let mut tables = Vec::new();
     if !selection.cpu.is_empty() {
@@ -81,7 +86,7 @@ fn run(args: Args) -> Result<()> {
     let wrong: usize = tables.iter().map(|t| t.report(expected, &mut timer)).sum();
     timer.metric("expected_sum", expected);
     timer.metric("sums_ok", wrong == 0);
-    timer.finish(args.json);
+    timer.finish(args.json)?;
     if wrong > 0 {
         return Err(Error::WrongResult(format!(
             "{wrong} variant(s) computed a wrong sum (see the table)"
@@ -92,12 +97,12 @@ fn run(args: Args) -> Result<()> {
 
 /// Open the GPU and get it ready, or explain once why the GPU variants are skipped.
 fn open_gpu(
-    args: &Args,
     selection: &Selection,
+    ptx_file: Option<Output>,
     data: &[f32],
     timer: &mut Timer,
 ) -> Result<Option<GpuBench>> {
-    if selection.gpu.is_empty() && args.save_ptx.is_none() {
+    if selection.gpu.is_empty() && ptx_file.is_none() {
         return Ok(None);
     }
     let gpu = match timer.time(Phase::Context, Gpu::open) {
@@ -108,8 +113,9 @@ fn open_gpu(
         }
         Err(e) => return Err(e),
     };
-    if let Some(path) = &args.save_ptx {
-        gpu::save_ptx(&gpu, path)?;
+    if let Some(file) = ptx_file {
+        let path = file.path().to_path_buf();
+        gpu::save_ptx(&gpu, file)?;
         eprintln!(
             "lab06: wrote the PTX of kernels/reduce.cu to {}",
             path.display()

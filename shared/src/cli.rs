@@ -30,10 +30,7 @@ pub fn run<A: Parser>(lab: &'static str, main: impl FnOnce(A) -> Result<()>) -> 
             return ExitCode::SUCCESS;
         }
         Err(err) => {
-            let rendered = err.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprint_line(&format!("{lab}: {first} (see --help)"));
+            eprint_line(&format!("{lab}: {}", one_line(&err.render().to_string())));
             return ExitCode::from(2);
         }
     };
@@ -43,6 +40,22 @@ pub fn run<A: Parser>(lab: &'static str, main: impl FnOnce(A) -> Result<()>) -> 
             eprint_line(&format!("{lab}: error: {err}"));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// clap's message in one line: its first line, plus the list of choices where it gives one
+/// (`--backend tpu`: "possible values: cpu, gpu").
+fn one_line(rendered: &str) -> String {
+    let first = rendered.lines().next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let choices = rendered
+        .lines()
+        .map(str::trim)
+        .find_map(|line| line.strip_prefix("[possible values: "))
+        .and_then(|rest| rest.strip_suffix(']'));
+    match choices {
+        Some(choices) => format!("{first}; the choices are {choices} (see --help)"),
+        None => format!("{first} (see --help)"),
     }
 }
 

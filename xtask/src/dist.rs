@@ -8,9 +8,14 @@ use std::path::{Path, PathBuf};
 use crate::bins::{cargo, run_status, target_dir};
 use crate::labs::LABS;
 
+/// The file that marks a folder as made by `dist`, listing (one per line, relative to the
+/// folder) every file it copied there: only those are ever removed.
+const STAMP: &str = ".xtask-dist";
+
 #[derive(clap::Args)]
 pub struct Args {
-    /// The folder to fill (emptied first)
+    /// The folder to fill: a new or empty folder, or one an earlier `dist` made (whose files
+    /// from that run are replaced; anything else in it is left alone)
     #[arg(long, default_value = "dist")]
     out: PathBuf,
     /// Also build and copy the test executables (for `cargo xtask test --bin-dir`)
@@ -19,28 +24,81 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> crate::Result<()> {
+    // Checked first: a folder that is not ours fails before minutes of building.
+    let previous = previous_files(&args.out)?;
     run_status(cargo().args(["build", "--release", "--quiet", "--workspace", "--bins"]))?;
-    if args.out.exists() {
-        fs::remove_dir_all(&args.out)
-            .map_err(|e| format!("cannot empty {}: {e}", args.out.display()))?;
-    }
     let release = target_dir().join("release");
-    for name in LABS.iter().map(|lab| lab.name).chain(["xtask"]) {
-        copy(&release.join(name), &args.out.join(name))?;
-    }
+    let mut files: Vec<(PathBuf, PathBuf)> = LABS
+        .iter()
+        .map(|lab| lab.name)
+        .chain(["xtask"])
+        .map(|name| (release.join(name), PathBuf::from(name)))
+        .collect();
     if args.tests {
         for exe in test_executables()? {
             let name = exe.file_name().map(PathBuf::from).unwrap_or_default();
-            copy(&exe, &args.out.join("deps").join(name))?;
+            files.push((exe, Path::new("deps").join(name)));
         }
     }
-    let bytes: u64 = walk(&args.out)
+
+    // Everything is built: only now is anything removed, and only what the last run made.
+    for relative in &previous {
+        remove_if_present(&args.out.join(relative))?;
+    }
+    let _ = fs::remove_dir(args.out.join("deps"));
+    fs::create_dir_all(&args.out)
+        .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+    // The stamp first, listing what is about to be copied, so that a run that fails midway
+    // still leaves a folder the next run recognises and cleans.
+    let listing: String = files
         .iter()
-        .filter_map(|p| p.metadata().ok())
-        .map(|m| m.len())
-        .sum();
+        .map(|(_, relative)| format!("{}\n", relative.display()))
+        .collect();
+    shared::output::write_file(&args.out.join(STAMP), listing.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut bytes = 0;
+    for (from, relative) in &files {
+        bytes += copy(from, &args.out.join(relative))?;
+    }
     eprintln!("xtask: {} ready, {} MiB", args.out.display(), bytes >> 20);
     Ok(())
+}
+
+/// The files an earlier `dist` made in `out`: none for a new or empty folder; an error for a
+/// folder with other contents and no stamp (`--out .` in a project must never empty it).
+fn previous_files(out: &Path) -> crate::Result<Vec<PathBuf>> {
+    let entries = match fs::read_dir(out) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("cannot read {}: {e}", out.display())),
+    };
+    match fs::read_to_string(out.join(STAMP)) {
+        Ok(listing) => Ok(listing
+            .lines()
+            .map(PathBuf::from)
+            // Only plain names below `out`, whatever the stamp says.
+            .filter(|p| {
+                p.components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+            })
+            .chain([PathBuf::from(STAMP)])
+            .collect()),
+        Err(_) if entries.count() == 0 => Ok(Vec::new()),
+        Err(_) => Err(format!(
+            "{} is not empty and was not made by `cargo xtask dist` (it has no {STAMP}); \
+             choose a new folder for --out",
+            out.display()
+        )),
+    }
+}
+
+fn remove_if_present(path: &Path) -> crate::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("cannot remove {}: {e}", path.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Build the test executables in release and list them, from cargo's JSON messages.
@@ -72,28 +130,39 @@ fn test_executables() -> crate::Result<Vec<PathBuf>> {
     Ok(executables)
 }
 
-fn copy(from: &Path, to: &Path) -> crate::Result<()> {
+/// Copy one file (mode included), creating its folder; the bytes copied.
+fn copy(from: &Path, to: &Path) -> crate::Result<u64> {
     if let Some(dir) = to.parent() {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     fs::copy(from, to)
-        .map(drop)
         .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .flat_map(|entry| {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path)
-            } else {
-                vec![path]
-            }
-        })
-        .collect()
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stamped_folder_lists_only_its_own_files() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(STAMP), "lab01\ndeps/t\n../escape\n").unwrap();
+        let files = previous_files(dir.path()).unwrap();
+        let expected: Vec<PathBuf> = ["lab01", "deps/t", STAMP]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(files, expected);
+    }
+
+    #[test]
+    fn a_foreign_folder_is_refused_and_an_empty_or_new_one_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(previous_files(dir.path()).unwrap().is_empty());
+        assert!(previous_files(&dir.path().join("new")).unwrap().is_empty());
+        fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+        let err = previous_files(dir.path()).unwrap_err();
+        assert!(err.contains("was not made by `cargo xtask dist`"), "{err}");
+    }
 }
