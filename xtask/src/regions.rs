@@ -10,8 +10,9 @@
 //! ```
 //!
 //! and in Markdown `<!-- BEGIN SOLUTION -->` ... `<!-- END SOLUTION -->`. The hand-out
-//! replaces a region by its stub: the `stub:` lines right after `BEGIN` with the comment
-//! taken off, at their own indentation (none: the region just goes). The markers sit on
+//! replaces a region by its stub: the `stub:` lines right after `BEGIN`, with the comment
+//! and one space taken off, at their own indentation plus any spaces after that one (so a
+//! stub can be written as rustfmt would format it). No stub lines: the region just goes. The markers sit on
 //! lines of their own; a line that starts like a marker but is not exactly one is an error,
 //! so a typo cannot leak a solution. Rust stubs call `shared::unfinished!`, CUDA stubs hold
 //! a `// UNFINISHED: what` comment (see `shared::exercise`).
@@ -98,8 +99,9 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> Result<(String, usize)> {
             match stub {
                 Some(code) if in_stub => {
                     if keep == Keep::Stub {
+                        let code = code.strip_prefix(' ').unwrap_or(code).trim_end();
                         out.push_str(indent);
-                        out.push_str(code.trim());
+                        out.push_str(code);
                         out.push('\n');
                     }
                 }
@@ -145,9 +147,9 @@ mod tests {
 
     #[test]
     fn stub_lines_only_count_right_after_begin() {
-        let text = "// BEGIN SOLUTION\nx();\n// stub: y();\n// END SOLUTION\n";
+        let text = "// BEGIN SOLUTION\n  // stub: f(\n  // stub:     1,\n  // stub: )\nx();\n// stub: y();\n// END SOLUTION\n";
         let (out, _) = replace(Path::new("a.cu"), text, Keep::Stub).unwrap();
-        assert_eq!(out, "");
+        assert_eq!(out, "  f(\n      1,\n  )\n");
         let (out, _) = replace(Path::new("a.cu"), text, Keep::Solution).unwrap();
         assert_eq!(out, "x();\n// stub: y();\n");
     }
