@@ -6,20 +6,18 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use shared::ppm::AtomicFile;
+use shared::output::Output;
 
 /// Write several files as one result: each appears complete or not at all, and none is
 /// moved into place before all are written.
 pub fn files(outputs: &[(&Path, &[u8])]) -> Result<()> {
     let mut pending = Vec::with_capacity(outputs.len());
     for &(path, bytes) in outputs {
-        let mut file = AtomicFile::create(path)?;
+        let mut file = Output::create(path)?;
         file.write_all(bytes)?;
         pending.push(file);
     }
-    for file in pending {
-        file.commit()?;
-    }
+    shared::output::commit_all(pending)?;
     Ok(())
 }
 
