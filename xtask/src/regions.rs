@@ -72,6 +72,9 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> Result<(String, usize)> {
     let mut open: Option<usize> = None;
     let mut in_stub = false;
     let mut regions = 0;
+    // Where a region goes without a stub between two blank lines, one of them goes too.
+    let mut emitted_at_open = 0;
+    let mut skip_blank = false;
     for (index, line) in text.split_inclusive('\n').enumerate() {
         let number = index + 1;
         let trimmed = line.trim();
@@ -86,10 +89,13 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> Result<(String, usize)> {
             open = Some(number);
             in_stub = true;
             regions += 1;
+            emitted_at_open = out.len();
         } else if trimmed == syntax.end {
             if open.take().is_none() {
                 bail!(at(number, "END SOLUTION without a BEGIN SOLUTION"));
             }
+            skip_blank = out.len() == emitted_at_open && (out.is_empty() || out.ends_with("\n\n"));
+            continue;
         } else if trimmed.starts_with(syntax.begin) || trimmed.starts_with(syntax.end) {
             bail!(at(number, "a solution marker must be alone on its line"));
         } else if open.is_some() {
@@ -112,9 +118,10 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> Result<(String, usize)> {
                     }
                 }
             }
-        } else {
+        } else if !(skip_blank && trimmed.is_empty()) {
             out.push_str(line);
         }
+        skip_blank = false;
     }
     match open {
         Some(start) => bail!(at(start, "BEGIN SOLUTION is never closed")),
@@ -143,6 +150,10 @@ mod tests {
         let text = "intro\n<!-- BEGIN SOLUTION -->\nthe answer\n<!-- END SOLUTION -->\nend\n";
         let (out, n) = replace(Path::new("README.md"), text, Keep::Stub).unwrap();
         assert_eq!((out.as_str(), n), ("intro\nend\n", 1));
+        // Between blank lines, the region takes one of them with it.
+        let text = "a\n\n<!-- BEGIN SOLUTION -->\nb\n<!-- END SOLUTION -->\n\nc\n";
+        let (out, _) = replace(Path::new("README.md"), text, Keep::Stub).unwrap();
+        assert_eq!(out, "a\n\nc\n");
     }
 
     #[test]
