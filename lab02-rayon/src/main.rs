@@ -12,11 +12,17 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+// BEGIN SOLUTION
 use rayon::prelude::*;
+// END SOLUTION
 use shared::error::try_alloc_bytes;
+// BEGIN SOLUTION
 use shared::mandelbrot::escape_count;
+// END SOLUTION
 use shared::output::ImageFile;
+// BEGIN SOLUTION
 use shared::palette::colour;
+// END SOLUTION
 use shared::timing::{Phase, Timer};
 use shared::view::MandelbrotArgs;
 use shared::Result;
@@ -56,6 +62,12 @@ fn run(args: Args) -> Result<()> {
     })?;
 
     timer.time(Phase::Compute, || {
+        // BEGIN SOLUTION
+        // stub: let () = shared::unfinished!(
+        // stub:     "the rows, in parallel, each pixel coloured at once, in file order",
+        // stub:     &mut image,
+        // stub:     row_bytes
+        // stub: );
         // One task per row; rayon splits the range and idle threads steal the rest, so the
         // expensive rows through the set do not leave the other cores waiting.
         image
@@ -69,6 +81,7 @@ fn run(args: Args) -> Result<()> {
                     px.copy_from_slice(&colour(escape_count(view.x(j as u32), y)));
                 }
             });
+        // END SOLUTION
     });
 
     timer.time(Phase::Write, || file.write_all_and_commit(&image))?;

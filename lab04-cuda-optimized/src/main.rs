@@ -20,7 +20,10 @@ use shared::output::ImageFile;
 use shared::palette::PALETTE;
 use shared::timing::{Phase, Timer};
 use shared::view::{MandelbrotArgs, View};
+// BEGIN SOLUTION
+// stub: use shared::Result;
 use shared::{Error, Result};
+// END SOLUTION
 
 #[derive(Parser)]
 #[command(
@@ -50,11 +53,15 @@ struct Args {
     block: Option<(u32, u32)>,
 }
 
+// BEGIN SOLUTION
+// stub: /// NVRTC's options: which ones make every pixel equal lab01's, and which make it fast?
+// stub: const NVRTC_OPTIONS: &[&str] = &[];
 /// `--use_fast_math` speeds up single-precision functions but also turns on fused
 /// multiply-adds; `--fmad=false`, after it, turns them off again. One FMA rounds once where
 /// lab01 rounds twice, and that last bit is enough to change some pixels (lab03 shows how
 /// many). The kernel computes in double precision, which fast math leaves alone.
 const NVRTC_OPTIONS: &[&str] = &["--use_fast_math", "--fmad=false"];
+// END SOLUTION
 
 /// Bytes per chunk of the copy back. Small enough that a few pinned buffers cost little to
 /// allocate (page-locking 805 MB at once takes about 0.4 s), large enough to copy at full speed.
@@ -229,6 +236,9 @@ impl RowPlan {
     }
 }
 
+// BEGIN SOLUTION
+// stub: /// The launch configuration: a 2D grid of blocks covering `columns` x `rows` threads, the
+// stub: /// block shape chosen with the occupancy API (or `shape`, when given).
 /// Block size from the occupancy API: the largest block, up to 256 threads, that still lets
 /// the most threads be resident for this kernel's register use. Unlimited, the API answers
 /// 1024: the same occupancy, but a block retires only when its slowest warp does, so an SM
@@ -236,12 +246,21 @@ impl RowPlan {
 /// 32 neighbouring pixels of a row, whose stores land side by side. Measured on an H100 at
 /// 16384x16384 with this kernel: 32x8 0.97 ms, 32x16 and 32x4 0.99 ms, 16x16 1.13 ms; an
 /// earlier version took 1.94 ms with 32x32 blocks and 1.71 ms with 16x16.
+// END SOLUTION
 fn launch_config(
     kernel: &CudaFunction,
     columns: u32,
     rows: u32,
     shape: Option<(u32, u32)>,
 ) -> Result<LaunchConfig> {
+    // BEGIN SOLUTION
+    // stub: shared::unfinished!(
+    // stub:     "the launch configuration: grid and block from the occupancy API",
+    // stub:     kernel,
+    // stub:     columns,
+    // stub:     rows,
+    // stub:     shape
+    // stub: )
     extern "C" fn no_shared_memory(_block_size: std::ffi::c_int) -> usize {
         0
     }
@@ -261,6 +280,7 @@ fn launch_config(
         block_dim: (block.0, block.1, 1),
         shared_mem_bytes: 0,
     })
+    // END SOLUTION
 }
 
 /// Copy the image back in chunks through a few reusable pinned buffers and append each
