@@ -141,7 +141,23 @@ fn hand_out_grade_and_put_the_solutions_back() {
     let lab02 = std::fs::read_to_string(handout.join("lab02-rayon/src/main.rs")).unwrap();
     assert!(lab02.contains("shared::unfinished!(") && !lab02.contains("par_chunks"));
 
-    // The hand-out builds without a warning, is formatted, and lab01's tests pass in it.
+    // The hand-out as given: no exercise check passes.
+    let tests = grade(
+        &[handout.to_str().unwrap()],
+        &scratch.path().join("handout.json"),
+    );
+    let graded_here = graded(&tests);
+    assert!(graded_here.len() >= 6, "{tests:?}");
+    for test in graded_here {
+        assert_eq!(
+            test["score"].as_f64(),
+            Some(0.0),
+            "the hand-out earned: {test}"
+        );
+    }
+
+    // The hand-out (just built by the grader, in the same target folder) builds without a
+    // warning, is formatted, and lab01's tests pass in it.
     let build = cargo_in(&handout)
         .args([
             "build",
@@ -187,21 +203,6 @@ fn hand_out_grade_and_put_the_solutions_back() {
         "{}",
         String::from_utf8_lossy(&lab01.stdout)
     );
-
-    // The hand-out as given: no exercise check passes.
-    let tests = grade(
-        &[handout.to_str().unwrap()],
-        &scratch.path().join("handout.json"),
-    );
-    let graded_here = graded(&tests);
-    assert!(graded_here.len() >= 6, "{tests:?}");
-    for test in graded_here {
-        assert_eq!(
-            test["score"].as_f64(),
-            Some(0.0),
-            "the hand-out earned: {test}"
-        );
-    }
 
     // This workspace's own binaries, graded as a student's: every mark.
     let release = target_dir().join("release");

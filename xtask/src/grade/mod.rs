@@ -144,10 +144,32 @@ impl Student {
         if !text.contains("[workspace]") {
             bail!("{} is not a Cargo workspace", dir.display());
         }
+        // Cargo names the artifacts of a workspace's own packages after their path inside
+        // the workspace, so two submissions share them in one target folder and a fresh one
+        // could be taken for built. Only the registry dependencies are meant to be shared.
+        let mut clean = cargo_command();
+        clean
+            .args(["clean", "--release", "--quiet"])
+            .args(["--package", "shared", "--package", "xtask"])
+            .arg("--manifest-path")
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(target);
+        for lab in LABS.iter() {
+            clean.args(["--package", lab.package]);
+        }
+        let cleaned = clean.output().context("cannot run cargo")?;
+        if !cleaned.status.success() {
+            bail!(
+                "cannot clear the last submission's build from {}: {}",
+                target.display(),
+                String::from_utf8_lossy(&cleaned.stderr).trim()
+            );
+        }
         let mut broken = Vec::new();
         for lab in labs {
             output::note(&format!("xtask: building the student's {}", lab.package));
-            let built = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            let built = cargo_command()
                 .args(["build", "--release", "--quiet", "--package", lab.package])
                 .arg("--manifest-path")
                 .arg(&manifest)
@@ -180,6 +202,11 @@ struct Graded {
     max: f64,
     hidden: bool,
     outcome: Outcome,
+}
+
+/// The `cargo` that runs this xtask (or plain `cargo`), in no particular folder.
+fn cargo_command() -> Command {
+    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
 }
 
 /// The first compiler error and its place: `error[E0425]: ... at lab02-rayon/src/main.rs:57:9`.
