@@ -94,12 +94,18 @@ impl Check {
             ),
             Test::Sums { variants, .. } => format!("{} sum exactly", variants.join(" and ")),
             Test::Speed { args, phase, .. } => {
-                let shown: Vec<&str> = args
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|a| !a.contains("{out}") && !a.starts_with('-'))
-                    .collect();
-                format!("{phase} time against the solution's at {}", shown.join(" "))
+                // The arguments that say what is timed: not the output files, not --json.
+                let mut shown = Vec::new();
+                for (index, arg) in args.iter().enumerate() {
+                    let names_output = args.get(index + 1).is_some_and(|a| a.contains("{out}"));
+                    if !(arg.contains("{out}") || names_output || arg == "--json") {
+                        shown.push(arg.as_str());
+                    }
+                }
+                format!(
+                    "{phase} time against the solution's with {}",
+                    shown.join(" ")
+                )
             }
         };
         format!("{}: {what}", self.lab)
