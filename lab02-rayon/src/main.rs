@@ -8,18 +8,19 @@
 //!    with one call instead of one per row.
 //!
 //! Two switches make the comparison with the GPU fair, and keep the pixels byte-identical:
-//! `--simd` runs the escape loop on the CPU's widest vector lanes (see `lanes.rs`), and
+//! `--simd` runs the escape loop on the CPU's widest vector lanes (see `src/lanes.rs`), and
 //! `--shortcuts` skips the work lab04's kernel skips, with the same plan (`shared::plan`):
 //! mirror rows computed once, points in the cardioid and the period-2 bulb black at once.
 //! Without them, every pixel is lab01's own function, untouched.
 
-mod lanes;
-
 use std::process::ExitCode;
 
 use clap::Parser;
-use lanes::{Lanes, Row};
+// BEGIN SOLUTION
+// stub: use lab02_rayon::lanes::Lanes;
+use lab02_rayon::lanes::{Lanes, Row};
 use rayon::prelude::*;
+// END SOLUTION
 use shared::error::try_alloc_bytes;
 use shared::output::ImageFile;
 use shared::plan::{NearSet, RowPlan};
@@ -82,6 +83,13 @@ fn run(args: Args) -> Result<()> {
         let ys: Vec<f64> = (0..view.height).map(|i| view.y(i)).collect();
         let near = NearSet::find(&xs, &ys);
         let plan = RowPlan::new(&ys, shortcuts);
+        // BEGIN SOLUTION
+        // stub: let computed_rows: usize = shared::unfinished!(
+        // stub:     "the planned rows on rayon tasks, in file order, each pixel coloured at once",
+        // stub:     &mut image,
+        // stub:     near,
+        // stub:     plan
+        // stub: );
         // One task per computed row; rayon splits the list and idle threads steal the rest,
         // so the expensive rows through the set do not leave the other cores waiting.
         let jobs = row_jobs(&mut image, view.width as usize * 3, &plan);
@@ -101,6 +109,7 @@ fn run(args: Args) -> Result<()> {
                 mirror.copy_from_slice(out);
             }
         });
+        // END SOLUTION
         computed_rows
     });
 
@@ -112,6 +121,7 @@ fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+// BEGIN SOLUTION
 /// One task: image row `i`, its place in the file-order buffer, and the place of the row
 /// that mirrors it, if any.
 struct RowJob<'a> {
@@ -140,3 +150,4 @@ fn row_jobs<'a>(image: &'a mut [u8], row_bytes: usize, plan: &RowPlan) -> Vec<Ro
         })
         .collect()
 }
+// END SOLUTION

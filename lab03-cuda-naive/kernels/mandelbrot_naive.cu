@@ -12,6 +12,8 @@ extern "C" __global__ void escape_colour_naive(unsigned char *image,
                                                int width, int height,
                                                double cx, double cy, double scale)
 {
+    // BEGIN SOLUTION
+    // stub: // UNFINISHED: the kernel body: lab01's pixel loop for pixel (row blockIdx.x, column threadIdx.x)
     const int i = blockIdx.x;   // image row
     const int j = threadIdx.x;  // image column
 
@@ -42,4 +44,5 @@ extern "C" __global__ void escape_colour_naive(unsigned char *image,
         px[1] = colour[1];
         px[2] = colour[2];
     }
+    // END SOLUTION
 }

@@ -11,9 +11,15 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+// BEGIN SOLUTION
+// stub: use cudarc::driver::sys;
 use cudarc::driver::{sys, LaunchConfig, PushKernelArg};
+// END SOLUTION
 use shared::error::{try_alloc_bytes, CudaResultExt};
+// BEGIN SOLUTION
+// stub: use shared::gpu::Gpu;
 use shared::gpu::{elapsed_ms, Gpu};
+// END SOLUTION
 use shared::output::ImageFile;
 use shared::palette::PALETTE;
 use shared::timing::{Phase, Timer};
@@ -83,6 +89,13 @@ fn run(args: Args) -> Result<()> {
         Ok((d_image, d_palette, image))
     })?;
 
+    // BEGIN SOLUTION
+    // stub: let () = shared::unfinished!(
+    // stub:     "the launch: one block per row, one thread per column, timed with events",
+    // stub:     escape_colour,
+    // stub:     d_image,
+    // stub:     d_palette
+    // stub: );
     let config = LaunchConfig {
         grid_dim: (view.height, 1, 1),
         block_dim: (view.width, 1, 1),
@@ -105,6 +118,7 @@ fn run(args: Args) -> Result<()> {
     if let Some((start, end)) = events {
         timer.record(Phase::Kernel, elapsed_ms(&start, &end)?);
     }
+    // END SOLUTION
 
     timer.time(Phase::CopyBack, || {
         stream

@@ -1,5 +1,7 @@
 // lab04: lab01's per-pixel loop on the GPU, bit for bit, and fast.
 //
+// BEGIN SOLUTION
+// stub: // What changes since lab03: the Exercise section of lab04's README lists it.
 // What changed since lab03, and why:
 // - A 2D grid of small blocks (shape chosen on the host from the occupancy API): any image
 //   size fits, and the costly pixels inside the set are spread over every multiprocessor
@@ -16,6 +18,7 @@
 // - Rows are stored in file order (bottom row first), so the host writes the buffer as is.
 // - NVRTC gets --fmad=false: every multiply and every add is rounded on its own, exactly as
 //   lab01 does on the CPU, and the image is byte-identical.
+// END SOLUTION
 //
 // Two shortcuts are switched by -D options from the host (printed with the report):
 // PERIOD2_EXIT, the period-2 bulb test (on by default), and PERIODICITY_CHECK, Brent's exact
@@ -37,6 +40,8 @@ extern "C" __global__ void escape_colour(unsigned char *image,
                                          int width, int height,
                                          int near_j0, int near_j1, int near_i0, int near_i1)
 {
+    // BEGIN SOLUTION
+    // stub: // UNFINISHED: the kernel body: pixel (column j, computed row r of rows[]), early exits, mirror rows
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     const int r = blockIdx.y * blockDim.y + threadIdx.y;
     if (j >= width || r >= row_count) return;
@@ -118,4 +123,5 @@ extern "C" __global__ void escape_colour(unsigned char *image,
         mirror[1] = colour[1];
         mirror[2] = colour[2];
     }
+    // END SOLUTION
 }

@@ -21,7 +21,10 @@ use shared::palette::PALETTE;
 use shared::plan::{NearSet, RowPlan};
 use shared::timing::{Phase, Timer};
 use shared::view::{MandelbrotArgs, View};
+// BEGIN SOLUTION
+// stub: use shared::Result;
 use shared::{Error, Result};
+// END SOLUTION
 
 #[derive(Parser)]
 #[command(
@@ -157,6 +160,9 @@ fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+// BEGIN SOLUTION
+// stub: /// The launch configuration: a 2D grid of blocks covering `columns` x `rows` threads, the
+// stub: /// block shape chosen with the occupancy API (or `shape`, when given).
 /// Block size from the occupancy API: the largest block, up to 256 threads, that still lets
 /// the most threads be resident for this kernel's register use. Unlimited, the API answers
 /// 1024: the same occupancy, but a block retires only when its slowest warp does, so an SM
@@ -164,12 +170,21 @@ fn run(args: Args) -> Result<()> {
 /// 32 neighbouring pixels of a row, whose stores land side by side. Measured on an H100 at
 /// 16384x16384 with this kernel: 32x8 0.97 ms, 32x16 and 32x4 0.99 ms, 16x16 1.13 ms; an
 /// earlier version took 1.94 ms with 32x32 blocks and 1.71 ms with 16x16.
+// END SOLUTION
 fn launch_config(
     kernel: &CudaFunction,
     columns: u32,
     rows: u32,
     shape: Option<(u32, u32)>,
 ) -> Result<LaunchConfig> {
+    // BEGIN SOLUTION
+    // stub: shared::unfinished!(
+    // stub:     "the launch configuration: grid and block from the occupancy API",
+    // stub:     kernel,
+    // stub:     columns,
+    // stub:     rows,
+    // stub:     shape
+    // stub: )
     extern "C" fn no_shared_memory(_block_size: std::ffi::c_int) -> usize {
         0
     }
@@ -189,6 +204,7 @@ fn launch_config(
         block_dim: (block.0, block.1, 1),
         shared_mem_bytes: 0,
     })
+    // END SOLUTION
 }
 
 /// Copy the image back in chunks through a few reusable pinned buffers and append each

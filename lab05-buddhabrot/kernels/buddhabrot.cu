@@ -76,6 +76,14 @@ __device__ float2 sample_point(unsigned long long index, const Params& p)
                        p.sample_im_min + v * p.sample_im_span);
 }
 
+// BEGIN SOLUTION
+// stub: // Samples first..end-1: skip those in a known bulb, add the orbit of the others to the
+// stub: // canvas (any thread may hit any pixel). The twins are in src/orbit.rs.
+// stub: extern "C" __global__ void buddhabrot(unsigned int* canvas, Params p,
+// stub:                                       unsigned long long first, unsigned long long end)
+// stub: {
+// stub:     // UNFINISHED: the Buddhabrot kernel, after its CPU twin in src/orbit.rs
+// stub: }
 // Inside the main cardioid, the period-2 disc, or the review's discs in the period-4 and
 // period-3 bulbs: the orbit never escapes, so the sample can be skipped.
 __device__ bool in_known_bulb(float cr, float ci)
@@ -160,3 +168,4 @@ extern "C" __global__ void buddhabrot(unsigned int* canvas, Params p,
         add_orbit(canvas, c.x, c.y, escape_steps(c.x, c.y, p.max_iter), p);
     }
 }
+// END SOLUTION

@@ -152,6 +152,10 @@ extern "C" __global__ void reduce_plain(const float* __restrict__ data, size_t n
 //    the plain loop.
 // ---------------------------------------------------------------------------------------
 
+// BEGIN SOLUTION
+// stub: extern "C" __global__ void reduce_generic(const float* __restrict__ data, size_t n, float* total) {
+// stub:     // UNFINISHED: the template variant: fold() with a functor that adds
+// stub: }
 struct Add {
     __device__ float operator()(float acc, float x) const { return acc + x; }
 };
@@ -159,6 +163,7 @@ struct Add {
 extern "C" __global__ void reduce_generic(const float* __restrict__ data, size_t n, float* total) {
     add_block_total(fold(data, n, Add{}), total);
 }
+// END SOLUTION
 
 // ---------------------------------------------------------------------------------------
 // 3. Virtual: an object built on the device, called through a pointer to its base class.
@@ -168,6 +173,14 @@ extern "C" __global__ void reduce_generic(const float* __restrict__ data, size_t
 //    callee is unknown, so the compiler must assume it could change the object.
 // ---------------------------------------------------------------------------------------
 
+// BEGIN SOLUTION
+// stub: extern "C" __global__ void build_adder(void* storage) {
+// stub:     // UNFINISHED: the virtual variant: a Combiner base class, an Adder built here on the device
+// stub: }
+// stub:
+// stub: extern "C" __global__ void reduce_virtual(const float* __restrict__ data, size_t n,
+// stub:                                           const void* combiner, float* total) {
+// stub: }
 struct Combiner {
     __device__ virtual float combine(float acc, float x) const = 0;
 };
@@ -189,11 +202,24 @@ extern "C" __global__ void reduce_virtual(const float* __restrict__ data, size_t
         fold(data, n, [combiner](float acc, float x) { return combiner->combine(acc, x); }),
         total);
 }
+// END SOLUTION
 
 // ---------------------------------------------------------------------------------------
 // 4 and 5. A device function pointer, stored in device memory by store_add_pointer.
 // ---------------------------------------------------------------------------------------
 
+// BEGIN SOLUTION
+// stub: extern "C" __global__ void store_add_pointer(void* slot) {
+// stub:     // UNFINISHED: the pointer variants: store the address of a device function `add`
+// stub: }
+// stub:
+// stub: extern "C" __global__ void reduce_fn_ptr_loop(const float* __restrict__ data, size_t n,
+// stub:                                               const void* slot, float* total) {
+// stub: }
+// stub:
+// stub: extern "C" __global__ void reduce_fn_ptr_hoisted(const float* __restrict__ data, size_t n,
+// stub:                                                  const void* slot, float* total) {
+// stub: }
 typedef float (*CombineFn)(float, float);
 
 __device__ float add(float acc, float x) { return acc + x; }
@@ -219,3 +245,4 @@ extern "C" __global__ void reduce_fn_ptr_hoisted(const float* __restrict__ data,
     add_block_total(fold(data, n, [combine](float acc, float x) { return combine(acc, x); }),
                     total);
 }
+// END SOLUTION

@@ -130,28 +130,46 @@ fn sum_plain(data: &[f32]) -> f32 {
 /// Generic: compiled once per `C`; for `Add`, `combine` is a known function and is inlined.
 #[inline(never)]
 fn sum_generic(data: &[f32], op: &impl Combine) -> f32 {
+    // BEGIN SOLUTION
+    // stub: shared::unfinished!(
+    // stub:     "the generic variant: fold, combining with op",
+    // stub:     data,
+    // stub:     op,
+    // stub:     <Add as Combine>::combine
+    // stub: )
     fold(data, |acc, x| op.combine(acc, x))
+    // END SOLUTION
 }
 
 /// `&dyn Combine`: compiled once; each `combine` is an indirect call through the vtable.
 #[inline(never)]
 fn sum_dyn(data: &[f32], op: &dyn Combine) -> f32 {
+    // BEGIN SOLUTION
+    // stub: shared::unfinished!("the &dyn variant: fold with op's combine", data, op)
     fold(data, |acc, x| op.combine(acc, x))
+    // END SOLUTION
 }
 
 /// `Box<dyn Fn>`: the caller owns the boxed closure; calling it goes through its vtable
 /// exactly as `&dyn` does, so this takes a plain borrow of it.
 #[inline(never)]
 fn sum_boxed(data: &[f32], op: &dyn Fn(f32, f32) -> f32) -> f32 {
+    // BEGIN SOLUTION
+    // stub: shared::unfinished!("the Box<dyn Fn> variant: fold with the closure", data, op)
     fold(data, op)
+    // END SOLUTION
 }
 
 /// `fn` pointer: each call jumps to an address held in a register.
 #[inline(never)]
 fn sum_fn_ptr(data: &[f32], op: fn(f32, f32) -> f32) -> f32 {
+    // BEGIN SOLUTION
+    // stub: shared::unfinished!("the fn pointer variant: fold with the pointer", data, op)
     fold(data, op)
+    // END SOLUTION
 }
 
+// BEGIN SOLUTION
 /// The walk every abstract variant shares: `LANES` running sums, each step `combine`.
 /// `combine` is a type parameter, so this is copied for each caller with that caller's
 /// closure inlined: the only call left per element is whatever the closure itself calls.
@@ -166,6 +184,7 @@ fn fold(data: &[f32], combine: impl Fn(f32, f32) -> f32) -> f32 {
     let tail = rows.remainder().iter().fold(0.0, |acc, &x| combine(acc, x));
     lanes.iter().fold(tail, |acc, &lane| combine(acc, lane))
 }
+// END SOLUTION
 
 /// The peak: every core reads its chunks the way the sums do (`LANES` running values), but
 /// ORs the bits together: the cheapest work that still needs every byte. Returns the OR of

@@ -36,6 +36,10 @@ pub enum Error {
     #[error("{0}")]
     WrongResult(String),
 
+    /// The hand-out's stub of a part the student has not written yet (see `exercise`).
+    #[error("{0}")]
+    Unfinished(String),
+
     /// A CUDA driver call failed.
     #[error("CUDA error while {what}: {source}")]
     Cuda {

@@ -148,6 +148,7 @@ impl Gpu {
 
     /// Compile `source` (the text of `kernels/<file_name>`) with NVRTC and load it.
     ///
+    /// A hand-out's kernel stub is refused first, with its place (`exercise::check_kernel`).
     /// `options` are the lab's own NVRTC flags, passed through as written (cudarc's
     /// `use_fast_math` field would pass `--fmad=true` instead of `--use_fast_math`). The
     /// architecture is added here: compiling to a cubin for this device's own `sm_XX` uses
@@ -159,6 +160,7 @@ impl Gpu {
         source: &str,
         options: &[S],
     ) -> Result<Kernels> {
+        crate::exercise::check_kernel(file_name, source)?;
         let mut all: Vec<String> = options.iter().map(|o| o.as_ref().to_string()).collect();
         all.push(format!("--gpu-architecture={}", self.arch));
         let cubin = compile_cubin(file_name, source, &all)?;

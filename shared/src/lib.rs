@@ -12,9 +12,11 @@
 //!   that reports bad input the same way.
 //! - [`gpu`]: driver and NVRTC detection, context, kernel compilation, event timing.
 //! - [`nvrtc`]: NVRTC alone, for the kernel checks that need no GPU.
+//! - [`exercise`]: what the hand-out's stubs say when a student runs them unwritten.
 
 pub mod cli;
 pub mod error;
+pub mod exercise;
 #[cfg(feature = "testing")]
 pub mod fault_testing;
 pub mod gpu;

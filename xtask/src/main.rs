@@ -10,8 +10,15 @@ mod bench;
 mod bins;
 mod dist;
 mod gpu;
+// BEGIN SOLUTION
+mod grade;
+mod handout;
+// END SOLUTION
 mod labs;
 mod ppm;
+// BEGIN SOLUTION
+mod regions;
+// END SOLUTION
 mod run;
 mod runner;
 mod test;
@@ -36,6 +43,12 @@ enum Command {
     Test(test::Args),
     /// Copy the release binaries (and optionally the test executables) into one folder
     Dist(dist::Args),
+    // BEGIN SOLUTION
+    /// Write the student's workspace: every solution region replaced by its stub
+    Handout(handout::Args),
+    /// Grade a student's workspace with this workspace's checks and rubric
+    Grade(grade::Args),
+    // END SOLUTION
 }
 
 /// The error type of `test` and `dist`: a message for the user. The other commands use
@@ -57,6 +70,10 @@ fn main() -> ExitCode {
         Command::Dist(args) => dist::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),
+        // BEGIN SOLUTION
+        Command::Handout(args) => handout::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Grade(args) => grade::run(args).map(|()| ExitCode::SUCCESS),
+        // END SOLUTION
     };
     outcome.unwrap_or_else(|err| {
         // `{:#}` puts anyhow's context chain on one line: "what failed: why".

@@ -1,0 +1,164 @@
+//! `cargo xtask handout --out DIR`: the student's workspace, ready to commit.
+//!
+//! Every file of this workspace that git knows (tracked, or new and not ignored), with each
+//! solution region replaced by its stub (`regions`), and the instructor-only files left out.
+//! With `--solved`, the regions keep their solutions instead: the same workspace as a
+//! student who finished every exercise would have it (an answer key to publish after the
+//! deadline, and what CI grades to prove that skeleton and solution fit together).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::bins::workspace_root;
+use crate::regions::{self, Keep};
+
+/// What the student never sees: the grader, its rubric and hidden checks, this command and
+/// the test that proves the loop. A path ending in `/` is a folder.
+pub const INSTRUCTOR_ONLY: &[&str] = &[
+    "xtask/rubric.toml",
+    "xtask/src/grade/",
+    "xtask/src/handout.rs",
+    "xtask/src/regions.rs",
+    "xtask/tests/coursework.rs",
+    "xtask/tests/submissions/",
+];
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The folder to create (it must not exist, or be empty)
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Keep the solutions in place of the stubs
+    #[arg(long)]
+    solved: bool,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    refuse_non_empty(&args.out)?;
+    let root = workspace_root();
+    let keep = if args.solved {
+        Keep::Solution
+    } else {
+        Keep::Stub
+    };
+    let (mut files, mut regions) = (0, 0);
+    for relative in source_files(&root)? {
+        if is_instructor_only(&relative) {
+            continue;
+        }
+        let from = root.join(&relative);
+        let bytes = fs::read(&from).with_context(|| format!("cannot read {}", from.display()))?;
+        let contents = match String::from_utf8(bytes) {
+            Ok(text) => {
+                let (text, n) = regions::replace(&relative, &text, keep)?;
+                regions += n;
+                text.into_bytes()
+            }
+            Err(binary) => binary.into_bytes(),
+        };
+        let to = args.out.join(&relative);
+        if let Some(dir) = to.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        shared::output::write_file(&to, &contents)?;
+        // The same mode as the source: a script stays executable (.ci/run).
+        let mode = fs::metadata(&from)
+            .with_context(|| format!("cannot read {}", from.display()))?
+            .permissions();
+        fs::set_permissions(&to, mode)
+            .with_context(|| format!("cannot set the mode of {}", to.display()))?;
+        files += 1;
+    }
+    let what = if args.solved {
+        "solved"
+    } else {
+        "replaced by stubs"
+    };
+    shared::cli::eprint_line(&format!(
+        "xtask: hand-out written to {}: {files} files, {regions} solution regions {what}",
+        args.out.display()
+    ));
+    Ok(())
+}
+
+/// The hand-out goes into a new folder, never over someone's work.
+fn refuse_non_empty(out: &Path) -> Result<()> {
+    match fs::read_dir(out).map(|mut entries| entries.next().is_some()) {
+        Ok(true) => bail!("{} is not empty; give a new or empty folder", out.display()),
+        Ok(false) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot use {} for the hand-out", out.display())),
+    }
+}
+
+/// The files git knows in `root`: tracked ones, and new ones that are not ignored (so a
+/// hand-out made before a commit has every source). Deleted files are skipped.
+fn source_files(root: &Path) -> Result<Vec<PathBuf>> {
+    let output = Command::new("git")
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .current_dir(root)
+        .output()
+        .context("cannot run git (the hand-out takes the files git knows)")?;
+    if !output.status.success() {
+        bail!(
+            "git ls-files failed in {}: {}",
+            root.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    let mut files: Vec<PathBuf> = output
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|name| !name.is_empty())
+        .map(|name| PathBuf::from(String::from_utf8_lossy(name).into_owned()))
+        .filter(|path| root.join(path).is_file())
+        .collect();
+    files.sort();
+    files.dedup();
+    Ok(files)
+}
+
+fn is_instructor_only(path: &Path) -> bool {
+    let path = path.to_string_lossy();
+    INSTRUCTOR_ONLY
+        .iter()
+        .any(|&listed| match listed.strip_suffix('/') {
+            Some(folder) => path.starts_with(listed) || path == folder,
+            None => path == listed,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructor_only_files_and_folders_are_recognised() {
+        assert!(is_instructor_only(Path::new("xtask/rubric.toml")));
+        assert!(is_instructor_only(Path::new("xtask/src/grade/mod.rs")));
+        assert!(!is_instructor_only(Path::new("xtask/src/grade.rs.orig")));
+        assert!(!is_instructor_only(Path::new("lab02-rayon/src/main.rs")));
+    }
+
+    #[test]
+    fn a_non_empty_folder_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(refuse_non_empty(dir.path()).is_ok());
+        assert!(refuse_non_empty(&dir.path().join("new")).is_ok());
+        fs::write(dir.path().join("work.rs"), "").unwrap();
+        let error = refuse_non_empty(dir.path()).unwrap_err().to_string();
+        assert!(
+            error.ends_with("is not empty; give a new or empty folder"),
+            "{error}"
+        );
+    }
+}

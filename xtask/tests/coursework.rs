@@ -1,0 +1,230 @@
+//! The coursework loop, end to end: the hand-out builds without warnings and lab01's tests
+//! pass in it; grading the solution earns every mark graded here; grading the hand-out
+//! earns none (so every check can fail); and the hand-out with the solutions put back
+//! (`handout --solved`) earns every mark again, so skeleton and solution cannot drift apart.
+//!
+//! One test, in this order, so that the builds are shared: the student's workspaces build
+//! in one grader target folder, where the registry dependencies compile once.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn xtask() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("xtask").expect("the xtask binary")
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+fn cargo_in(dir: &Path) -> Command {
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cargo.current_dir(dir);
+    cargo
+}
+
+/// Grade, check the run succeeded, and return results.json's tests.
+fn grade(args: &[&str], results: &Path) -> Vec<Value> {
+    let output = xtask()
+        .arg("grade")
+        .args(args)
+        .arg("--gradescope")
+        .arg(results)
+        .output()
+        .expect("xtask runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "grade {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("| check | points | result |"), "{stdout}");
+    let json: Value = serde_json::from_slice(&std::fs::read(results).expect("results.json"))
+        .expect("results.json is JSON");
+    let tests = json["tests"].as_array().expect("a tests array").clone();
+    let sum: f64 = tests
+        .iter()
+        .map(|t| t["score"].as_f64().unwrap_or(-1.0))
+        .sum();
+    assert!(
+        (json["score"].as_f64().unwrap_or(-1.0) - sum).abs() < 1e-6,
+        "{json}"
+    );
+    for test in &tests {
+        let name = test["name"].as_str().unwrap_or_default();
+        assert!(
+            name.len() > 7 && name.starts_with("lab") && &name[5..7] == ": ",
+            "a test name starts with its lab: {name}"
+        );
+        assert!(
+            matches!(
+                test["visibility"].as_str(),
+                Some("visible" | "after_published")
+            ),
+            "{test}"
+        );
+    }
+    tests
+}
+
+/// The checks graded on this machine (a GPU check without a GPU is listed, not graded).
+fn graded(tests: &[Value]) -> Vec<&Value> {
+    tests
+        .iter()
+        .filter(|t| {
+            !t["output"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("not graded here")
+        })
+        .collect()
+}
+
+fn assert_full_marks(tests: &[Value], what: &str) {
+    let graded = graded(tests);
+    assert!(
+        graded.len() >= 6,
+        "{what}: too few checks graded here: {graded:?}"
+    );
+    for test in graded {
+        assert_eq!(test["score"], test["max_score"], "{what}: {test}");
+    }
+}
+
+#[test]
+fn hand_out_grade_and_put_the_solutions_back() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let handout = scratch.path().join("handout");
+    let solved = scratch.path().join("solved");
+    let grader_target = target_dir().join("grade");
+
+    xtask()
+        .args(["handout", "--out"])
+        .arg(&handout)
+        .assert()
+        .success();
+    xtask()
+        .args(["handout", "--solved", "--out"])
+        .arg(&solved)
+        .assert()
+        .success();
+    let refused = xtask()
+        .args(["handout", "--out"])
+        .arg(&handout)
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(stderr.contains("is not empty"), "{stderr}");
+
+    // Instructor-only files stay behind, and no marker or solution comment leaks.
+    for gone in [
+        "xtask/rubric.toml",
+        "xtask/src/grade",
+        "xtask/tests/coursework.rs",
+    ] {
+        assert!(!handout.join(gone).exists(), "{gone} is in the hand-out");
+    }
+    for file in [
+        "lab02-rayon/src/main.rs",
+        "lab04-cuda-optimized/kernels/mandelbrot.cu",
+    ] {
+        let text = std::fs::read_to_string(handout.join(file)).expect("a hand-out file");
+        assert!(
+            !text.contains("SOLUTION") && !text.contains("stub:"),
+            "{file}"
+        );
+    }
+    let lab02 = std::fs::read_to_string(handout.join("lab02-rayon/src/main.rs")).unwrap();
+    assert!(lab02.contains("shared::unfinished!(") && !lab02.contains("into_par_iter"));
+
+    // The hand-out as given: no exercise check passes.
+    let tests = grade(
+        &[handout.to_str().unwrap()],
+        &scratch.path().join("handout.json"),
+    );
+    let graded_here = graded(&tests);
+    assert!(graded_here.len() >= 6, "{tests:?}");
+    for test in graded_here {
+        assert_eq!(
+            test["score"].as_f64(),
+            Some(0.0),
+            "the hand-out earned: {test}"
+        );
+    }
+
+    // The hand-out (just built by the grader, in the same target folder) builds without a
+    // warning, is formatted, and lab01's tests pass in it.
+    let build = cargo_in(&handout)
+        .args([
+            "build",
+            "--release",
+            "--workspace",
+            "--all-targets",
+            "--target-dir",
+        ])
+        .arg(&grader_target)
+        .output()
+        .expect("cargo runs");
+    let messages = String::from_utf8_lossy(&build.stderr);
+    assert!(
+        build.status.success(),
+        "the hand-out does not build:\n{messages}"
+    );
+    assert!(
+        !messages.contains("warning"),
+        "the hand-out builds with warnings:\n{messages}"
+    );
+    let fmt = cargo_in(&handout)
+        .args(["fmt", "--all", "--check"])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        fmt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fmt.stdout)
+    );
+    let lab01 = cargo_in(&handout)
+        .args([
+            "test",
+            "--release",
+            "-p",
+            "lab01-cpu-baseline",
+            "--target-dir",
+        ])
+        .arg(&grader_target)
+        .output()
+        .expect("cargo runs");
+    assert!(
+        lab01.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lab01.stdout)
+    );
+
+    // This workspace's own binaries, graded as a student's: every mark.
+    let release = target_dir().join("release");
+    let tests = grade(
+        &["--student-bin-dir", release.to_str().unwrap()],
+        &scratch.path().join("solution.json"),
+    );
+    assert_full_marks(&tests, "the solution");
+
+    // The hand-out with the solutions put back: every mark again.
+    let tests = grade(
+        &[solved.to_str().unwrap()],
+        &scratch.path().join("solved.json"),
+    );
+    assert_full_marks(&tests, "the solved hand-out");
+
+    // Grading that cannot run is an error, not a score.
+    let not_a_workspace = xtask()
+        .args(["grade"])
+        .arg(scratch.path().join("nothing"))
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&not_a_workspace.get_output().stderr).into_owned();
+    assert!(stderr.contains("is not a Cargo workspace"), "{stderr}");
+}
