@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use cudarc::driver::{sys, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use lab04_cuda_optimized::Chunks;
 use shared::error::{try_with_capacity, CudaResultExt};
 use shared::gpu::{elapsed_ms, Gpu};
 use shared::output::ImageFile;
@@ -54,10 +55,6 @@ struct Args {
     block: Option<(u32, u32)>,
 }
 
-/// Bytes per chunk of the copy back. Small enough that a few pinned buffers cost little to
-/// allocate (page-locking 805 MB at once takes about 0.4 s), large enough to copy at full speed.
-const CHUNK_BYTES: usize = 8 << 20;
-
 /// Pinned buffers in flight: while the host writes one, the device fills the others.
 const CHUNK_BUFFERS: usize = 4;
 
@@ -97,7 +94,7 @@ fn run(args: Args) -> Result<()> {
     let stream = &gpu.stream;
     let (d_image, d_xs, d_ys, d_rows, d_mirrors) =
         timer.time(Phase::Allocate, || -> Result<_> {
-            gpu.check_fits(padded_bytes(view.rgb_bytes()), "the image")?;
+            gpu.check_fits(Chunks::new(view.rgb_bytes()).padded_bytes(), "the image")?;
             let mut palette = kernels
                 .module
                 .get_global("palette", stream)
@@ -113,7 +110,7 @@ fn run(args: Args) -> Result<()> {
                 .cuda("copying the row plan")?;
             // Zeroed, so that black pixels need no store at all.
             let d_image = stream
-                .alloc_zeros::<u8>(padded_bytes(view.rgb_bytes()))
+                .alloc_zeros::<u8>(Chunks::new(view.rgb_bytes()).padded_bytes())
                 .cuda("allocating the image on the device")?;
             Ok((d_image, d_xs, d_ys, d_rows, d_mirrors))
         })?;
@@ -215,52 +212,36 @@ fn copy_back_and_write(
     view: &View,
     mut file: ImageFile,
 ) -> Result<()> {
-    // Every copy moves one whole chunk (a device-to-host copy fills its whole destination
-    // buffer); the image on the device is padded to match, and only its own bytes are written.
-    let image_bytes = view.rgb_bytes();
-    let chunk = chunk_bytes(image_bytes);
-    let chunks: Vec<(usize, usize)> = (0..d_image.len())
-        .step_by(chunk)
-        .map(|start| (start, start + chunk))
-        .collect();
+    // Every copy moves one whole chunk; see `Chunks` (src/lib.rs) for why and how.
+    let chunks = Chunks::new(view.rgb_bytes());
     let mut buffers = Vec::with_capacity(CHUNK_BUFFERS);
-    for _ in 0..CHUNK_BUFFERS.min(chunks.len()) {
+    for _ in 0..CHUNK_BUFFERS.min(chunks.count()) {
         // SAFETY: each buffer is filled by a copy before it is read. Flags 0: ordinary
         // cached memory (the default write-combined kind is slow for the host to read).
-        let buffer = unsafe { gpu.ctx.alloc_pinned_with_flags::<u8>(chunk, 0) }
+        let buffer = unsafe { gpu.ctx.alloc_pinned_with_flags::<u8>(chunks.size, 0) }
             .cuda("allocating pinned host buffers")?;
         buffers.push(buffer);
     }
 
     let stream = &gpu.stream;
     let in_flight = buffers.len();
-    for (index, &(start, end)) in chunks.iter().take(in_flight).enumerate() {
+    for (index, buffer) in buffers.iter_mut().enumerate() {
         stream
-            .memcpy_dtoh(&d_image.slice(start..end), &mut buffers[index])
+            .memcpy_dtoh(&d_image.slice(chunks.range(index)), buffer)
             .cuda("copying the image back")?;
     }
-    for (index, &(start, end)) in chunks.iter().enumerate() {
+    for index in 0..chunks.count() {
         let buffer = &mut buffers[index % in_flight];
         // `as_slice` waits for this buffer's copy, and only for it.
         let landed = buffer.as_slice().cuda("waiting for a chunk")?;
-        file.write_rows(&landed[..end.min(image_bytes) - start])?;
-        if let Some(&(next_start, next_end)) = chunks.get(index + in_flight) {
+        file.write_rows(&landed[..chunks.image_bytes_in(index)])?;
+        if index + in_flight < chunks.count() {
             stream
-                .memcpy_dtoh(&d_image.slice(next_start..next_end), buffer)
+                .memcpy_dtoh(&d_image.slice(chunks.range(index + in_flight)), buffer)
                 .cuda("copying the image back")?;
         }
     }
     file.commit()
-}
-
-/// The chunk size of the copy back for an image of `image_bytes`.
-fn chunk_bytes(image_bytes: usize) -> usize {
-    image_bytes.min(CHUNK_BYTES)
-}
-
-/// The image's size on the device: rounded up to a whole number of chunks.
-fn padded_bytes(image_bytes: usize) -> usize {
-    image_bytes.div_ceil(chunk_bytes(image_bytes)) * chunk_bytes(image_bytes)
 }
 
 fn parse_block(s: &str) -> std::result::Result<(u32, u32), String> {
