@@ -54,12 +54,12 @@ impl Bins {
         })
     }
 
-    // BEGIN SOLUTION
+    // BEGIN INSTRUCTOR
     /// The binaries in `dir`, as they are (a lab missing there fails when it is run).
     pub fn at(dir: PathBuf) -> Bins {
         Bins { dir }
     }
-    // END SOLUTION
+    // END INSTRUCTOR
 
     /// A command that runs `lab` with no flags.
     pub fn command(&self, lab: &Lab) -> Command {

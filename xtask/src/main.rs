@@ -10,15 +10,15 @@ mod bench;
 mod bins;
 mod dist;
 mod gpu;
-// BEGIN SOLUTION
+// BEGIN INSTRUCTOR
 mod grade;
 mod handout;
-// END SOLUTION
+// END INSTRUCTOR
 mod labs;
 mod ppm;
-// BEGIN SOLUTION
+// BEGIN INSTRUCTOR
 mod regions;
-// END SOLUTION
+// END INSTRUCTOR
 mod run;
 mod runner;
 mod test;
@@ -43,12 +43,12 @@ enum Command {
     Test(test::Args),
     /// Copy the release binaries (and optionally the test executables) into one folder
     Dist(dist::Args),
-    // BEGIN SOLUTION
+    // BEGIN INSTRUCTOR
     /// Write the student's workspace: every solution region replaced by its stub
     Handout(handout::Args),
     /// Grade a student's workspace with this workspace's checks and rubric
     Grade(grade::Args),
-    // END SOLUTION
+    // END INSTRUCTOR
 }
 
 /// The error type of `test` and `dist`: a message for the user. The other commands use
@@ -70,10 +70,10 @@ fn main() -> ExitCode {
         Command::Dist(args) => dist::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),
-        // BEGIN SOLUTION
+        // BEGIN INSTRUCTOR
         Command::Handout(args) => handout::run(args).map(|()| ExitCode::SUCCESS),
         Command::Grade(args) => grade::run(args).map(|()| ExitCode::SUCCESS),
-        // END SOLUTION
+        // END INSTRUCTOR
     };
     outcome.unwrap_or_else(|err| {
         // `{:#}` puts anyhow's context chain on one line: "what failed: why".

@@ -144,7 +144,11 @@ pub fn diff(mut expected: Ppm, mut got: Ppm) -> Result<Diff> {
     Ok(result)
 }
 
-/// A PNG, as bytes, of the expected image in dim grey with every differing pixel in bright red.
+/// Rings drawn at most: beyond this many differing pixels the red is easy enough to see.
+const MAX_RINGS: usize = 256;
+
+/// A PNG, as bytes, of the expected image in dim grey with every differing pixel in bright
+/// red, each circled in yellow (a few red pixels in a large image are otherwise invisible).
 pub fn marked_png(mut expected: Ppm, mut got: Ppm) -> Result<Vec<u8>> {
     use image::ImageEncoder;
     let (width, height) = (expected.width, expected.height);
@@ -153,19 +157,47 @@ pub fn marked_png(mut expected: Ppm, mut got: Ppm) -> Result<Vec<u8>> {
     marked
         .try_reserve_exact(bytes)
         .with_context(|| format!("no memory for a {width}x{height} difference image"))?;
-    walk(&mut expected, &mut got, |_, e, g| {
+    let mut differing = Vec::new();
+    walk(&mut expected, &mut got, |index, e, g| {
         if e == g {
             let grey = ((u16::from(e[0]) + u16::from(e[1]) + u16::from(e[2])) / 9) as u8;
             marked.extend_from_slice(&[grey, grey, grey]);
         } else {
-            marked.extend_from_slice(&[255, 0, 0]);
+            marked.extend_from_slice(&RED);
+            if differing.len() < MAX_RINGS {
+                differing.push(index);
+            }
         }
     })?;
+    for &index in &differing {
+        circle(&mut marked, width, height, index);
+    }
     let mut png = Vec::new();
     image::codecs::png::PngEncoder::new(&mut png)
         .write_image(&marked, width, height, image::ExtendedColorType::Rgb8)
         .context("cannot encode the difference image")?;
     Ok(png)
+}
+
+const RED: [u8; 3] = [255, 0, 0];
+const YELLOW: [u8; 3] = [255, 255, 0];
+
+/// A yellow ring, two pixels thick, around pixel `index` (in file order), leaving red alone.
+/// Its radius grows with the image: 1/50 of the shorter side, at least 6 pixels.
+fn circle(rgb: &mut [u8], width: u32, height: u32, index: u64) {
+    let (w, h) = (i64::from(width), i64::from(height));
+    let (cx, cy) = (index as i64 % w, index as i64 / w);
+    let radius = (w.min(h) / 50).max(6);
+    let (inner, outer) = ((radius - 1).pow(2), (radius + 1).pow(2));
+    for y in (cy - radius - 1).max(0)..=(cy + radius + 1).min(h - 1) {
+        for x in (cx - radius - 1).max(0)..=(cx + radius + 1).min(w - 1) {
+            let d = (x - cx).pow(2) + (y - cy).pow(2);
+            let at = 3 * (y * w + x) as usize;
+            if (inner..=outer).contains(&d) && rgb[at..at + 3] != RED {
+                rgb[at..at + 3].copy_from_slice(&YELLOW);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -270,6 +302,31 @@ mod tests {
             .err()
             .map(|e| format!("{e:#}"));
         assert!(missing.is_some_and(|e| e.starts_with("cannot read")));
+    }
+
+    #[test]
+    fn a_differing_pixel_is_red_and_circled() {
+        let dir = tempfile::tempdir().unwrap();
+        let (width, height) = (64, 40);
+        let a = image(width, height, &vec![90; 3 * 64 * 40]);
+        let mut b = a.clone();
+        let header = a.len() - 3 * 64 * 40;
+        let (x, y) = (20, 10);
+        b[header + 3 * (y * 64 + x)] = 0;
+        let png = marked_png(
+            open(&write(dir.path(), "a.ppm", &a)).unwrap(),
+            open(&write(dir.path(), "b.ppm", &b)).unwrap(),
+        )
+        .unwrap();
+        let marked = image::load_from_memory(&png).unwrap().to_rgb8();
+        let at = |x: u32, y: u32| marked.get_pixel(x, y).0;
+        assert_eq!(at(20, 10), RED);
+        assert_eq!(at(21, 10), [30, 30, 30], "the same pixel, dimmed");
+        // Radius 6 (the image is small): on the ring, left, right, above and below.
+        for (x, y) in [(14, 10), (26, 10), (20, 4), (20, 16)] {
+            assert_eq!(at(x, y), YELLOW, "({x}, {y})");
+        }
+        assert_eq!(at(20, 30), [30, 30, 30], "far from the ring");
     }
 
     #[test]

@@ -23,25 +23,19 @@ use anyhow::{bail, Result};
 
 /// How a file type writes its comments.
 struct Syntax {
-    begin: &'static str,
-    end: &'static str,
-    stub: &'static str,
-    /// What closes a stub line (`-->` in Markdown).
-    stub_close: &'static str,
+    /// What opens and closes a comment on a line of its own.
+    open: &'static str,
+    close: &'static str,
 }
 
 const SLASHES: Syntax = Syntax {
-    begin: "// BEGIN SOLUTION",
-    end: "// END SOLUTION",
-    stub: "// stub:",
-    stub_close: "",
+    open: "// ",
+    close: "",
 };
 
 const HTML: Syntax = Syntax {
-    begin: "<!-- BEGIN SOLUTION -->",
-    end: "<!-- END SOLUTION -->",
-    stub: "<!-- stub:",
-    stub_close: "-->",
+    open: "<!-- ",
+    close: " -->",
 };
 
 fn syntax(path: &Path) -> Option<&'static Syntax> {
@@ -52,12 +46,62 @@ fn syntax(path: &Path) -> Option<&'static Syntax> {
     }
 }
 
+/// What a region holds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// The student's work: `BEGIN SOLUTION` ... `END SOLUTION`.
+    Solution,
+    /// What only the instructor sees, solved or not (the grader's commands, the section on
+    /// grading): `BEGIN INSTRUCTOR` ... `END INSTRUCTOR`.
+    Instructor,
+}
+
+impl Kind {
+    const ALL: [Kind; 2] = [Kind::Solution, Kind::Instructor];
+
+    fn word(self) -> &'static str {
+        match self {
+            Kind::Solution => "SOLUTION",
+            Kind::Instructor => "INSTRUCTOR",
+        }
+    }
+}
+
+impl Syntax {
+    fn marker(&self, edge: &str, kind: Kind) -> String {
+        format!("{}{edge} {}{}", self.open, kind.word(), self.close)
+    }
+
+    /// The kind of the `edge` ("BEGIN" or "END") marker `line` is, if it is one.
+    fn find(&self, edge: &str, line: &str) -> Option<Kind> {
+        Kind::ALL
+            .into_iter()
+            .find(|&kind| line == self.marker(edge, kind))
+    }
+
+    /// A line that starts like a marker but is not exactly one.
+    fn looks_like_a_marker(&self, line: &str) -> bool {
+        let start = |edge, kind: Kind| format!("{}{edge} {}", self.open, kind.word());
+        Kind::ALL.into_iter().any(|kind| {
+            ["BEGIN", "END"]
+                .iter()
+                .any(|edge| line.starts_with(&start(edge, kind)))
+        })
+    }
+
+    fn stub<'a>(&self, line: &'a str) -> Option<&'a str> {
+        let rest = line.strip_prefix(self.open)?.strip_prefix("stub:")?;
+        Some(rest.strip_suffix(self.close.trim_start()).unwrap_or(rest))
+    }
+}
+
 /// What to put where a region stood.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Keep {
     /// The student's version: the stub.
     Stub,
-    /// The finished version: the solution, without its markers.
+    /// The finished version: the solution, without its markers. Instructor regions still
+    /// give way to their stubs.
     Solution,
 }
 
@@ -69,7 +113,8 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> Result<(String, usize)> {
     };
     let at = |number: usize, what: &str| format!("{}:{number}: {what}", path.display());
     let mut out = String::with_capacity(text.len());
-    let mut open: Option<usize> = None;
+    let mut open: Option<(usize, Kind)> = None;
+    let mut solved = false;
     let mut in_stub = false;
     let mut regions = 0;
     // Where a region goes without a stub between two blank lines, one of them goes too.
@@ -79,32 +124,45 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> Result<(String, usize)> {
         let number = index + 1;
         let trimmed = line.trim();
         let indent = &line[..line.len() - line.trim_start().len()];
-        if trimmed == syntax.begin {
-            if let Some(start) = open {
+        if let Some(kind) = syntax.find("BEGIN", trimmed) {
+            if let Some((start, _)) = open {
                 bail!(at(
                     number,
-                    &format!("BEGIN SOLUTION inside the region opened at line {start}"),
+                    &format!(
+                        "BEGIN {} inside the region opened at line {start}",
+                        kind.word()
+                    ),
                 ));
             }
-            open = Some(number);
+            open = Some((number, kind));
+            solved = keep == Keep::Solution && kind == Kind::Solution;
             in_stub = true;
             regions += 1;
             emitted_at_open = out.len();
-        } else if trimmed == syntax.end {
-            if open.take().is_none() {
-                bail!(at(number, "END SOLUTION without a BEGIN SOLUTION"));
+        } else if let Some(kind) = syntax.find("END", trimmed) {
+            match open.take() {
+                Some((_, opened)) if opened == kind => {}
+                Some((start, opened)) => bail!(at(
+                    number,
+                    &format!(
+                        "END {} closes the {} region opened at line {start}",
+                        kind.word(),
+                        opened.word()
+                    ),
+                )),
+                None => bail!(at(
+                    number,
+                    &format!("END {} without a BEGIN {0}", kind.word())
+                )),
             }
             skip_blank = out.len() == emitted_at_open && (out.is_empty() || out.ends_with("\n\n"));
             continue;
-        } else if trimmed.starts_with(syntax.begin) || trimmed.starts_with(syntax.end) {
-            bail!(at(number, "a solution marker must be alone on its line"));
+        } else if syntax.looks_like_a_marker(trimmed) {
+            bail!(at(number, "a region marker must be alone on its line"));
         } else if open.is_some() {
-            let stub = trimmed
-                .strip_prefix(syntax.stub)
-                .and_then(|rest| rest.strip_suffix(syntax.stub_close).or(Some(rest)));
-            match stub {
+            match syntax.stub(trimmed) {
                 Some(code) if in_stub => {
-                    if keep == Keep::Stub {
+                    if !solved {
                         let code = code.strip_prefix(' ').unwrap_or(code).trim_end();
                         out.push_str(indent);
                         out.push_str(code);
@@ -113,7 +171,7 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> Result<(String, usize)> {
                 }
                 _ => {
                     in_stub = false;
-                    if keep == Keep::Solution {
+                    if solved {
                         out.push_str(line);
                     }
                 }
@@ -128,7 +186,7 @@ pub fn replace(path: &Path, text: &str, keep: Keep) -> Result<(String, usize)> {
         out.pop();
     }
     match open {
-        Some(start) => bail!(at(start, "BEGIN SOLUTION is never closed")),
+        Some((start, kind)) => bail!(at(start, &format!("BEGIN {} is never closed", kind.word()))),
         None => Ok((out, regions)),
     }
 }
@@ -187,7 +245,11 @@ mod tests {
             ),
             (
                 "// BEGIN SOLUTION: x\n",
-                "a.rs:1: a solution marker must be alone",
+                "a.rs:1: a region marker must be alone",
+            ),
+            (
+                "// BEGIN INSTRUCTOR\n// END SOLUTION\n",
+                "a.rs:2: END SOLUTION closes the INSTRUCTOR region opened at line 1",
             ),
         ];
         for (text, expected) in cases {
@@ -196,6 +258,19 @@ mod tests {
                 .to_string();
             assert!(error.starts_with(expected), "{error}");
         }
+    }
+
+    /// A solved hand-out is published to students: the instructor's parts go from it too.
+    #[test]
+    fn instructor_regions_go_from_both_versions() {
+        let text = "mod labs;\n// BEGIN INSTRUCTOR\n// stub: // graded elsewhere\nmod grade;\n// END INSTRUCTOR\n// BEGIN SOLUTION\nmod answer;\n// END SOLUTION\n";
+        let (out, n) = replace(Path::new("main.rs"), text, Keep::Stub).unwrap();
+        assert_eq!((out.as_str(), n), ("mod labs;\n// graded elsewhere\n", 2));
+        let (out, _) = replace(Path::new("main.rs"), text, Keep::Solution).unwrap();
+        assert_eq!(out, "mod labs;\n// graded elsewhere\nmod answer;\n");
+        let text = "a\n\n<!-- BEGIN INSTRUCTOR -->\n## Grading\n<!-- END INSTRUCTOR -->\n\nb\n";
+        let (out, _) = replace(Path::new("README.md"), text, Keep::Solution).unwrap();
+        assert_eq!(out, "a\n\nb\n");
     }
 
     #[test]

@@ -218,6 +218,19 @@ fn hand_out_grade_and_put_the_solutions_back() {
         &scratch.path().join("solved.json"),
     );
     assert_full_marks(&tests, "the solved hand-out");
+    // The answer key builds whole and, like the hand-out, keeps the instructor's parts out.
+    let build = cargo_in(&solved)
+        .args(["build", "--release", "--workspace", "--target-dir"])
+        .arg(&grader_target)
+        .output()
+        .expect("cargo runs");
+    assert!(
+        build.status.success(),
+        "the solved hand-out does not build:\n{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let readme = std::fs::read_to_string(solved.join("README.md")).unwrap();
+    assert!(!readme.contains("For instructors") && !readme.contains("INSTRUCTOR"));
 
     // Grading that cannot run is an error, not a score.
     let not_a_workspace = xtask()
