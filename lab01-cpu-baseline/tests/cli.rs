@@ -111,7 +111,9 @@ fn byte_identical_to_the_given_c_program() {
              reference/mandelbrot.c, or set {NO_C_COMPILER}=1 to skip this comparison \
              knowingly (the committed digests are still checked)"
         );
-        eprintln!("{NO_C_COMPILER} is set: lab01 is not compared with the C program here");
+        shared::cli::eprint_line(&format!(
+            "{NO_C_COMPILER} is set: lab01 is not compared with the C program here"
+        ));
         return;
     };
     let dir = tempfile::tempdir().unwrap();

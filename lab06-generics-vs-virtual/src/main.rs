@@ -82,7 +82,10 @@ fn run(args: Args) -> Result<()> {
         tables.push(table);
     }
 
-    eprintln!("sum of {} floats, expected {expected}", data.len());
+    shared::cli::eprint_line(&format!(
+        "sum of {} floats, expected {expected}",
+        data.len()
+    ));
     let wrong: usize = tables.iter().map(|t| t.report(expected, &mut timer)).sum();
     timer.metric("expected_sum", expected);
     timer.metric("sums_ok", wrong == 0);
@@ -108,7 +111,7 @@ fn open_gpu(
     let gpu = match timer.time(Phase::Context, Gpu::open) {
         Ok(gpu) => gpu,
         Err(Error::NoGpu(why)) if !selection.gpu_required => {
-            eprintln!("lab06: skipping the GPU variants: {why}");
+            shared::cli::eprint_line(&format!("lab06: skipping the GPU variants: {why}"));
             return Ok(None);
         }
         Err(e) => return Err(e),
@@ -116,10 +119,10 @@ fn open_gpu(
     if let Some(file) = ptx_file {
         let path = file.path().to_path_buf();
         gpu::save_ptx(&gpu, file)?;
-        eprintln!(
+        shared::cli::eprint_line(&format!(
             "lab06: wrote the PTX of kernels/reduce.cu to {}",
             path.display()
-        );
+        ));
     }
     if selection.gpu.is_empty() {
         return Ok(None);

@@ -37,11 +37,11 @@ impl Table {
     pub fn report(&self, expected: u64, timer: &mut Timer) -> usize {
         let peak = self.peak_gbps();
         let mut wrong = 0;
-        eprintln!("{}", self.device);
-        eprintln!(
+        shared::cli::eprint_line(&self.device);
+        shared::cli::eprint_line(&format!(
             "  {:<20} {:>10} {:>10}  {:<6} launch (GPU: blocks x threads, registers)",
             "variant", "GB/s", "% of peak", "sum"
-        );
+        ));
         for (name, m) in &self.rows {
             let pct = 100.0 * m.gbps / peak;
             let sum = match m.sum {
@@ -57,7 +57,7 @@ impl Table {
                 m.gbps,
                 m.launch.as_deref().unwrap_or("")
             );
-            eprintln!("{}", line.trim_end());
+            shared::cli::eprint_line(line.trim_end());
             let key = name.replace('-', "_");
             timer.metric(&format!("{key}_gbps"), round1(m.gbps));
             timer.metric(&format!("{key}_pct_of_peak"), round1(pct));

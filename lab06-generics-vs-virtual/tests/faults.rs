@@ -23,6 +23,17 @@ fn closed_and_full_stdout() {
     assert!(closed.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 
+    // Its table goes to stderr; with nobody reading it (`lab06 2>&1 | head -3`), no panic.
+    let mut child = lab_command("lab06")
+        .args(QUICK)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("lab06 starts");
+    drop(child.stderr.take());
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "lab06 with stderr closed: {status}");
+
     let full = std::fs::OpenOptions::new()
         .write(true)
         .open("/dev/full")

@@ -38,7 +38,7 @@ pub fn stop<T>(file: &str, line: u32, what: &str, in_test: bool) -> T {
     if in_test {
         panic!("{message}");
     }
-    eprintln!("{message}");
+    crate::cli::eprint_line(&message);
     std::process::exit(1)
 }
 

@@ -154,7 +154,9 @@ pub fn assert_device_written_in_place(lab: &str, args: &[&str]) {
             assert_eq!(names_in(dir.path()), ["null"]);
         }
         Err(e) => {
-            eprintln!("mknod is not permitted here ({e}): checking a FIFO instead");
+            crate::cli::eprint_line(&format!(
+                "mknod is not permitted here ({e}): checking a FIFO instead"
+            ));
             assert_fifo_gets_every_byte(lab, args, "");
         }
     }
@@ -302,7 +304,8 @@ pub fn assert_file_size_limit_is_one_line(lab: &str, args: &[&str], name: &str) 
     assert!(names_in(dir.path()).is_empty());
 }
 
-/// `--json` into a closed pipe succeeds quietly; into a full device, one error line.
+/// `--json` into a closed pipe succeeds quietly; into a full device, one error line; with
+/// stderr closed, the lab still does its work.
 pub fn assert_stdout_faults_handled(lab: &str, args: &[&str]) {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = dir.path().join("out");
@@ -325,6 +328,18 @@ pub fn assert_stdout_faults_handled(lab: &str, args: &[&str]) {
     command.arg("--json").stdout(full);
     let line = assert_one_line_failure(&output_of(&mut command), lab);
     assert!(line.contains("standard output"), "{line}");
+
+    // Nobody reads stderr (`lab 2>&1 | head -1` once head has exited): the lab still
+    // finishes its work, quietly, instead of panicking on its report.
+    let mut child = run_to(lab, args, &path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the lab starts");
+    drop(child.stderr.take());
+    let status = child.wait().expect("wait");
+    assert!(status.success(), "{lab} with stderr closed: {status}");
+    assert!(path.exists(), "{lab} with stderr closed wrote nothing");
 }
 
 /// A process limit that leaves no room for worker threads is one error line. As root the

@@ -60,7 +60,11 @@ pub fn run(args: Args) -> crate::Result<()> {
     for (from, relative) in &files {
         bytes += copy(from, &args.out.join(relative))?;
     }
-    eprintln!("xtask: {} ready, {} MiB", args.out.display(), bytes >> 20);
+    shared::cli::eprint_line(&format!(
+        "xtask: {} ready, {} MiB",
+        args.out.display(),
+        bytes >> 20
+    ));
     Ok(())
 }
 

@@ -104,13 +104,12 @@ pub fn run(args: Args) -> crate::Result<()> {
     }
 
     // The closing summary, its first line in the form CI tools read.
-    println!(
-        "tests: {} passed, {} failed, {} skipped",
+    shared::cli::print_line(&format!(
+        "tests: {} passed, {} failed, {} skipped\n  GPU tests: {gpu_line}\n  \
+         kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}\n  C reference: {c_line}",
         totals.passed, totals.failed, totals.ignored
-    );
-    println!("  GPU tests: {gpu_line}");
-    println!("  kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}");
-    println!("  C reference: {c_line}");
+    ))
+    .map_err(|e| e.to_string())?;
     if failed.is_empty() {
         Ok(())
     } else {
@@ -154,7 +153,10 @@ impl Suite {
             }
             Suite::Executables(executables) => {
                 for exe in executables {
-                    eprintln!("xtask: running {} {described}", exe.display());
+                    shared::cli::eprint_line(&format!(
+                        "xtask: running {} {described}",
+                        exe.display()
+                    ));
                     let mut command = Command::new(exe);
                     command
                         .args(test_args)
@@ -239,7 +241,7 @@ fn run_counting(command: &mut Command, totals: &mut Totals) -> crate::Result<boo
         .map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))?;
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
-            println!("{line}");
+            shared::cli::print_line(&line).map_err(|e| e.to_string())?;
             if let Some(counts) = line.strip_prefix("test result: ") {
                 for part in counts.split([';', '.']) {
                     let mut words = part.split_whitespace();
