@@ -223,22 +223,33 @@ fn copy_back_and_write(
         buffers.push(buffer);
     }
 
+    // Each copy records an event, and the host waits for that event, and only for it, before
+    // it reads the buffer. (A pinned buffer's own `as_slice` does not wait: cudarc records
+    // its event only when it manages several streams. Reading without the wait, the host
+    // raced the copy and wrote zeros where the first pixels should be, in 20 of 30 runs of
+    // `lab04 640 480 -o x.png` on an H100.)
     let stream = &gpu.stream;
-    let in_flight = buffers.len();
+    let mut copied = Vec::with_capacity(buffers.len());
     for (index, buffer) in buffers.iter_mut().enumerate() {
         stream
             .memcpy_dtoh(&d_image.slice(chunks.range(index)), buffer)
             .cuda("copying the image back")?;
+        copied.push(stream.record_event(None).cuda("copying the image back")?);
     }
+    let in_flight = buffers.len();
     for index in 0..chunks.count() {
-        let buffer = &mut buffers[index % in_flight];
-        // `as_slice` waits for this buffer's copy, and only for it.
-        let landed = buffer.as_slice().cuda("waiting for a chunk")?;
+        let slot = index % in_flight;
+        copied[slot].synchronize().cuda("waiting for a chunk")?;
+        let landed = buffers[slot].as_slice().cuda("waiting for a chunk")?;
         file.write_rows(&landed[..chunks.image_bytes_in(index)])?;
         if index + in_flight < chunks.count() {
             stream
-                .memcpy_dtoh(&d_image.slice(chunks.range(index + in_flight)), buffer)
+                .memcpy_dtoh(
+                    &d_image.slice(chunks.range(index + in_flight)),
+                    &mut buffers[slot],
+                )
                 .cuda("copying the image back")?;
+            copied[slot] = stream.record_event(None).cuda("copying the image back")?;
         }
     }
     file.commit()

@@ -113,6 +113,24 @@ pub fn render(lab: &str, args: &[&str]) -> Vec<u8> {
     std::fs::read(path).expect("the lab should have written its file")
 }
 
+/// Run `lab` with `args` and `-o out.png`; return the PNG's pixels, decoded, in the order a
+/// PPM holds them (compare with [`reference_ppm`]'s bytes after its header).
+pub fn render_png_pixels(lab: &str, args: &[&str]) -> Vec<u8> {
+    let dir = tempfile_dir();
+    let path = dir.path().join("out.png");
+    Command::cargo_bin(lab)
+        .expect("the lab binary should be built")
+        .args(args)
+        .arg("-o")
+        .arg(&path)
+        .assert()
+        .success();
+    image::open(&path)
+        .expect("the lab should have written a PNG")
+        .into_rgb8()
+        .into_raw()
+}
+
 /// The PPM file a Mandelbrot lab must write for `args` (`WIDTH HEIGHT [--cx X] [--cy Y]
 /// [--scale S]`, parsed as the labs parse them), computed here in-process from the reference
 /// semantics: one pixel at a time, rows from the last to the first.
