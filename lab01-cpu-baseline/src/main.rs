@@ -1,8 +1,9 @@
 //! lab01-cpu-baseline: the Mandelbrot program as a student receives it.
 //!
 //! Sequential and faithful to the C original, on purpose: this is the "before" picture and
-//! the reference every other lab must match byte for byte. The original report profiled
-//! three bottlenecks in it; each is marked below, and each later lab removes one.
+//! the reference every other lab must match byte for byte. The coursework report "Mandelbrot
+//! CUDA Assignment" profiled three bottlenecks in it; each is marked below, and each later lab
+//! removes one.
 
 use std::process::ExitCode;
 

@@ -84,8 +84,9 @@ __device__ float2 sample_point(unsigned long long index, const Params& p)
 // stub: {
 // stub:     // UNFINISHED: the Buddhabrot kernel, after its CPU twin in src/orbit.rs
 // stub: }
-// Inside the main cardioid, the period-2 disc, or the review's discs in the period-4 and
-// period-3 bulbs: the orbit never escapes, so the sample can be skipped.
+// Inside the main cardioid, the period-2 disc, or the discs in the period-4 and period-3
+// bulbs from a Code Review answer on a PyCUDA Buddhabrot ("Packaging floats"): the orbit
+// never escapes, so the sample can be skipped.
 __device__ bool in_known_bulb(float cr, float ci)
 {
     float yy = ci * ci;

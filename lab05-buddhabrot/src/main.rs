@@ -46,8 +46,8 @@ fn run(args: Args) -> Result<()> {
         files.write(&grey, &canvas, params.width, params.height)
     })?;
 
-    // The review's statistics. Counts per second use the compute (CPU) or kernel (GPU)
-    // time: the work itself, without start-up and file writing.
+    // The statistics the Code Review answer's Buddhabrot printed. Counts per second use the
+    // compute (CPU) or kernel (GPU) time: the work itself, without start-up and file writing.
     timer.metric("samples", args.samples);
     timer.metric("total_counts", stats.total);
     timer.metric(

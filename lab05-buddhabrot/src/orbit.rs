@@ -168,10 +168,11 @@ pub fn escape_steps(cr: f32, ci: f32, max_iter: u32) -> u32 {
 /// escapes, so it would add nothing, and skipping it saves `max_iter` steps of work.
 ///
 /// The main cardioid and the period-2 disc are exact. The last three discs (the period-4
-/// bulb on the real axis and the two period-3 bulbs) are the review's approximations; a
-/// scan of their bulbs' boundaries in f64 (attracting-cycle test along 720 rays) found each
-/// disc inside its bulb, by 2.4e-4 and 5.0e-4 in radius. So the check changes speed only:
-/// `--no-bulb-check` gives the same canvas, and the tests check that.
+/// bulb on the real axis and the two period-3 bulbs) are the approximations of a Code Review
+/// answer on a PyCUDA Buddhabrot ("Packaging floats"); a scan of their bulbs' boundaries in
+/// f64 (attracting-cycle test along 720 rays) found each disc inside its bulb, by 2.4e-4 and
+/// 5.0e-4 in radius. So the check changes speed only: `--no-bulb-check` gives the same
+/// canvas, and the tests check that.
 pub fn in_known_bulb(cr: f32, ci: f32) -> bool {
     let yy = ci * ci;
     let xq = cr - 0.25;

@@ -1,4 +1,5 @@
-//! What a run leaves behind: the PNG, the raw canvas, and the review's statistics.
+//! What a run leaves behind: the PNG, the raw canvas, and the statistics that a Code Review
+//! answer on a PyCUDA Buddhabrot ("Packaging floats") printed.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -13,10 +14,10 @@ use shared::Result;
 /// The first bytes of a `--raw` file.
 pub const RAW_MAGIC: &[u8; 8] = b"LAB05RAW";
 
-/// The statistics the review printed after each run.
+/// The statistics that answer's program printed after each run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stats {
-    /// Counts on the canvas (the review's "total iterations").
+    /// Counts on the canvas (its "total iterations").
     pub total: u64,
     pub max: u32,
     pub min: u32,
@@ -32,7 +33,7 @@ impl Stats {
 }
 
 /// The canvas as 8-bit grey: each count divided by the largest, then brightened with the
-/// review's curve min(2.5 v, 0.2 v + 0.8), which lifts the faint outer orbits without
+/// answer's curve min(2.5 v, 0.2 v + 0.8), which lifts the faint outer orbits without
 /// flattening the bright core.
 pub fn tone(canvas: &[u32], max: u32) -> Result<Vec<u8>> {
     let max = f64::from(max.max(1));

@@ -4,8 +4,8 @@
 //! index). There is no generator state to carry from one sample to the next, so it does not
 //! matter which CPU thread or which GPU thread draws sample 12345, nor in which order: both
 //! backends see exactly the same sample points, whatever the thread count or launch size.
-//! A stateful generator (curand's XORWOW, as in the review) gives each thread its own stream,
-//! and the points then depend on how the work was split.
+//! A stateful generator (curand's XORWOW, as in the PyCUDA Buddhabrot this lab retells) gives
+//! each thread its own stream, and the points then depend on how the work was split.
 //!
 //! `kernels/buddhabrot.cu` has the same two functions, line for line. Philox needs only
 //! 32-bit multiplies (a 32 x 32 -> 64-bit product as high and low halves), which the GPU
