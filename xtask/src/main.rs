@@ -9,6 +9,7 @@
 mod bench;
 mod bins;
 mod dist;
+mod docs;
 mod gpu;
 // BEGIN INSTRUCTOR
 mod grade;
@@ -43,6 +44,8 @@ enum Command {
     Test(test::Args),
     /// Copy the release binaries (and optionally the test executables) into one folder
     Dist(dist::Args),
+    /// Regenerate the READMEs' tables of figures from the recorded runs in docs/*.csv
+    Docs(docs::Args),
     // BEGIN INSTRUCTOR
     /// Write the student's workspace: every solution region replaced by its stub
     Handout(handout::Args),
@@ -67,6 +70,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),
+        Command::Docs(args) => docs::run(args).map(|()| ExitCode::SUCCESS),
         Command::Dist(args) => dist::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),

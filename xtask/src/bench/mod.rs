@@ -11,6 +11,7 @@
 
 mod chart;
 mod report;
+pub use report::ms;
 mod summary;
 
 use std::collections::BTreeMap;

@@ -52,7 +52,7 @@ fn phase_columns(rows: &[Row]) -> Vec<String> {
 }
 
 /// Milliseconds with three significant figures or so, for a person.
-fn ms(value: f64) -> String {
+pub fn ms(value: f64) -> String {
     match value {
         v if v >= 100.0 => format!("{v:.0}"),
         v if v >= 10.0 => format!("{v:.1}"),
