@@ -9,7 +9,7 @@ use assert_cmd::Command;
 use sha2::{Digest, Sha256};
 use shared::testing::{
     assert_fails_cleanly, assert_missing_directory_fails, assert_rejects_bad_sizes,
-    describe_difference, reference_ppm, render,
+    assert_says_where_it_wrote, describe_difference, reference_ppm, render,
 };
 
 /// SHA-256 of the given program's images (written by `reference/digests.sh`).
@@ -217,6 +217,11 @@ fn default_output_name_and_json_report() {
             "{phase}"
         );
     }
+}
+
+#[test]
+fn says_where_it_wrote_the_image() {
+    assert_says_where_it_wrote("lab01", &["16", "8"], "cpu-mandelbrot.ppm", "16x8");
 }
 
 #[test]

@@ -7,8 +7,14 @@ use assert_cmd::Command;
 use lab03_cuda_naive::kernel_file;
 use shared::testing::{
     assert_explains_missing_gpu, assert_fails_cleanly, assert_kernels_compile,
-    assert_rejects_bad_sizes, ptx_loops,
+    assert_rejects_bad_sizes, assert_says_where_it_wrote, ptx_loops,
 };
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn says_where_it_wrote_the_image() {
+    assert_says_where_it_wrote("lab03", &["64", "48"], "lab03-mandelbrot.ppm", "64x48");
+}
 
 #[test]
 fn rejects_bad_sizes() {

@@ -187,6 +187,32 @@ pub fn describe_difference(expected: &[u8], found: &[u8]) -> Option<String> {
     ))
 }
 
+/// Run `lab` with `args` and `--json` in an empty folder, without `-o`: the lab writes its
+/// default `file` there, stdout holds the JSON report alone, and the last line of stderr (the
+/// only one that says "wrote") is `LAB: wrote FILE (SIZE)`.
+pub fn assert_says_where_it_wrote(lab: &str, args: &[&str], file: &str, size: &str) {
+    let dir = tempfile_dir();
+    let output = Command::cargo_bin(lab)
+        .expect("the lab binary should be built")
+        .current_dir(dir.path())
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("the lab should start");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{lab} {args:?} failed: {stderr}");
+    assert!(dir.path().join(file).is_file(), "{lab} wrote no {file}");
+    serde_json::from_slice::<LabReport>(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{lab}'s stdout is not the JSON report alone ({e}): {:?}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    });
+    let wrote: Vec<&str> = stderr.lines().filter(|l| l.contains("wrote")).collect();
+    assert_eq!(wrote, [format!("{lab}: wrote {file} ({size})")], "{stderr}");
+    assert!(stderr.ends_with(&format!("{}\n", wrote[0])), "{stderr}");
+}
+
 /// Run `lab` with `args` and `--json` (output into a temporary directory); return its report,
 /// parsed with the type the labs print it with.
 pub fn json_report(lab: &str, args: &[&str]) -> LabReport {
