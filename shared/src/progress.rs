@@ -103,8 +103,10 @@ fn draw(
     if finished(delay) {
         return;
     }
-    let bar = ProgressBar::with_draw_target(Some(total), target);
-    let template = format!("{{bar:40}} {{percent:>3}}% of {{human_len}} {unit}, {{eta}} left");
+    let bar = ProgressBar::with_draw_target(Some(total), target).with_elapsed(delay);
+    // No estimate of the time left: rows through the set cost hundreds of times more than
+    // rows outside it, and indicatif's estimate said "0s left" with most of a run to go.
+    let template = format!("{{bar:40}} {{percent:>3}}% of {{human_len}} {unit} in {{elapsed}}");
     if let Ok(style) = ProgressStyle::with_template(&template) {
         bar.set_style(style);
     }
