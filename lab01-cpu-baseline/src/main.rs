@@ -12,6 +12,7 @@ use shared::error::{try_alloc_bytes, try_with_capacity};
 use shared::mandelbrot::escape_count;
 use shared::output::ImageFile;
 use shared::palette::{colour, Rgb};
+use shared::progress::Progress;
 use shared::timing::{Phase, Timer};
 use shared::view::MandelbrotArgs;
 use shared::Result;
@@ -54,6 +55,7 @@ fn run(args: Args) -> Result<()> {
     // Bottleneck 1, the sequential loop: one pixel after another, on one core, although no
     // pixel depends on any other. lab02 spreads the rows over every core; the GPU labs give
     // each pixel a thread of its own.
+    let progress = Progress::start(view.height.into(), "rows");
     timer.time(Phase::Compute, || {
         for (i, row) in row_ptrs.iter_mut().enumerate() {
             let y = view.y(i as u32);
@@ -61,8 +63,12 @@ fn run(args: Args) -> Result<()> {
                 // The counter is stored in all three channels until the colouring pass.
                 px.fill(escape_count(view.x(j as u32), y));
             }
+            // Not in the C program: a row counted for the progress bar a terminal shows on a
+            // long run (one atomic add; `shared::progress`).
+            progress.add(1);
         }
     });
+    progress.finish();
 
     // Bottleneck 2, the double iteration: a second pass over every pixel just to turn
     // counters into colours. lab02 colours each pixel as soon as it is computed.

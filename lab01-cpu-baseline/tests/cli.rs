@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use sha2::{Digest, Sha256};
 use shared::testing::{
-    assert_fails_cleanly, assert_missing_directory_fails, assert_rejects_bad_sizes, reference_ppm,
-    render,
+    assert_fails_cleanly, assert_missing_directory_fails, assert_rejects_bad_sizes,
+    assert_says_where_it_wrote, describe_difference, reference_ppm, render,
 };
 
 /// SHA-256 of the given program's images (written by `reference/digests.sh`).
@@ -45,28 +45,40 @@ fn digest_cases() -> Vec<(&'static str, Vec<&'static str>)> {
         .collect()
 }
 
-#[test]
-fn images_match_the_committed_digests_of_the_given_program() {
+/// The committed cases whose image, as `render` makes it, has another digest than the given
+/// program's, as `lab01 ARGS` lines; a message naming them, or `None` when all match.
+fn digest_mismatches(what: &str, render: impl Fn(&[&str]) -> Vec<u8>) -> Option<String> {
     let cases = digest_cases();
     assert!(cases.len() >= 8, "reference/digests.txt lost its cases");
-    for (digest, args) in cases {
-        assert_eq!(
-            sha256_hex(&render("lab01", &args)),
-            digest,
-            "lab01 {args:?} differs from the given program"
-        );
+    let differing: Vec<String> = cases
+        .iter()
+        .filter(|(digest, args)| sha256_hex(&render(args)) != *digest)
+        .map(|(_, args)| format!("`lab01 {}`", args.join(" ")))
+        .collect();
+    (!differing.is_empty()).then(|| {
+        format!(
+            "{what} is no longer the given program's image (reference/digests.txt) for {} of \
+             the {} committed cases: {}; some pixel changed (byte_identical_to_the_given_c_program \
+             says which, where a C compiler is found)",
+            differing.len(),
+            cases.len(),
+            differing.join(", ")
+        )
+    })
+}
+
+#[test]
+fn images_match_the_committed_digests_of_the_given_program() {
+    if let Some(message) = digest_mismatches("lab01's image", |args| render("lab01", args)) {
+        panic!("{message}");
     }
 }
 
 #[test]
 fn the_in_process_reference_matches_the_committed_digests() {
     // The other labs' tests compare with `reference_ppm`; this pins it to the C program too.
-    for (digest, args) in digest_cases() {
-        assert_eq!(
-            sha256_hex(&reference_ppm(&args)),
-            digest,
-            "shared::testing::reference_ppm {args:?} differs from the given program"
-        );
+    if let Some(message) = digest_mismatches("shared::testing::reference_ppm", reference_ppm) {
+        panic!("{message}");
     }
 }
 
@@ -145,10 +157,14 @@ fn byte_identical_to_the_given_c_program() {
             args.extend(["--cx", cx, "--cy", cy, "--scale", scale]);
         }
         assert!(c.output().unwrap().status.success(), "the C program failed");
-        assert!(
-            std::fs::read(&c_file).unwrap() == render("lab01", &args),
-            "lab01 {args:?} differs from reference/mandelbrot.c"
-        );
+        if let Some(difference) =
+            describe_difference(&std::fs::read(&c_file).unwrap(), &render("lab01", &args))
+        {
+            panic!(
+                "`lab01 {}` differs from reference/mandelbrot.c: {difference}",
+                args.join(" ")
+            );
+        }
     }
 }
 
@@ -203,6 +219,11 @@ fn default_output_name_and_json_report() {
             "{phase}"
         );
     }
+}
+
+#[test]
+fn says_where_it_wrote_the_image() {
+    assert_says_where_it_wrote("lab01", &["16", "8"], "cpu-mandelbrot.ppm", "16x8");
 }
 
 #[test]

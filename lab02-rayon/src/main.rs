@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use shared::error::try_alloc_bytes;
 use shared::output::ImageFile;
 use shared::plan::{NearSet, RowPlan};
+use shared::progress::Progress;
 use shared::timing::{Phase, Timer};
 use shared::view::MandelbrotArgs;
 use shared::Result;
@@ -76,6 +77,8 @@ fn run(args: Args) -> Result<()> {
         try_alloc_bytes(view.rgb_bytes(), "the image")
     })?;
 
+    // Rows counted for a progress bar on a terminal, on a long run (`shared::progress`).
+    let progress = Progress::start(view.height.into(), "rows");
     let computed_rows = timer.time(Phase::Compute, || {
         // Every column's and row's coordinate, by lab01's own mapping; the rows to compute;
         // the box where the cardioid and period-2 tests can hold (lab04's plan).
@@ -88,7 +91,8 @@ fn run(args: Args) -> Result<()> {
         // stub:     "the planned rows on rayon tasks, in file order, each pixel coloured at once",
         // stub:     &mut image,
         // stub:     near,
-        // stub:     plan
+        // stub:     plan,
+        // stub:     progress
         // stub: );
         // One task per computed row; rayon splits the list and idle threads steal the rest,
         // so the expensive rows through the set do not leave the other cores waiting.
@@ -107,11 +111,14 @@ fn run(args: Args) -> Result<()> {
             }
             if let Some(mirror) = mirror {
                 mirror.copy_from_slice(out);
+                progress.add(1);
             }
+            progress.add(1);
         });
         // END SOLUTION
         computed_rows
     });
+    progress.finish();
 
     timer.time(Phase::Write, || file.write_all_and_commit(&image))?;
 

@@ -4,7 +4,8 @@
 //! C program), so `cargo test -p lab02-rayon` needs no other lab's binary.
 
 use shared::testing::{
-    assert_missing_directory_fails, assert_rejects_bad_sizes, reference_ppm, render,
+    assert_missing_directory_fails, assert_rejects_bad_sizes, assert_says_where_it_wrote,
+    reference_ppm, render,
 };
 
 #[test]
@@ -33,6 +34,11 @@ fn byte_identical_to_lab01_at_odd_and_non_square_sizes_and_views() {
             "lab02 differs from lab01 for {args:?}"
         );
     }
+}
+
+#[test]
+fn says_where_it_wrote_the_image() {
+    assert_says_where_it_wrote("lab02", &["16", "8"], "lab02-mandelbrot.ppm", "16x8");
 }
 
 #[test]

@@ -5,14 +5,13 @@
 //! works: the palette is copied to global memory, NVRTC gets no options but the target
 //! architecture, and the whole image is copied back before it is written.
 //!
-//! Two lessons wait here for lab04: the launch shape caps the width at the device's
-//! threads-per-block limit, and NVRTC's default fused multiply-adds change some pixels.
+//! Two lessons wait here for lab04: the launch shape caps the width at the threads-per-block
+//! limit, and NVRTC's default fused multiply-adds change some pixels.
 
 use std::process::ExitCode;
 
 use clap::Parser;
 // BEGIN SOLUTION
-// stub: use cudarc::driver::sys;
 use cudarc::driver::{sys, LaunchConfig, PushKernelArg};
 // END SOLUTION
 use shared::error::{try_alloc_bytes, CudaResultExt};
@@ -24,7 +23,7 @@ use shared::output::ImageFile;
 use shared::palette::PALETTE;
 use shared::timing::{Phase, Timer};
 use shared::view::MandelbrotArgs;
-use shared::{Error, Result};
+use shared::Result;
 
 #[derive(Parser)]
 #[command(
@@ -46,6 +45,9 @@ fn run(args: Args) -> Result<()> {
     let args = args.mandelbrot;
     let mut timer = Timer::start("lab03", args.width, args.height);
     let view = args.view();
+    // One thread per column in one block: a limit every CUDA GPU shares, so it is checked
+    // before anything is opened.
+    lab03_cuda_naive::check_width(view.width)?;
     // Opened before the work, so that a path that cannot be written fails now.
     let file = ImageFile::create(
         &args.output_or("lab03-mandelbrot.ppm"),
@@ -55,20 +57,6 @@ fn run(args: Args) -> Result<()> {
 
     let gpu = timer.time(Phase::Context, Gpu::open)?;
     timer.device(gpu.name.clone());
-
-    // One thread per column in one block: the width cannot exceed the block size limit.
-    let max_threads = gpu
-        .ctx
-        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)
-        .cuda("reading the threads-per-block limit")?;
-    if i64::from(view.width) > i64::from(max_threads) {
-        return Err(Error::Usage(format!(
-            "lab03 runs one thread per column in a single block per row, and {} allows at most \
-             {max_threads} threads per block, so the width can be at most {max_threads} (got {}); \
-             lab04's 2D grid has no such limit",
-            gpu.name, view.width
-        )));
-    }
 
     let kernel = lab03_cuda_naive::kernel_file();
     let kernels = timer.time(Phase::Compile, || {

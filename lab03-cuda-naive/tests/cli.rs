@@ -7,8 +7,14 @@ use assert_cmd::Command;
 use lab03_cuda_naive::kernel_file;
 use shared::testing::{
     assert_explains_missing_gpu, assert_fails_cleanly, assert_kernels_compile,
-    assert_rejects_bad_sizes, ptx_loops,
+    assert_rejects_bad_sizes, assert_says_where_it_wrote, ptx_loops,
 };
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn says_where_it_wrote_the_image() {
+    assert_says_where_it_wrote("lab03", &["64", "48"], "lab03-mandelbrot.ppm", "64x48");
+}
 
 #[test]
 fn rejects_bad_sizes() {
@@ -39,17 +45,39 @@ fn nvrtc_default_options_fuse_a_multiply_add_in_the_escape_loop() {
     );
 }
 
+/// The width is checked against the block limit before the GPU is opened: with every GPU
+/// hidden, 2048 columns still get the width's own message (a lab that opened the GPU first
+/// would say "no usable GPU"), exit 1, and no default-named file.
 #[test]
-#[ignore = "needs a CUDA GPU"]
-fn width_above_the_block_limit_names_the_limit_and_lab04() {
+fn width_above_the_block_limit_is_refused_before_the_gpu_opens() {
     let dir = tempfile::tempdir().unwrap();
     let mut command = Command::cargo_bin("lab03").unwrap();
     command
-        .args(["4096", "16", "-o"])
+        .current_dir(dir.path())
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .args(["2048", "16"]);
+    let message = assert_fails_cleanly(&mut command, "lab03", dir.path());
+    assert_eq!(
+        message.trim_end(),
+        "lab03: error: lab03 runs one thread per column in a single block per row, and a \
+         block holds at most 1024 threads on every CUDA GPU, so the width can be at most 1024 \
+         (got 2048); lab04's 2D grid has no such limit"
+    );
+    assert_eq!(command.output().unwrap().status.code(), Some(1));
+}
+
+/// 1024 columns pass the check (the limit is inclusive): without a GPU the run goes on to
+/// the GPU and stops there.
+#[test]
+fn a_width_of_1024_reaches_the_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::cargo_bin("lab03").unwrap();
+    command
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .args(["1024", "16", "-o"])
         .arg(dir.path().join("x.ppm"));
     let message = assert_fails_cleanly(&mut command, "lab03", dir.path());
-    assert!(message.contains("at most 1024"), "{message}");
-    assert!(message.contains("lab04"), "{message}");
+    assert!(message.contains("no usable GPU"), "{message}");
 }
 
 #[test]

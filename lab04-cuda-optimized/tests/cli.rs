@@ -7,8 +7,8 @@
 use lab04_cuda_optimized::kernel_file;
 use shared::testing::{
     assert_explains_missing_gpu, assert_fails_cleanly, assert_kernels_compile,
-    assert_missing_directory_fails, assert_rejects_bad_sizes, json_report, ptx_loops,
-    reference_ppm, render, render_png_pixels,
+    assert_missing_directory_fails, assert_rejects_bad_sizes, assert_says_where_it_wrote,
+    json_report, ptx_loops, reference_ppm, render, render_png_pixels,
 };
 
 /// Every build the command line can ask for: the default, and each shortcut switched.
@@ -48,6 +48,12 @@ fn nvrtc_escape_loop_has_no_fused_multiply_add() {
             );
         }
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn says_where_it_wrote_the_image() {
+    assert_says_where_it_wrote("lab04", &["64", "48"], "lab04-mandelbrot.ppm", "64x48");
 }
 
 #[test]

@@ -9,8 +9,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use indicatif::ProgressBar;
 use rayon::prelude::*;
+use shared::progress::Progress;
 use shared::{Error, Result};
 
 use crate::orbit::Params;
@@ -31,7 +31,7 @@ pub fn render(
     params: &Params,
     samples: u64,
     mut canvases: Vec<Vec<u32>>,
-    progress: &ProgressBar,
+    progress: &Progress,
 ) -> Vec<u32> {
     // Threads take the next chunk from a shared counter: orbits differ in length, so a
     // fixed split would leave some threads idle while others finish.
@@ -45,7 +45,7 @@ pub fn render(
         for index in start..end {
             params.add_sample(canvas, index);
         }
-        progress.inc(end - start);
+        progress.add(end - start);
     });
     sum(canvases)
 }

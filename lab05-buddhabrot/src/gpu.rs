@@ -2,10 +2,10 @@
 //! into one canvas in device memory.
 
 use cudarc::driver::{sys, DeviceRepr, LaunchConfig, PushKernelArg};
-use indicatif::ProgressBar;
 use shared::error::CudaResultExt;
 use shared::gpu::{elapsed_ms, Gpu};
 use shared::nvrtc::KernelFile;
+use shared::progress::Progress;
 use shared::timing::{Phase, Timer};
 use shared::{Error, Result};
 
@@ -50,7 +50,7 @@ pub fn kernel_file() -> KernelFile {
 pub fn render(
     params: &Params,
     samples: u64,
-    progress: &ProgressBar,
+    progress: &Progress,
     timer: &mut Timer,
 ) -> Result<(Vec<u32>, f64)> {
     let gpu = timer.time(Phase::Context, Gpu::open).map_err(|e| match e {
@@ -117,7 +117,7 @@ pub fn render(
     stop.record(&gpu.stream).cuda("recording the stop event")?;
     for (size, done) in batches {
         done.synchronize().cuda("running the kernel")?;
-        progress.inc(size);
+        progress.add(size);
     }
     let kernel_ms = elapsed_ms(&start, &stop)?;
     timer.record(Phase::Kernel, kernel_ms);

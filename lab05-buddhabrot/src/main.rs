@@ -3,13 +3,12 @@
 //! Parse, open the output files, compute the canvas on the chosen backend, write the PNG
 //! (and the raw counts), report. The library (src/lib.rs) holds each step.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use lab05_buddhabrot::config::{Args, Backend};
 use lab05_buddhabrot::output::{self, Files, Stats};
 use lab05_buddhabrot::{cpu, gpu};
+use shared::progress::Progress;
 use shared::timing::{Phase, Timer};
 use shared::Result;
 
@@ -26,7 +25,8 @@ fn run(args: Args) -> Result<()> {
     let files = Files::create(&args.output, args.raw.as_deref())?;
     shared::cli::start_threads()?;
 
-    let progress = progress_bar(args.samples, args.json);
+    // A bar on a terminal, once the run has taken a second (`shared::progress`).
+    let progress = Progress::start(args.samples, "samples");
     let (canvas, compute_ms) = match args.backend {
         Backend::Cpu => {
             let canvases = timer.time(Phase::Allocate, || cpu::allocate(&params))?;
@@ -38,7 +38,7 @@ fn run(args: Args) -> Result<()> {
         }
         Backend::Gpu => gpu::render(&params, args.samples, &progress, &mut timer)?,
     };
-    progress.finish_and_clear();
+    progress.finish();
 
     let stats = Stats::of(&canvas);
     timer.time(Phase::Write, || {
@@ -59,17 +59,4 @@ fn run(args: Args) -> Result<()> {
     timer.metric("counts_per_second", stats.total as f64 / (compute_ms / 1e3));
     timer.finish(args.json)?;
     Ok(())
-}
-
-/// A progress bar on stderr, for a person watching: none with --json or when stderr is not
-/// a terminal (a pipe, a log file, a test).
-fn progress_bar(samples: u64, json: bool) -> ProgressBar {
-    if json || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(samples);
-    if let Ok(style) = ProgressStyle::with_template("{bar:40} {percent:>3}% samples, {eta} left") {
-        bar.set_style(style);
-    }
-    bar
 }

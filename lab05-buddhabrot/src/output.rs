@@ -66,8 +66,10 @@ impl Files {
 
     /// Write the grey image as a PNG and the canvas as raw counts, then commit both.
     pub fn write(mut self, grey: &[u8], canvas: &[u32], width: u32, height: u32) -> Result<()> {
+        self.png.set_size(width, height);
         write_png(&mut self.png, grey, width, height)?;
         if let Some(raw) = &mut self.raw {
+            raw.set_size(width, height);
             write_raw(raw, canvas, width, height)?;
         }
         commit_all(std::iter::once(self.png).chain(self.raw).collect())

@@ -8,7 +8,7 @@ use std::path::Path;
 use assert_cmd::Command;
 use lab05_buddhabrot::gpu::kernel_file;
 use lab05_buddhabrot::rng::{philox2x32_10, uniform};
-use shared::testing::{assert_kernels_compile, ptx_loops};
+use shared::testing::{assert_kernels_compile, assert_says_where_it_wrote, ptx_loops};
 use shared::timing::LabReport;
 use tempfile::TempDir;
 
@@ -59,6 +59,11 @@ fn render(dir: &TempDir, name: &str, args: &[&str]) -> Canvas {
 
 /// A small canvas and sample count, so that the debug build runs in well under a second.
 const SMALL: [&str; 6] = ["--width", "144", "--height", "256", "--samples", "300000"];
+
+#[test]
+fn says_where_it_wrote_the_image() {
+    assert_says_where_it_wrote("lab05", &SMALL, "lab05-buddhabrot.png", "144x256");
+}
 
 #[test]
 fn same_seed_same_canvas_other_seed_other_canvas() {

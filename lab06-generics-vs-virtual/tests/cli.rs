@@ -206,21 +206,18 @@ fn every_gpu_variant_sums_exactly() {
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn save_ptx_writes_the_kernels_ptx() {
+fn save_ptx_writes_the_kernels_ptx_and_says_where() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let path = dir.path().join("reduce.ptx");
-    let path_arg = path.to_str().expect("a UTF-8 temporary path");
-    run_ok(&[
-        "--variants",
-        "gpu-plain",
-        "--n",
-        "64",
-        "--reps",
-        "1",
-        "--save-ptx",
-        path_arg,
-    ]);
-    let ptx = std::fs::read_to_string(&path).expect("the PTX was written");
+    let output = lab06()
+        .current_dir(dir.path())
+        .args(["--variants", "gpu-plain", "--n", "64", "--reps", "1"])
+        .args(["--save-ptx", "reduce.ptx"])
+        .output()
+        .expect("lab06 runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.ends_with("\nlab06: wrote reduce.ptx\n"), "{stderr}");
+    let ptx = std::fs::read_to_string(dir.path().join("reduce.ptx")).expect("the PTX was written");
     assert!(ptx.contains(".entry reduce_plain("), "{ptx}");
 }
 

@@ -7,6 +7,7 @@
 //!   file, nothing left behind); [`ppm`]: the binary PPM header.
 //! - [`number`]: the one parser behind every numeric flag.
 //! - [`plan`]: which rows and pixels need the escape loop (mirror rows, the near-set box).
+//! - [`progress`]: a progress bar on a terminal for long runs, at the cost of one atomic add.
 //! - [`timing`]: phases, a human table on stderr, one JSON object on stdout.
 //! - [`error`] and [`cli`]: one error type that prints one clear line, and argument parsing
 //!   that reports bad input the same way.
@@ -27,6 +28,7 @@ pub mod output;
 pub mod palette;
 pub mod plan;
 pub mod ppm;
+pub mod progress;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod timing;

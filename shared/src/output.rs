@@ -20,16 +20,20 @@
 //! - A file-size limit (`ulimit -f`) makes a write fail with an error instead of killing the
 //!   process with SIGXFSZ.
 //! - Messages name the path the user gave and say what to do; never a temporary path.
+//! - A lab's run notes what it committed ([`note_commits`]), so that its report can say
+//!   where each file went.
 //!
 //! [`ImageFile`] writes the Mandelbrot labs' image on top of this: a PPM, or a PNG of the same
 //! pixels when the path ends in `.png`.
 
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 
 use crate::{Error, Result};
 
@@ -40,6 +44,8 @@ pub struct Output {
     shown: PathBuf,
     file: File,
     how: How,
+    /// The picture's width and height, for the line that says where it went.
+    size: Option<(u32, u32)>,
 }
 
 enum How {
@@ -103,6 +109,7 @@ impl Output {
             shown: path.to_path_buf(),
             file,
             how,
+            size: None,
         })
     }
 
@@ -114,6 +121,12 @@ impl Output {
     /// The path as the user gave it.
     pub fn path(&self) -> &Path {
         &self.shown
+    }
+
+    /// Say that the file holds a picture of `width` x `height`: the line that reports the
+    /// commit gives the size.
+    pub fn set_size(&mut self, width: u32, height: u32) {
+        self.size = Some((width, height));
     }
 
     /// An error about this output, naming the user's path.
@@ -213,7 +226,56 @@ pub fn commit_all(outputs: Vec<Output>) -> Result<()> {
     for output in &mut outputs {
         output.rename_into_place().map_err(|e| output.error(e))?;
     }
+    if let Some(committed) = lock_committed().as_mut() {
+        committed.extend(outputs.iter().map(|output| Committed {
+            path: output.shown.clone(),
+            size: output.size,
+        }));
+    }
     Ok(())
+}
+
+/// A file a run committed: the path as the user gave it, and the picture's size if it is one.
+/// Displayed as `lab01-mandelbrot.ppm (4096x4096)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Committed {
+    pub path: PathBuf,
+    pub size: Option<(u32, u32)>,
+}
+
+impl fmt::Display for Committed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        match self.size {
+            Some((width, height)) => write!(f, " ({width}x{height})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The files committed since [`note_commits`]; `None` while nobody asked (xtask writes
+/// hundreds of files and reports none).
+static COMMITTED: Mutex<Option<Vec<Committed>>> = Mutex::new(None);
+
+fn lock_committed() -> std::sync::MutexGuard<'static, Option<Vec<Committed>>> {
+    // The list stays valid even if a thread panicked while holding it.
+    COMMITTED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Note every file committed from now on, for [`take_committed`]. `Timer::start` calls it, so
+/// each lab's report says where its files went.
+pub fn note_commits() {
+    *lock_committed() = Some(Vec::new());
+}
+
+/// The files committed since [`note_commits`], in commit order; the list starts empty again.
+pub fn take_committed() -> Vec<Committed> {
+    lock_committed()
+        .as_mut()
+        .map(std::mem::take)
+        .unwrap_or_default()
 }
 
 /// Write `bytes` to `path` atomically: create, write, commit.
@@ -297,6 +359,7 @@ fn in_place(path: &Path, truncate: bool) -> Result<Output> {
         shown: path.to_path_buf(),
         file,
         how: How::InPlace,
+        size: None,
     })
 }
 
@@ -492,6 +555,7 @@ impl ImageFile {
     /// Check the path and open the file. Call this before the work starts.
     pub fn create(path: &Path, width: u32, height: u32) -> Result<ImageFile> {
         let mut output = Output::create(path)?;
+        output.set_size(width, height);
         let is_png = path
             .extension()
             .is_some_and(|ext| ext.eq_ignore_ascii_case("png"));
@@ -676,6 +740,43 @@ mod tests {
         check_distinct(&[("-o", &a), ("--raw", &other)]).unwrap();
         let null = Path::new("/dev/null");
         check_distinct(&[("-o", null), ("--raw", null)]).unwrap();
+    }
+
+    #[test]
+    fn noted_commits_are_listed_once_with_their_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let (image, text) = (dir.path().join("a.ppm"), dir.path().join("b.txt"));
+        note_commits();
+        ImageFile::create(&image, 2, 1)
+            .unwrap()
+            .write_all_and_commit(&[0; 6])
+            .unwrap();
+        write_file(&text, b"x").unwrap();
+        // Uncommitted: not listed.
+        drop(Output::create(&dir.path().join("c.txt")).unwrap());
+        // Other tests commit files at the same time: look for this test's own.
+        let ours: Vec<Committed> = take_committed()
+            .into_iter()
+            .filter(|c| c.path.starts_with(dir.path()))
+            .collect();
+        assert_eq!(
+            ours,
+            [
+                Committed {
+                    path: image.clone(),
+                    size: Some((2, 1))
+                },
+                Committed {
+                    path: text.clone(),
+                    size: None
+                }
+            ]
+        );
+        assert_eq!(ours[0].to_string(), format!("{} (2x1)", image.display()));
+        assert_eq!(ours[1].to_string(), text.display().to_string());
+        assert!(take_committed()
+            .iter()
+            .all(|c| !c.path.starts_with(dir.path())));
     }
 
     #[test]

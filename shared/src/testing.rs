@@ -158,6 +158,79 @@ pub fn reference_ppm(args: &[&str]) -> Vec<u8> {
     file
 }
 
+/// How the PPM file `found` differs from `expected`, in the words `cargo xtask verify` uses
+/// ("3 pixels differ, first at file row 20, column 14: [0, 0, 0] expected, [66, 30, 15]
+/// found"); `None` when the two are byte-identical. Both should have the labs' header,
+/// `P6\nWIDTH HEIGHT\n255\n`.
+pub fn describe_difference(expected: &[u8], found: &[u8]) -> Option<String> {
+    if expected == found {
+        return None;
+    }
+    /// The header's three lines, and the pixels after them.
+    fn split(file: &[u8]) -> Option<([&[u8]; 3], &[u8])> {
+        match file.splitn(4, |&b| b == b'\n').collect::<Vec<_>>()[..] {
+            [magic, size, max, pixels] => Some(([magic, size, max], pixels)),
+            _ => None,
+        }
+    }
+    let (Some((header, want)), Some((found_header, have))) = (split(expected), split(found)) else {
+        return Some("one of the files has no PPM header".to_string());
+    };
+    let size = String::from_utf8_lossy(header[1]);
+    let width = size.split(' ').next().and_then(|w| w.parse::<usize>().ok());
+    let (Some(width), true, true) = (
+        width,
+        header == found_header,
+        want.len() == have.len() && want.len() % 3 == 0,
+    ) else {
+        return Some(format!(
+            "the headers or sizes differ: {} bytes starting {:?} expected, {} bytes starting \
+             {:?} found",
+            expected.len(),
+            String::from_utf8_lossy(&expected[..expected.len().min(20)]),
+            found.len(),
+            String::from_utf8_lossy(&found[..found.len().min(20)]),
+        ));
+    };
+    let mut differing =
+        (0..want.len() / 3).filter(|p| want[3 * p..3 * p + 3] != have[3 * p..3 * p + 3]);
+    let first = differing.next()?;
+    Some(format!(
+        "{} pixels differ, first at file row {}, column {}: {:?} expected, {:?} found",
+        1 + differing.count(),
+        first / width,
+        first % width,
+        &want[3 * first..3 * first + 3],
+        &have[3 * first..3 * first + 3],
+    ))
+}
+
+/// Run `lab` with `args` and `--json` in an empty folder, without `-o`: the lab writes its
+/// default `file` there, stdout holds the JSON report alone, and the last line of stderr (the
+/// only one that says "wrote") is `LAB: wrote FILE (SIZE)`.
+pub fn assert_says_where_it_wrote(lab: &str, args: &[&str], file: &str, size: &str) {
+    let dir = tempfile_dir();
+    let output = Command::cargo_bin(lab)
+        .expect("the lab binary should be built")
+        .current_dir(dir.path())
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("the lab should start");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{lab} {args:?} failed: {stderr}");
+    assert!(dir.path().join(file).is_file(), "{lab} wrote no {file}");
+    serde_json::from_slice::<LabReport>(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{lab}'s stdout is not the JSON report alone ({e}): {:?}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    });
+    let wrote: Vec<&str> = stderr.lines().filter(|l| l.contains("wrote")).collect();
+    assert_eq!(wrote, [format!("{lab}: wrote {file} ({size})")], "{stderr}");
+    assert!(stderr.ends_with(&format!("{}\n", wrote[0])), "{stderr}");
+}
+
 /// Run `lab` with `args` and `--json` (output into a temporary directory); return its report,
 /// parsed with the type the labs print it with.
 pub fn json_report(lab: &str, args: &[&str]) -> LabReport {
@@ -199,4 +272,31 @@ pub fn ptx_loops(kernel: &KernelFile) -> Vec<String> {
         .ptx(&arch)
         .unwrap_or_else(|e| panic!("{} for {arch}: {e}", kernel.name));
     loops(&ptx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_difference_is_counted_and_the_first_one_placed() {
+        let mut expected = header(3, 2).into_bytes();
+        expected.extend((0..18).map(|v| v as u8));
+        assert_eq!(describe_difference(&expected, &expected.clone()), None);
+        let mut found = expected.clone();
+        let pixels = header(3, 2).len();
+        // File row 1, column 1 (pixel 4), then pixel 5's blue channel.
+        found[pixels + 12] = 99;
+        found[pixels + 17] = 0;
+        assert_eq!(
+            describe_difference(&expected, &found).as_deref(),
+            Some("2 pixels differ, first at file row 1, column 1: [12, 13, 14] expected, [99, 13, 14] found")
+        );
+        let other_size = header(2, 3).into_bytes();
+        let message = describe_difference(&expected, &other_size).unwrap_or_default();
+        assert!(
+            message.starts_with("the headers or sizes differ"),
+            "{message}"
+        );
+    }
 }

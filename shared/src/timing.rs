@@ -77,6 +77,7 @@ pub struct Timer {
 impl Timer {
     /// Start the clock. Call this first thing in `main`, so `total` is the whole run.
     pub fn start(lab: &str, width: u32, height: u32) -> Self {
+        crate::output::note_commits();
         Timer {
             started: Instant::now(),
             report: LabReport {
@@ -118,7 +119,8 @@ impl Timer {
         self.report.metrics.insert(key.to_string(), value.into());
     }
 
-    /// Stop the clock, print the table on stderr and, if `json`, the report on stdout.
+    /// Stop the clock, print the table on stderr and, if `json`, the report on stdout; then,
+    /// on stderr, one line for each file the run committed (`lab01: wrote FILE (WxH)`).
     pub fn finish(mut self, json: bool) -> Result<LabReport> {
         self.record(Phase::Total, self.started.elapsed().as_secs_f64() * 1e3);
         let r = &self.report;
@@ -136,6 +138,9 @@ impl Timer {
             print_line(&line)?;
         }
         eprint_line(&table);
+        for committed in crate::output::take_committed() {
+            eprint_line(&format!("{}: wrote {committed}", r.lab));
+        }
         Ok(self.report)
     }
 }
