@@ -18,7 +18,7 @@ pub struct Args {
     /// from that run are replaced; anything else in it is left alone)
     #[arg(long, default_value = "dist")]
     out: PathBuf,
-    /// Also build and copy the test executables (for `cargo xtask test --bin-dir`)
+    /// Also build and copy the labs' and shared's test executables (for `cargo xtask test --bin-dir`)
     #[arg(long)]
     tests: bool,
 }
@@ -105,13 +105,17 @@ fn remove_if_present(path: &Path) -> crate::Result<()> {
     }
 }
 
-/// Build the test executables in release and list them, from cargo's JSON messages.
+/// Build the test executables in release and list them, from cargo's JSON messages: the
+/// labs' and `shared`'s. xtask's own tests are left out: they run cargo and read the
+/// workspace's sources, which a machine without Rust does not have (CI runs them).
 fn test_executables() -> crate::Result<Vec<PathBuf>> {
     let output = cargo()
         .args([
             "test",
             "--release",
             "--workspace",
+            "--exclude",
+            "xtask",
             "--no-run",
             "--message-format=json",
         ])
