@@ -11,6 +11,7 @@
 //!
 //! The bar is cleared when the work is done, before the timing table is printed.
 
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -25,9 +26,9 @@ pub const SHOW_AFTER: Duration = Duration::from_secs(1);
 /// How often the bar is redrawn.
 const REFRESH: Duration = Duration::from_millis(250);
 
-/// Units of work done so far, and the thread that draws them, if any.
+/// Units of work done so far, and the thread that draws them; neither where nothing is drawn.
 pub struct Progress {
-    done: Arc<AtomicU64>,
+    done: Option<Arc<AtomicU64>>,
     drawer: Option<Drawer>,
 }
 
@@ -40,7 +41,17 @@ struct Drawer {
 impl Progress {
     /// Start counting `total` units named `unit` ("rows", "samples"); a bar on stderr after
     /// [`SHOW_AFTER`] if stderr is a terminal.
+    ///
+    /// Where stderr is not a terminal, nothing is counted and nothing is allocated: a lab
+    /// run under a tight memory limit (`ulimit -v`) must not fail on the bar's few bytes
+    /// once its image has taken what there was.
     pub fn start(total: u64, unit: &'static str) -> Progress {
+        if !std::io::stderr().is_terminal() {
+            return Progress {
+                done: None,
+                drawer: None,
+            };
+        }
         Progress::drawn_on(ProgressDrawTarget::stderr(), total, unit, SHOW_AFTER)
     }
 
@@ -52,27 +63,34 @@ impl Progress {
         unit: &'static str,
         delay: Duration,
     ) -> Progress {
+        if target.is_hidden() {
+            return Progress {
+                done: None,
+                drawer: None,
+            };
+        }
         let done = Arc::new(AtomicU64::new(0));
-        let drawer = if target.is_hidden() {
-            None
-        } else {
-            let (stop, stopped) = mpsc::channel();
-            let count = Arc::clone(&done);
-            // A thread that cannot start costs the bar, not the run.
-            std::thread::Builder::new()
-                .name("progress".into())
-                .spawn(move || draw(target, total, unit, delay, &count, stopped))
-                .ok()
-                .map(|thread| Drawer { stop, thread })
-        };
-        Progress { done, drawer }
+        let (stop, stopped) = mpsc::channel();
+        let count = Arc::clone(&done);
+        // A thread that cannot start costs the bar, not the run.
+        let drawer = std::thread::Builder::new()
+            .name("progress".into())
+            .spawn(move || draw(target, total, unit, delay, &count, stopped))
+            .ok()
+            .map(|thread| Drawer { stop, thread });
+        Progress {
+            done: Some(done),
+            drawer,
+        }
     }
 
     /// Count `units` more done. Callable from every worker thread at once.
     #[inline]
     pub fn add(&self, units: u64) {
         // Relaxed: the drawer needs an up-to-date count, not an order with other memory.
-        self.done.fetch_add(units, Ordering::Relaxed);
+        if let Some(done) = &self.done {
+            done.fetch_add(units, Ordering::Relaxed);
+        }
     }
 
     /// The work is done: clear the bar, if one was drawn.
