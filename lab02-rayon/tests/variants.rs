@@ -1,8 +1,6 @@
 //! `--simd` and `--shortcuts`, alone and together, write exactly plain lab02's bytes.
 
-use assert_cmd::Command;
-use shared::testing::render;
-use shared::timing::LabReport;
+use shared::testing::{json_report, render};
 
 const SWITCHES: [&[&str]; 3] = [&["--simd"], &["--shortcuts"], &["--simd", "--shortcuts"]];
 
@@ -54,27 +52,13 @@ fn variants_are_byte_identical_in_zooms_and_off_axis_views() {
     }
 }
 
-fn report(args: &[&str]) -> LabReport {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let output = Command::cargo_bin("lab02")
-        .expect("the lab binary should be built")
-        .args(args)
-        .arg("--json")
-        .arg("-o")
-        .arg(dir.path().join("out.ppm"))
-        .output()
-        .expect("lab02 should start");
-    assert!(output.status.success());
-    serde_json::from_slice(&output.stdout).expect("one JSON report on stdout")
-}
-
 #[test]
 fn the_report_names_the_lanes_and_the_rows_computed() {
-    let plain = report(&["64", "49"]);
+    let plain = json_report("lab02", &["64", "49"]);
     assert_eq!(plain.metrics["lanes"], "none");
     assert_eq!(plain.metrics["computed_rows"], 49);
 
-    let best = report(&["64", "49", "--simd", "--shortcuts"]);
+    let best = json_report("lab02", &["64", "49", "--simd", "--shortcuts"]);
     let lanes = best.metrics["lanes"].as_str().expect("lanes is a string");
     assert!(lanes.contains("f64 lanes"), "{lanes}");
     // The default view mirrors every row but the middle one at odd heights.

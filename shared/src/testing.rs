@@ -1,7 +1,7 @@
 //! What the labs' integration tests check alike: bad input ends in one clear line, a
 //! non-zero exit, no panic and no file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use clap::Parser;
@@ -101,23 +101,25 @@ pub fn assert_explains_missing_gpu(lab: &str) {
 /// Only a crate's own binary is built for its tests: compare with [`reference_ppm`], not with
 /// another lab.
 pub fn render(lab: &str, args: &[&str]) -> Vec<u8> {
-    let dir = tempfile_dir();
-    let path = dir.path().join("out.ppm");
-    Command::cargo_bin(lab)
-        .expect("the lab binary should be built")
-        .args(args)
-        .arg("-o")
-        .arg(&path)
-        .assert()
-        .success();
+    let (_dir, path) = run_writing(lab, args, "out.ppm");
     std::fs::read(path).expect("the lab should have written its file")
 }
 
 /// Run `lab` with `args` and `-o out.png`; return the PNG's pixels, decoded, in the order a
 /// PPM holds them (compare with [`reference_ppm`]'s bytes after its header).
 pub fn render_png_pixels(lab: &str, args: &[&str]) -> Vec<u8> {
+    let (_dir, path) = run_writing(lab, args, "out.png");
+    image::open(&path)
+        .expect("the lab should have written a PNG")
+        .into_rgb8()
+        .into_raw()
+}
+
+/// Run `lab` with `args` and `-o DIR/name` in a new temporary folder, which lives as long as
+/// the returned guard; the lab must succeed.
+fn run_writing(lab: &str, args: &[&str], name: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile_dir();
-    let path = dir.path().join("out.png");
+    let path = dir.path().join(name);
     Command::cargo_bin(lab)
         .expect("the lab binary should be built")
         .args(args)
@@ -125,10 +127,7 @@ pub fn render_png_pixels(lab: &str, args: &[&str]) -> Vec<u8> {
         .arg(&path)
         .assert()
         .success();
-    image::open(&path)
-        .expect("the lab should have written a PNG")
-        .into_rgb8()
-        .into_raw()
+    (dir, path)
 }
 
 /// The PPM file a Mandelbrot lab must write for `args` (`WIDTH HEIGHT [--cx X] [--cy Y]
