@@ -4,7 +4,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use shared::fault_testing::{assert_one_line_failure, lab_command};
+use shared::fault_testing::{assert_closed_stderr_is_quiet, assert_one_line_failure, lab_command};
 
 const QUICK: &[&str] = &["--n", "4Ki", "--reps", "1", "--cpu-only"];
 
@@ -24,15 +24,7 @@ fn closed_and_full_stdout() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 
     // Its table goes to stderr; with nobody reading it (`lab06 2>&1 | head -3`), no panic.
-    let mut child = lab_command("lab06")
-        .args(QUICK)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("lab06 starts");
-    drop(child.stderr.take());
-    let status = child.wait().expect("wait");
-    assert!(status.success(), "lab06 with stderr closed: {status}");
+    assert_closed_stderr_is_quiet("lab06", lab_command("lab06").args(QUICK));
 
     let full = std::fs::OpenOptions::new()
         .write(true)
