@@ -60,7 +60,7 @@ fn run(args: Args) -> Result<()> {
 
     let kernel = lab03_cuda_naive::kernel_file();
     let kernels = timer.time(Phase::Compile, || {
-        gpu.compile(kernel.name, kernel.source, &kernel.options)
+        gpu.compile(kernel.name, &kernel.source, &kernel.options)
     })?;
     let escape_colour = kernels.function("escape_colour_naive")?;
 

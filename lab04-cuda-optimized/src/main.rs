@@ -17,6 +17,7 @@ use cudarc::driver::{sys, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use lab04_cuda_optimized::Chunks;
 use shared::error::{try_with_capacity, CudaResultExt};
 use shared::gpu::{elapsed_ms, Gpu};
+use shared::nvrtc::KernelArg;
 use shared::output::ImageFile;
 use shared::palette::PALETTE;
 use shared::plan::{NearSet, RowPlan};
@@ -53,6 +54,9 @@ struct Args {
     /// Block shape WxH instead of the occupancy API's choice (to try others)
     #[arg(long, value_name = "WxH", value_parser = parse_block)]
     block: Option<(u32, u32)>,
+
+    #[command(flatten)]
+    kernel: KernelArg,
 }
 
 /// Pinned buffers in flight: while the host writes one, the device fills the others.
@@ -76,9 +80,12 @@ fn run(args: Args) -> Result<()> {
     timer.device(gpu.name.clone());
 
     // The NVRTC options (`--use_fast_math --fmad=false`, and why) are in src/lib.rs.
-    let kernel = lab04_cuda_optimized::kernel_file(!args.no_period2_exit, args.periodicity_check);
+    let kernel = args.kernel.apply(lab04_cuda_optimized::kernel_file(
+        !args.no_period2_exit,
+        args.periodicity_check,
+    ))?;
     let kernels = timer.time(Phase::Compile, || {
-        gpu.compile(kernel.name, kernel.source, &kernel.options)
+        gpu.compile(kernel.name, &kernel.source, &kernel.options)
     })?;
     let escape_colour = kernels.function("escape_colour")?;
 

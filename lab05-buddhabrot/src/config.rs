@@ -122,6 +122,9 @@ pub struct Args {
     /// Largest imaginary part of a sample point
     #[arg(long, default_value_t = 1.8, allow_hyphen_values = true, value_parser = number::finite_f32)]
     pub sample_im_max: f32,
+
+    #[command(flatten)]
+    pub kernel: shared::nvrtc::KernelArg,
 }
 
 impl Args {

@@ -4,7 +4,7 @@
 use cudarc::driver::{sys, DeviceRepr, LaunchConfig, PushKernelArg};
 use shared::error::CudaResultExt;
 use shared::gpu::{elapsed_ms, Gpu};
-use shared::nvrtc::KernelFile;
+use shared::nvrtc::{KernelArg, KernelFile};
 use shared::progress::Progress;
 use shared::timing::{Phase, Timer};
 use shared::{Error, Result};
@@ -50,6 +50,7 @@ pub fn kernel_file() -> KernelFile {
 pub fn render(
     params: &Params,
     samples: u64,
+    kernel: &KernelArg,
     progress: &Progress,
     timer: &mut Timer,
 ) -> Result<(Vec<u32>, f64)> {
@@ -61,9 +62,9 @@ pub fn render(
     })?;
     timer.device(gpu.name.clone());
 
-    let kernel = kernel_file();
+    let kernel = kernel.apply(kernel_file())?;
     let kernels = timer.time(Phase::Compile, || {
-        gpu.compile(kernel.name, kernel.source, &kernel.options)
+        gpu.compile(kernel.name, &kernel.source, &kernel.options)
     })?;
     timer.metric("nvrtc_options", kernels.options_line());
     let kernel = kernels.function("buddhabrot")?;

@@ -36,7 +36,7 @@ fn run(args: Args) -> Result<()> {
             timer.record(Phase::Compute, ms);
             (canvas, ms)
         }
-        Backend::Gpu => gpu::render(&params, args.samples, &progress, &mut timer)?,
+        Backend::Gpu => gpu::render(&params, args.samples, &args.kernel, &progress, &mut timer)?,
     };
     progress.finish();
 

@@ -53,6 +53,9 @@ pub struct Args {
     /// Print the report as one JSON object on stdout
     #[arg(long)]
     pub json: bool,
+
+    #[command(flatten)]
+    pub kernel: shared::nvrtc::KernelArg,
 }
 
 /// One way of writing the sum, on one kind of processor.

@@ -6,6 +6,7 @@ use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use shared::error::CudaResultExt;
 use shared::gpu::{elapsed_ms, Gpu, Kernels};
+use shared::nvrtc::KernelArg;
 use shared::output::Output;
 use shared::timing::{Phase, Timer};
 use shared::{Error, Result};
@@ -80,11 +81,11 @@ pub struct GpuBench {
 impl GpuBench {
     /// Compile the kernels, copy `data` to the device, and build the `Adder` object and the
     /// function pointer on the device.
-    pub fn new(gpu: Gpu, data: &[f32], timer: &mut Timer) -> Result<Self> {
+    pub fn new(gpu: Gpu, data: &[f32], kernel: &KernelArg, timer: &mut Timer) -> Result<Self> {
         // The file and its options (`--std=c++17`) are in src/lib.rs.
-        let kernel = lab06_generics_vs_virtual::kernel_file();
+        let kernel = kernel.apply(lab06_generics_vs_virtual::kernel_file())?;
         let kernels = timer.time(Phase::Compile, || {
-            gpu.compile(kernel.name, kernel.source, &kernel.options)
+            gpu.compile(kernel.name, &kernel.source, &kernel.options)
         })?;
         let multiprocessors = gpu
             .ctx
@@ -258,9 +259,11 @@ impl GpuBench {
 /// Write the PTX NVRTC makes of kernels/reduce.cu for this GPU, with the options the lab
 /// compiles with, into `file` (opened before the work). (The lab itself loads a cubin; the
 /// PTX is the readable step before it.)
-pub fn save_ptx(gpu: &Gpu, mut file: Output) -> Result<()> {
+pub fn save_ptx(gpu: &Gpu, kernel: &KernelArg, mut file: Output) -> Result<()> {
     // A virtual architecture (compute_XX): NVRTC stops at PTX for it.
-    let ptx = lab06_generics_vs_virtual::kernel_file().ptx(&gpu.arch.replace("sm_", "compute_"))?;
+    let ptx = kernel
+        .apply(lab06_generics_vs_virtual::kernel_file())?
+        .ptx(&gpu.arch.replace("sm_", "compute_"))?;
     file.write_all(ptx.as_bytes())?;
     file.commit()
 }

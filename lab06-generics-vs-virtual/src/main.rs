@@ -20,6 +20,7 @@ mod report;
 use std::process::ExitCode;
 
 use shared::gpu::Gpu;
+use shared::nvrtc::KernelArg;
 use shared::output::Output;
 use shared::timing::{Phase, Timer};
 use shared::{Error, Result};
@@ -46,7 +47,7 @@ fn run(args: Args) -> Result<()> {
     let (data, expected) = timer.time(Phase::Allocate, || data::make(args.n))?;
 
     // The GPU first, so that a run which needs one fails before the long CPU runs.
-    let gpu = open_gpu(&selection, ptx_file, &data, &mut timer)?;
+    let gpu = open_gpu(&selection, ptx_file, &data, &args.kernel, &mut timer)?;
 
     let mut tables = Vec::new();
     if !selection.cpu.is_empty() {
@@ -103,6 +104,7 @@ fn open_gpu(
     selection: &Selection,
     ptx_file: Option<Output>,
     data: &[f32],
+    kernel: &KernelArg,
     timer: &mut Timer,
 ) -> Result<Option<GpuBench>> {
     if selection.gpu.is_empty() && ptx_file.is_none() {
@@ -118,10 +120,10 @@ fn open_gpu(
     };
     if let Some(file) = ptx_file {
         // The report's last lines say where it went.
-        gpu::save_ptx(&gpu, file)?;
+        gpu::save_ptx(&gpu, kernel, file)?;
     }
     if selection.gpu.is_empty() {
         return Ok(None);
     }
-    GpuBench::new(gpu, data, timer).map(Some)
+    GpuBench::new(gpu, data, kernel, timer).map(Some)
 }

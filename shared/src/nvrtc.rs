@@ -5,7 +5,9 @@
 //! kernel that does not compile fails on any machine with NVRTC, GPU or not. Each GPU lab
 //! describes its kernel files as [`KernelFile`]s, the one source of its NVRTC options.
 
+use std::borrow::Cow;
 use std::ffi::{c_char, CStr, CString};
+use std::path::{Path, PathBuf};
 
 use cudarc::nvrtc;
 
@@ -19,8 +21,8 @@ pub const CHECKED_ARCHES: [&str; 2] = ["sm_80", "sm_90"];
 pub struct KernelFile {
     /// The file's name in the lab's `kernels/` folder, e.g. `mandelbrot.cu`.
     pub name: &'static str,
-    /// Its text, embedded with `include_str!`.
-    pub source: &'static str,
+    /// Its text: embedded with `include_str!`, or read from `--kernel FILE`.
+    pub source: Cow<'static, str>,
     /// The lab's own options, without the architecture (added for each compilation).
     pub options: Vec<String>,
 }
@@ -29,7 +31,7 @@ impl KernelFile {
     pub fn new(name: &'static str, source: &'static str, options: &[&str]) -> KernelFile {
         KernelFile {
             name,
-            source,
+            source: Cow::Borrowed(source),
             options: options.iter().map(|o| o.to_string()).collect(),
         }
     }
@@ -40,15 +42,23 @@ impl KernelFile {
         self
     }
 
+    /// The same options with another source: the text of `path`, if given (`--kernel FILE`).
+    pub fn with_source_from(mut self, path: Option<&Path>) -> Result<KernelFile> {
+        if let Some(path) = path {
+            self.source = Cow::Owned(read_source(path)?);
+        }
+        Ok(self)
+    }
+
     /// Compile to a cubin for a real architecture such as `sm_90`.
     pub fn cubin(&self, arch: &str) -> Result<Vec<u8>> {
-        compile_cubin(self.name, self.source, &self.options_for(arch))
+        compile_cubin(self.name, &self.source, &self.options_for(arch))
     }
 
     /// Compile to PTX for a virtual architecture such as `compute_90`: the readable
     /// assembly, before the device's own instruction selection.
     pub fn ptx(&self, virtual_arch: &str) -> Result<String> {
-        let program = Program::new(self.name, self.source)?;
+        let program = Program::new(self.name, &self.source)?;
         program.compile(self.name, &self.options_for(virtual_arch))?;
         let mut size = 0usize;
         // SAFETY: `program` is live and compiled; `size` is a valid out-pointer.
@@ -68,6 +78,55 @@ impl KernelFile {
         all.push(format!("--gpu-architecture={arch}"));
         all
     }
+}
+
+/// `--kernel FILE`, shared by the GPU labs: compile FILE instead of the lab's own kernel
+/// source, with the lab's own options. A variant can be tried without rebuilding the lab, a
+/// broken kernel run under compute-sanitizer, and a grader can time a kernel with host code
+/// it trusts.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct KernelArg {
+    /// Compile this CUDA C++ file instead of the lab's own kernel source (same options)
+    #[arg(long = "kernel", value_name = "FILE")]
+    pub path: Option<PathBuf>,
+}
+
+impl KernelArg {
+    /// `kernel` with its source replaced by `--kernel FILE`'s text, if given.
+    pub fn apply(&self, kernel: KernelFile) -> Result<KernelFile> {
+        kernel.with_source_from(self.path.as_deref())
+    }
+}
+
+/// A kernel source is text of a reasonable size: a larger file is a mistake, not a kernel.
+const MAX_SOURCE_BYTES: u64 = 1 << 20;
+
+fn read_source(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| {
+        let why = match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            std::io::ErrorKind::IsADirectory => "it is a folder".to_string(),
+            _ => crate::output::explain(&e),
+        };
+        Error::Usage(format!("cannot read --kernel {}: {why}", path.display()))
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        return Err(Error::Usage(format!(
+            "--kernel {} is larger than 1 MiB: give a CUDA C++ source file",
+            path.display()
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        Error::Usage(format!(
+            "--kernel {} is not UTF-8 text: give a CUDA C++ source file",
+            path.display()
+        ))
+    })
 }
 
 /// Whether NVRTC's library can be loaded (cudarc panics on first use where it cannot).
@@ -213,6 +272,40 @@ mod tests {
         let ptx =
             "$L__BB0_9:\nret;\n$L__BB0_1:\nmul.rn.f64 %fd1, %fd1, %fd1;\nbra.uni $L__BB0_9;\n";
         assert!(loops(ptx).is_empty());
+    }
+
+    #[test]
+    fn kernel_flag_replaces_the_source_and_keeps_the_options() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let file = dir.path().join("mine.cu");
+        std::fs::write(&file, "__global__ void k() {}").expect("written");
+        let given = KernelFile::new("k.cu", "built in", &["--fmad=false"]);
+        let kernel = KernelArg {
+            path: Some(file.clone()),
+        }
+        .apply(given.clone())
+        .expect("read");
+        assert_eq!(kernel.source, "__global__ void k() {}");
+        assert_eq!((kernel.name, &kernel.options), (given.name, &given.options));
+        assert_eq!(
+            KernelArg::default().apply(given.clone()).ok(),
+            Some(given.clone())
+        );
+
+        let missing = KernelArg {
+            path: Some(dir.path().join("none.cu")),
+        };
+        let error = missing.apply(given.clone()).unwrap_err().to_string();
+        assert!(error.ends_with("none.cu: no such file"), "{error}");
+        std::fs::write(&file, [0xff, 0xfe]).expect("written");
+        let error = KernelArg { path: Some(file) }
+            .apply(given)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.ends_with("is not UTF-8 text: give a CUDA C++ source file"),
+            "{error}"
+        );
     }
 
     #[test]
