@@ -55,9 +55,9 @@ impl Bins {
     }
 
     // BEGIN INSTRUCTOR
-    /// The binaries in `dir`, as they are (a lab missing there fails when it is run).
-    pub fn at(dir: PathBuf) -> Bins {
-        Bins { dir }
+    /// The folder the binaries are in.
+    pub fn dir(&self) -> &PathBuf {
+        &self.dir
     }
     // END INSTRUCTOR
 

@@ -7,6 +7,7 @@
 //! deadline, and what CI grades to prove that skeleton and solution fit together).
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -38,39 +39,21 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<()> {
     refuse_non_empty(&args.out)?;
-    let root = workspace_root();
     let keep = if args.solved {
         Keep::Solution
     } else {
         Keep::Stub
     };
-    let (mut files, mut regions) = (0, 0);
-    for relative in source_files(&root)? {
-        if is_instructor_only(&relative) {
-            continue;
-        }
-        let from = root.join(&relative);
-        let bytes = fs::read(&from).with_context(|| format!("cannot read {}", from.display()))?;
-        let contents = match String::from_utf8(bytes) {
-            Ok(text) => {
-                let (text, n) = regions::replace(&relative, &text, keep)?;
-                regions += n;
-                text.into_bytes()
-            }
-            Err(binary) => binary.into_bytes(),
-        };
-        let to = args.out.join(&relative);
+    let (files, regions) = files(keep)?;
+    for file in &files {
+        let to = args.out.join(&file.path);
         if let Some(dir) = to.parent() {
             fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        shared::output::write_file(&to, &contents)?;
+        shared::output::write_file(&to, &file.bytes)?;
         // The same mode as the source: a script stays executable (.ci/run).
-        let mode = fs::metadata(&from)
-            .with_context(|| format!("cannot read {}", from.display()))?
-            .permissions();
-        fs::set_permissions(&to, mode)
+        fs::set_permissions(&to, fs::Permissions::from_mode(file.mode))
             .with_context(|| format!("cannot set the mode of {}", to.display()))?;
-        files += 1;
     }
     let what = if args.solved {
         "solved"
@@ -78,10 +61,57 @@ pub fn run(args: Args) -> Result<()> {
         "replaced by stubs"
     };
     shared::cli::eprint_line(&format!(
-        "xtask: hand-out written to {}: {files} files, {regions} solution regions {what}",
-        args.out.display()
+        "xtask: hand-out written to {}: {} files, {regions} solution regions {what}",
+        args.out.display(),
+        files.len()
     ));
     Ok(())
+}
+
+/// One file of the hand-out.
+pub struct File {
+    /// The path inside the workspace.
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+    pub mode: u32,
+    /// Whether the student writes in it: it holds solution regions. The grader takes these
+    /// files, and only these, from a submission.
+    pub writable: bool,
+}
+
+/// The hand-out's files, in memory, and how many regions were replaced or kept.
+pub fn files(keep: Keep) -> Result<(Vec<File>, usize)> {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    let mut regions = 0;
+    for relative in source_files(&root)? {
+        if is_instructor_only(&relative) {
+            continue;
+        }
+        let from = root.join(&relative);
+        let bytes = fs::read(&from).with_context(|| format!("cannot read {}", from.display()))?;
+        let mut writable = false;
+        let bytes = match String::from_utf8(bytes) {
+            Ok(text) => {
+                writable = regions::has_solution(&relative, &text);
+                let (text, n) = regions::replace(&relative, &text, keep)?;
+                regions += n;
+                text.into_bytes()
+            }
+            Err(binary) => binary.into_bytes(),
+        };
+        let mode = fs::metadata(&from)
+            .with_context(|| format!("cannot read {}", from.display()))?
+            .permissions()
+            .mode();
+        files.push(File {
+            path: relative,
+            bytes,
+            mode,
+            writable,
+        });
+    }
+    Ok((files, regions))
 }
 
 /// The hand-out goes into a new folder, never over someone's work.

@@ -105,6 +105,14 @@ pub enum Keep {
     Solution,
 }
 
+/// Whether `text` (the file at `path`) holds a solution region: a file the student writes in.
+pub fn has_solution(path: &Path, text: &str) -> bool {
+    syntax(path).is_some_and(|syntax| {
+        text.lines()
+            .any(|line| syntax.find("BEGIN", line.trim()) == Some(Kind::Solution))
+    })
+}
+
 /// `text` (the file at `path`) with every region replaced, and how many regions it had.
 /// Files of a type without regions come back unchanged.
 pub fn replace(path: &Path, text: &str, keep: Keep) -> Result<(String, usize)> {

@@ -1,24 +1,54 @@
-//! Running one check: the student's lab against this workspace's reference, within the
-//! check's time limit.
+//! Running one check: a program in the sandbox, its output compared by the grader after every
+//! process of the check is gone, with what this workspace's own programs write.
+//!
+//! The expected output is never where the student's process can read it: the references are
+//! made here, outside the sandbox, into the grader's own folder; the sandbox sees only the
+//! program, an empty output folder, and (for a kernel check) the student's kernel file.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use shared::timing::LabReport;
+use shared::view::View;
 
 use super::rubric::{parse_size, Check, Test};
+use super::sandbox::{self, Jail, Limits, Mount, Spec};
+use super::timing;
 use crate::bins::Bins;
-use crate::labs::{self, Lab};
+use crate::labs::{self, Lab, Work};
 use crate::{ppm, runner};
 
+/// Where the program, its output folder and a kernel file are inside the sandbox.
+const BIN: &str = "/grade/bin";
+const OUT: &str = "/grade/out";
+const KERNEL: &str = "/grade/kernel.cu";
+
+/// The student's build: their binaries and the files taken from their submission.
+pub struct Built {
+    pub bins: PathBuf,
+    pub src: PathBuf,
+}
+
+/// The GPU the checks run on, for the plausibility floor.
+pub struct GpuInfo {
+    pub sms: u32,
+    pub clock_khz: u32,
+}
+
 pub struct Context<'a> {
-    pub student: &'a Bins,
+    pub jail: &'a Jail,
+    pub student: &'a Built,
     pub reference: &'a Bins,
+    /// The grader's own folder: references and the sandbox's output folders.
     pub scratch: &'a Path,
     pub time_limit: Duration,
     pub speed_runs: usize,
+    pub gpu: Option<&'a GpuInfo>,
+    /// Reference outputs already made in this grade, by the arguments that made them.
+    pub made: std::cell::RefCell<HashMap<Vec<String>, Vec<u8>>>,
 }
 
 pub enum Outcome {
@@ -35,68 +65,231 @@ impl Outcome {
     }
 }
 
+/// The share of the points earned, and what to tell the student.
+type Earned = Result<(f64, String), String>;
+
 /// Run `check`; whatever goes wrong with the student's program is a failed check.
 pub fn run(check: &Check, context: &Context) -> Outcome {
     let deadline = Instant::now() + context.time_limit;
-    let dir = context.scratch.join(format!("check-{}", unique()));
-    let result = std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
-        .and_then(|()| match &check.test {
+    let result = labs::find(&check.lab)
+        .map_err(|e| e.to_string())
+        .and_then(|lab| match &check.test {
             Test::Image {
                 size,
                 view,
                 max_differing,
-            } => image(check, context, &dir, deadline, size, view, *max_differing),
-            Test::Canvas { args } => canvas(check, context, &dir, deadline, args),
-            Test::Sums { args, variants } => sums(check, context, deadline, args, variants),
-            Test::Speed {
+            } => image(context, lab, deadline, size, view, *max_differing),
+            Test::Canvas { kernel, args } => canvas(context, lab, deadline, kernel, args),
+            Test::Sums {
+                kernel,
                 args,
-                phase,
-                compare,
-            } => speed(check, context, &dir, deadline, args, phase, compare),
+                variants,
+            } => sums(context, lab, deadline, kernel.as_deref(), args, variants),
+            Test::CpuSpeed { args } => cpu_speed(context, lab, deadline, args),
+            Test::KernelSpeed { kernel, args } => {
+                kernel_speed(context, lab, deadline, kernel, args)
+            }
         });
-    let _ = std::fs::remove_dir_all(&dir);
     match result {
         Ok((fraction, output)) => Outcome::score(check.points * fraction, output),
         Err(output) => Outcome::score(0.0, output),
     }
 }
 
-/// The share of the points earned, and what to tell the student.
-type Earned = Result<(f64, String), String>;
+/// Who runs: the student's binary, or this workspace's with the student's kernel file.
+enum Program<'a> {
+    Student,
+    Solution,
+    SolutionWithKernel(&'a Path),
+}
+
+/// One sandboxed run of `lab` with `args` and a fresh output folder; the folder is handed
+/// back (host path) for the grader to read once the run is over.
+struct Sandboxed {
+    stdout: Vec<u8>,
+    wall: Duration,
+    out: tempfile::TempDir,
+}
+
+fn sandboxed(
+    context: &Context,
+    lab: &'static Lab,
+    program: &Program,
+    args: &[OsString],
+    deadline: Instant,
+) -> Result<Sandboxed, String> {
+    let out = tempfile::Builder::new()
+        .prefix("out-")
+        .tempdir_in(context.scratch)
+        .map_err(|e| format!("cannot make an output folder (not the student's fault): {e}"))?;
+    if context.jail.needs_chown() {
+        sandbox::give_to_nobody(out.path()).map_err(|e| format!("{e:#}"))?;
+    }
+    let bins = match program {
+        Program::Student => &context.student.bins,
+        Program::Solution | Program::SolutionWithKernel(_) => context.reference.dir(),
+    };
+    let mut spec = Spec::new(Path::new(BIN).join(lab.name))
+        .mount(Mount::read_only(
+            bins.join(lab.name),
+            Path::new(BIN).join(lab.name),
+        ))
+        .mount(Mount::writable(out.path(), OUT))
+        .cwd(OUT)
+        .gpu(lab.first().variant.device == labs::Device::Gpu)
+        .args(args.iter().cloned());
+    if let Program::SolutionWithKernel(kernel) = program {
+        let file = context.student.src.join(kernel);
+        if !file.is_file() {
+            return Err(format!(
+                "no {} was taken from the submission",
+                kernel.display()
+            ));
+        }
+        spec = spec
+            .mount(Mount::read_only(file, KERNEL))
+            .args(["--kernel", KERNEL]);
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err("did not finish within the check's time limit".to_string());
+    }
+    match context.jail.run(&spec, &Limits::check(left)) {
+        Ok((status, ran, _)) if status.success() => Ok(Sandboxed {
+            stdout: ran.stdout,
+            wall: ran.wall,
+            out,
+        }),
+        Ok((status, _, stderr)) => Err(crash_or_refusal(status, &stderr)),
+        Err(runner::Failure::TimedOut(_)) => {
+            Err("did not finish within the check's time limit".to_string())
+        }
+        Err(failure) => Err(failure.to_string()),
+    }
+}
+
+/// One line for a run that ended badly, paths inside the sandbox left out.
+fn crash_or_refusal(status: std::process::ExitStatus, stderr: &[u8]) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let last = sandbox::last_line(stderr).replace(&format!("{OUT}/"), "");
+    match (status.signal(), status.code()) {
+        (Some(signal), _) => format!("crashed: killed by signal {signal}"),
+        (_, Some(101)) => format!("crashed: panicked: {last}"),
+        _ => last,
+    }
+}
+
+/// A file the sandboxed process left in its output folder: a regular file, not a link, at
+/// most `cap` bytes.
+fn output_file(dir: &Path, name: &str, cap: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(name);
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|_| format!("wrote no {name}"))?;
+    if !file.metadata().map(|m| m.is_file()).unwrap_or(false) {
+        return Err(format!("{name} is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {name}: {e}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(format!("{name} is larger than the expected {cap} bytes"));
+    }
+    Ok(bytes)
+}
+
+/// A reference output made here by this workspace's own program, outside the sandbox (kept
+/// for the rest of the grade): `file` is what the program writes, given its arguments.
+fn made(
+    context: &Context,
+    lab: &'static Lab,
+    args: &[String],
+    file: &str,
+) -> Result<Vec<u8>, String> {
+    let key: Vec<String> = [lab.name.to_string()]
+        .into_iter()
+        .chain(args.iter().cloned())
+        .collect();
+    if let Some(bytes) = context.made.borrow().get(&key) {
+        return Ok(bytes.clone());
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("reference-")
+        .tempdir_in(context.scratch)
+        .map_err(|e| format!("cannot make a folder for the reference: {e}"))?;
+    let mut command = context.reference.command(lab);
+    command.current_dir(dir.path()).args(
+        args.iter()
+            .map(|a| a.replace("{dir}", &dir.path().to_string_lossy())),
+    );
+    runner::run(&mut command, runner::limit_for(1 << 28)).map_err(|e| {
+        format!(
+            "the reference {} failed (not the student's fault): {e}",
+            lab.name
+        )
+    })?;
+    let bytes = fs::read(dir.path().join(file)).map_err(|e| {
+        format!(
+            "the reference {} wrote no {file} (not the student's fault): {e}",
+            lab.name
+        )
+    })?;
+    context.made.borrow_mut().insert(key, bytes.clone());
+    Ok(bytes)
+}
+
+fn lab01_image(context: &Context, size: (&str, &str), view: &[String]) -> Result<Vec<u8>, String> {
+    let lab01 = labs::find("lab01").map_err(|e| e.to_string())?;
+    let mut args = vec![size.0.to_string(), size.1.to_string()];
+    args.extend(view.iter().cloned());
+    args.extend(["-o".to_string(), "{dir}/reference.ppm".to_string()]);
+    made(context, lab01, &args, "reference.ppm")
+}
+
+fn os(args: &[String]) -> Vec<OsString> {
+    args.iter().map(OsString::from).collect()
+}
 
 fn image(
-    check: &Check,
     context: &Context,
-    dir: &Path,
+    lab: &'static Lab,
     deadline: Instant,
     size: &str,
     view: &[String],
     max_differing: u64,
 ) -> Earned {
     let (width, height) = parse_size(size).map_err(|e| e.to_string())?;
-    let lab01 = find("lab01")?;
-    let lab = find(&check.lab)?;
-    let expected_file = dir.join("reference.ppm");
-    let got_file = dir.join("student.ppm");
-    let render = |bins: &Bins, lab: &Lab, file: &Path| {
-        let mut command = bins.command(lab);
-        command
-            .args([&width, &height])
-            .args(view)
-            .arg("-o")
-            .arg(file);
-        command
-    };
-    // The reference is this workspace's business: if it fails, grading cannot go on.
-    run_limited(
-        &mut render(context.reference, lab01, &expected_file),
-        deadline,
-    )
-    .map_err(|e| format!("the reference lab01 failed (not the student's fault): {e}"))?;
-    run_limited(&mut render(context.student, lab, &got_file), deadline)?;
-    let expected = ppm::open(&expected_file).map_err(|e| format!("{e:#}"))?;
-    let got = ppm::open(&got_file).map_err(|e| format!("wrote no valid image: {e:#}"))?;
+    let expected = lab01_image(context, (&width, &height), view)?;
+    let mut args = vec![width, height];
+    args.extend(view.iter().cloned());
+    args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
+    let run = sandboxed(context, lab, &Program::Student, &os(&args), deadline)?;
+    let got = output_file(run.out.path(), "image.ppm", expected.len() as u64 + 64)?;
+    compare_images(context, expected, got, max_differing)
+}
+
+/// Byte-identical, or how many pixels differ and the first one.
+fn compare_images(
+    context: &Context,
+    expected: Vec<u8>,
+    got: Vec<u8>,
+    max_differing: u64,
+) -> Earned {
+    if got == expected {
+        return Ok((1.0, "identical".to_string()));
+    }
+    let dir = tempfile::tempdir_in(context.scratch).map_err(|e| e.to_string())?;
+    let (a, b) = (dir.path().join("a.ppm"), dir.path().join("b.ppm"));
+    fs::write(&a, &expected)
+        .and_then(|()| fs::write(&b, &got))
+        .map_err(|e| e.to_string())?;
+    let expected = ppm::open(&a).map_err(|e| format!("{e:#}"))?;
+    let got = ppm::open(&b).map_err(|_| "wrote no valid PPM image".to_string())?;
     if (got.width, got.height) != (expected.width, expected.height) {
         return Err(format!("wrote a {}x{} image", got.width, got.height));
     }
@@ -118,206 +311,255 @@ fn image(
     }
 }
 
+/// The output arguments of a kernel run, and the file compared afterwards.
+fn kernel_output(lab: &Lab) -> (Vec<String>, &'static str) {
+    match lab.work {
+        Work::Buddhabrot => (
+            vec![
+                "--raw".into(),
+                format!("{OUT}/out.raw"),
+                "-o".into(),
+                format!("{OUT}/out.png"),
+            ],
+            "out.raw",
+        ),
+        Work::Mandelbrot | Work::Reduction => {
+            (vec!["-o".into(), format!("{OUT}/out.ppm")], "out.ppm")
+        }
+    }
+}
+
 fn canvas(
-    check: &Check,
     context: &Context,
-    dir: &Path,
+    lab: &'static Lab,
     deadline: Instant,
+    kernel: &Path,
     args: &[String],
 ) -> Earned {
-    let lab = find(&check.lab)?;
-    let mut canvases = Vec::new();
-    for (bins, backend) in [(context.reference, "cpu"), (context.student, "gpu")] {
-        let raw = dir.join(format!("{backend}.raw"));
-        let mut command = bins.command(lab);
-        command
-            .args(["--backend", backend])
-            .args(args)
-            .arg("--raw")
-            .arg(&raw)
-            .arg("-o")
-            .arg(dir.join(format!("{backend}.png")));
-        run_limited(&mut command, deadline).map_err(|e| match backend {
-            "cpu" => format!("the reference CPU canvas failed (not the student's fault): {e}"),
-            _ => e,
-        })?;
-        canvases.push(std::fs::read(&raw).map_err(|e| format!("wrote no canvas: {e}"))?);
+    let mut reference_args = vec!["--backend".to_string(), "cpu".to_string()];
+    reference_args.extend(args.iter().cloned());
+    reference_args
+        .extend(["--raw", "{dir}/canvas.raw", "-o", "{dir}/canvas.png"].map(String::from));
+    let expected = made(context, lab, &reference_args, "canvas.raw")?;
+    let mut gpu_args = vec!["--backend".to_string(), "gpu".to_string()];
+    gpu_args.extend(args.iter().cloned());
+    let (output, file) = kernel_output(lab);
+    gpu_args.extend(output);
+    let run = sandboxed(
+        context,
+        lab,
+        &Program::SolutionWithKernel(kernel),
+        &os(&gpu_args),
+        deadline,
+    )?;
+    let got = output_file(run.out.path(), file, expected.len() as u64)?;
+    if got == expected {
+        return Ok((1.0, format!("identical ({} bytes)", got.len())));
     }
-    if canvases[0] == canvases[1] {
-        return Ok((1.0, format!("identical ({} bytes)", canvases[0].len())));
-    }
-    if canvases[0].len() != canvases[1].len() {
+    if got.len() != expected.len() {
         return Err(format!(
             "the canvas has {} bytes, the reference {}",
-            canvases[1].len(),
-            canvases[0].len()
+            got.len(),
+            expected.len()
         ));
     }
-    let differing = canvases[0]
+    let differing = expected
         .chunks(4)
-        .zip(canvases[1].chunks(4))
+        .zip(got.chunks(4))
         .filter(|(a, b)| a != b)
         .count();
     Err(format!("{differing} counters differ from the reference"))
 }
 
 fn sums(
-    check: &Check,
     context: &Context,
+    lab: &'static Lab,
     deadline: Instant,
+    kernel: Option<&Path>,
     args: &[String],
     variants: &[String],
 ) -> Earned {
-    let lab = find(&check.lab)?;
-    let mut command = context.student.command(lab);
-    command
+    // The exact total, from this workspace's own plain loop (given code, run here).
+    let mut reference = context.reference.command(lab);
+    reference
         .args(args)
-        .arg("--variants")
-        .arg(variants.join(","))
-        .arg("--json");
-    let stdout = run_limited(&mut command, deadline)?;
-    let report: LabReport = serde_json::from_str(stdout.trim())
-        .map_err(|e| format!("printed no valid --json report: {e}"))?;
-    if report.metrics.get("sums_ok") != Some(&serde_json::Value::Bool(true)) {
-        return Err("the report does not say every sum was exact".to_string());
+        .args(["--variants", "cpu-plain", "--json"]);
+    let finished = runner::run(&mut reference, runner::limit_for(1 << 24))
+        .map_err(|e| format!("the reference lab06 failed (not the student's fault): {e}"))?;
+    let report: LabReport = serde_json::from_slice(&finished.stdout).map_err(|e| {
+        format!("the reference lab06 printed no report (not the student's fault): {e}")
+    })?;
+    let expected = report
+        .metrics
+        .get("cpu_plain_sum")
+        .and_then(serde_json::Value::as_f64)
+        .ok_or("the reference lab06 reported no sum (not the student's fault)")?;
+
+    let program = match kernel {
+        Some(kernel) => Program::SolutionWithKernel(kernel),
+        None => Program::Student,
+    };
+    let mut run_args = args.to_vec();
+    run_args.extend([
+        "--variants".to_string(),
+        variants.join(","),
+        "--json".to_string(),
+    ]);
+    let run = sandboxed(context, lab, &program, &os(&run_args), deadline)?;
+    let report: LabReport = serde_json::from_slice(&run.stdout)
+        .map_err(|_| "printed no valid --json report".to_string())?;
+    for variant in variants {
+        let key = format!("{}_sum", variant.replace('-', "_"));
+        match report.metrics.get(&key).and_then(serde_json::Value::as_f64) {
+            Some(sum) if sum == expected => {}
+            Some(sum) => return Err(format!("{variant} summed to {sum}, expected {expected}")),
+            None => return Err(format!("no sum for {variant}")),
+        }
     }
-    let missing: Vec<&str> = variants
-        .iter()
-        .filter(|v| {
-            !report
-                .metrics
-                .contains_key(&format!("{}_gbps", v.replace('-', "_")))
-        })
-        .map(String::as_str)
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!("no figure for {}", missing.join(", ")));
-    }
-    Ok((1.0, "every sum exact".to_string()))
+    Ok((1.0, format!("every sum exact ({expected})")))
 }
 
-/// Alternate the student's and the solution's runs, so drifting clocks hit both alike.
-fn speed(
-    check: &Check,
-    context: &Context,
-    dir: &Path,
-    deadline: Instant,
-    args: &[String],
-    phase: &str,
-    compare: &str,
-) -> Earned {
-    let lab = find(&check.lab)?;
-    let mut best = BTreeMap::new();
-    for run in 0..context.speed_runs.max(1) {
-        for (who, bins) in [
-            ("solution", context.reference),
-            ("student", context.student),
-        ] {
-            let out = dir.join(format!("{who}-{run}"));
-            let out = out.to_string_lossy();
-            let expand = |s: &String| PathBuf::from(s.replace("{out}", &out));
-            let mut command = bins.command(lab);
-            command.args(args.iter().map(expand));
-            let stdout = run_limited(&mut command, deadline).map_err(|e| match who {
-                "solution" => format!("the solution failed (not the student's fault): {e}"),
-                _ => e,
-            })?;
-            let report: LabReport = serde_json::from_str(stdout.trim())
-                .map_err(|e| format!("printed no valid --json report: {e}"))?;
-            let ms = *report
-                .phases_ms
-                .get(phase)
-                .ok_or_else(|| format!("reported no {phase} time"))?;
-            let entry = best.entry(who).or_insert(f64::INFINITY);
-            *entry = f64::min(*entry, ms);
-            if run == 0 && who == "student" {
-                let theirs = std::fs::read(expand(&compare.to_string()));
-                let ours = std::fs::read(PathBuf::from(
-                    compare.replace("{out}", &dir.join("solution-0").to_string_lossy()),
-                ));
-                match (ours, theirs) {
-                    (Ok(a), Ok(b)) if a == b => {}
-                    _ => {
-                        return Err(
-                            "its output differs from the solution's: no speed credit".to_string()
-                        )
-                    }
-                }
-            }
+/// The grader's clock around the whole process; its image is compared afterwards. The image
+/// goes to a file in the page cache, as cheap to write as anything a process can write to.
+fn cpu_speed(context: &Context, lab: &'static Lab, deadline: Instant, args: &[String]) -> Earned {
+    let (width, height) = match args {
+        [w, h, ..] => (w.as_str(), h.as_str()),
+        _ => return Err("the rubric gives no size (not the student's fault)".to_string()),
+    };
+    let expected = lab01_image(context, (width, height), &args[2..])?;
+    let mut run_args = args.to_vec();
+    run_args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
+    let run_args = os(&run_args);
+    let cap = expected.len() as u64;
+    let mut times = (Vec::new(), Vec::new());
+    for _ in 0..context.speed_runs.max(1) {
+        let solution = sandboxed(context, lab, &Program::Solution, &run_args, deadline)
+            .map_err(|e| format!("the solution failed (not the student's fault): {e}"))?;
+        let student = sandboxed(context, lab, &Program::Student, &run_args, deadline)?;
+        if output_file(student.out.path(), "image.ppm", cap)
+            .ok()
+            .as_deref()
+            != Some(&expected[..])
+        {
+            return Err("its image differs from the reference: no speed credit".to_string());
         }
-        // The images of a large speed check take hundreds of MB each: keep one round's only.
-        for who in ["solution", "student"] {
-            for extension in ["ppm", "raw", "png"] {
-                let _ = std::fs::remove_file(dir.join(format!("{who}-{run}.{extension}")));
-            }
+        times.0.push(solution.wall.as_secs_f64() * 1e3);
+        times.1.push(student.wall.as_secs_f64() * 1e3);
+    }
+    credit(&times, "whole run", context.speed_runs)
+}
+
+/// This workspace's host code launches and times the student's kernel and the solution's.
+fn kernel_speed(
+    context: &Context,
+    lab: &'static Lab,
+    deadline: Instant,
+    kernel: &Path,
+    args: &[String],
+) -> Earned {
+    let gpu = context
+        .gpu
+        .ok_or("no GPU information (not the student's fault)")?;
+    let (output, file) = kernel_output(lab);
+    let mut run_args = args.to_vec();
+    run_args.extend(output);
+    run_args.push("--json".to_string());
+    let run_args = os(&run_args);
+    let kernel_ms = |run: &Sandboxed| -> Result<f64, String> {
+        let report: LabReport = serde_json::from_slice(&run.stdout)
+            .map_err(|e| format!("no report from the timing run: {e}"))?;
+        report
+            .phases_ms
+            .get("kernel")
+            .copied()
+            .ok_or_else(|| "no kernel time".to_string())
+    };
+    let mut expected: Option<Vec<u8>> = None;
+    let mut times = (Vec::new(), Vec::new());
+    for _ in 0..context.speed_runs.max(1) {
+        let solution = sandboxed(context, lab, &Program::Solution, &run_args, deadline)
+            .map_err(|e| format!("the solution failed (not the student's fault): {e}"))?;
+        let ours = kernel_ms(&solution)
+            .map_err(|e| format!("the solution: {e} (not the student's fault)"))?;
+        if expected.is_none() {
+            expected = Some(output_file(solution.out.path(), file, 1 << 30)?);
+        }
+        let want = expected.as_deref().unwrap_or_default();
+        let student = sandboxed(
+            context,
+            lab,
+            &Program::SolutionWithKernel(kernel),
+            &run_args,
+            deadline,
+        )?;
+        let theirs = kernel_ms(&student)?;
+        if output_file(student.out.path(), file, want.len() as u64)? != want {
+            return Err("its output differs from the solution's: no speed credit".to_string());
+        }
+        times.0.push(ours);
+        times.1.push(theirs);
+    }
+    if lab.work == Work::Mandelbrot {
+        let view = mandelbrot_view(args)?;
+        let floor = timing::fp64_floor_ms(timing::loop_bodies(&view), gpu.sms, gpu.clock_khz);
+        let theirs = timing::median(&times.1);
+        if theirs < floor {
+            return Err(format!(
+                "kernel {theirs:.3} ms is below {floor:.3} ms, the least this GPU's FP64 units need for \
+                 the loop bodies: implausible, no speed credit"
+            ));
         }
     }
-    let (ours, theirs) = (best["solution"], best["student"]);
+    credit(&times, "kernel", context.speed_runs)
+}
+
+/// The view of a Mandelbrot check's arguments (`WIDTH HEIGHT` and the view flags).
+fn mandelbrot_view(args: &[String]) -> Result<View, String> {
+    let number = |i: usize| args.get(i).and_then(|a| a.parse::<u32>().ok());
+    let (Some(width), Some(height)) = (number(0), number(1)) else {
+        return Err("the rubric gives no size (not the student's fault)".to_string());
+    };
+    let flag = |name: &str, default: f64| {
+        args.windows(2)
+            .find(|w| w[0] == name)
+            .and_then(|w| w[1].parse::<f64>().ok())
+            .unwrap_or(default)
+    };
+    Ok(View {
+        width,
+        height,
+        cx: flag("--cx", -0.6),
+        cy: flag("--cy", 0.0),
+        scale: flag("--scale", 4.0 / f64::from(width)),
+    })
+}
+
+fn credit(times: &(Vec<f64>, Vec<f64>), what: &str, runs: usize) -> Earned {
+    let (ours, theirs) = (timing::median(&times.0), timing::median(&times.1));
     let ratio = theirs / ours;
-    let fraction = speed_credit(ratio);
+    let fraction = timing::speed_credit(ratio);
     Ok((
         fraction,
         format!(
-            "{phase} {theirs:.3} ms, the solution's {ours:.3} ms (min of {} runs): {ratio:.2}x, {:.0}% of the points",
-            context.speed_runs,
+            "{what} {theirs:.3} ms, the solution's {ours:.3} ms (medians of {runs} runs each, alternating): \
+             {ratio:.2}x, {:.0}% of the points",
             100.0 * fraction
         ),
     ))
 }
 
-/// Stanford CS149's rule: full credit up to 1.2 times the reference's time, none from 10
-/// times on, linear between.
-fn speed_credit(ratio: f64) -> f64 {
-    ((10.0 - ratio) / (10.0 - 1.2)).clamp(0.0, 1.0)
-}
-
-/// Run `command` with the time left before `deadline`: its stdout if it succeeded, else
-/// one line saying how it failed (a hang is killed at the deadline, a crash is named).
-fn run_limited(command: &mut Command, deadline: Instant) -> Result<String, String> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    match runner::run(command, left) {
-        Ok(finished) => Ok(String::from_utf8_lossy(&finished.stdout).into_owned()),
-        Err(runner::Failure::TimedOut(_)) => {
-            Err("did not finish within the check's time limit".to_string())
-        }
-        Err(failure) => Err(failure.to_string()),
-    }
-}
-
-/// A lab of the rubric, as a check's error.
-fn find(name: &str) -> Result<&'static Lab, String> {
-    labs::find(name).map_err(|e| e.to_string())
-}
-
-/// A number no other check of this process has used.
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn speed_credit_follows_cs149() {
-        assert_eq!(speed_credit(0.5), 1.0);
-        assert_eq!(speed_credit(1.2), 1.0);
-        assert!((speed_credit(5.6) - 0.5).abs() < 1e-12);
-        assert_eq!(speed_credit(10.0), 0.0);
-        assert_eq!(speed_credit(40.0), 0.0);
-    }
-
-    #[test]
-    fn a_hang_fails_the_check_at_its_deadline() {
-        let start = Instant::now();
-        let error = run_limited(
-            Command::new("sleep").arg("30"),
-            Instant::now() + Duration::from_millis(200),
-        )
-        .unwrap_err();
-        assert_eq!(error, "did not finish within the check's time limit");
-        assert!(start.elapsed() < Duration::from_secs(5));
-    }
+/// The GPU's multiprocessors and clock, read by this workspace's own code.
+pub fn gpu_info() -> Option<GpuInfo> {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let gpu = shared::gpu::Gpu::open().ok()?;
+    let read = |a| {
+        gpu.ctx
+            .attribute(a)
+            .ok()
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    Some(GpuInfo {
+        sms: read(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        clock_khz: read(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
+    })
 }

@@ -1,59 +1,115 @@
-//! `cargo xtask grade DIR`: grade a student's workspace with this workspace's checks.
+//! `cargo xtask grade SUBMISSION`: grade a student's workspace with this workspace's checks.
 //!
-//! 1. Build the student's labs in release, each on its own (a lab that does not compile
-//!    fails its own checks only), in one grader target folder shared by every submission, so
-//!    the registry dependencies compile once.
-//! 2. Run every check of the rubric (`xtask/rubric.toml`) against this workspace's own
-//!    programs: never the student's tests, never the student's lab01. A check that hangs or
-//!    crashes fails; it does not stop the grading.
-//! 3. Print a table and the total; with `--gradescope FILE`, write Gradescope's results.json.
+//! 1. Take from the submission only the files a student may write ([`intake`]), lay them
+//!    into a fresh copy of the hand-out, and build each graded lab `--locked` in the sandbox
+//!    ([`compile`], [`sandbox`]), starting from a prebuilt copy of the hand-out so that only
+//!    what the student changed compiles.
+//! 2. Run every check of the rubric (`xtask/rubric.toml`, [`rubric`]) in the sandbox, each
+//!    process tree killed when its check ends, and compare what it wrote with what this
+//!    workspace's own programs write, here, out of the sandbox's sight ([`checks`]); speed
+//!    by the grader's clock or this workspace's CUDA events ([`timing`]).
+//! 3. Once every student process is gone, print the table and write results.json
+//!    ([`report`]).
+//!
+//! `--build-only DIR` stops after step 1 and keeps the build; `--built DIR` grades such a
+//! folder: a GPU machine without Rust grades what a machine with Rust built.
 //!
 //! A score is not an error: the command exits 0 whenever grading ran, and non-zero only when
-//! it could not (DIR is not a workspace, the reference does not build).
+//! it could not (no sandbox, no submission, the hand-out does not build).
 
 mod checks;
+mod compile;
+mod intake;
+mod report;
 mod rubric;
+mod sandbox;
+mod timing;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::bins::{target_dir, Bins};
+use crate::bins::Bins;
 use crate::gpu;
+use crate::handout;
 use crate::labs::{Lab, LABS};
-use checks::Outcome;
+use crate::regions::Keep;
+use checks::{Built, Outcome};
+use report::Graded;
 use rubric::Rubric;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The student's workspace (a copy of `cargo xtask handout`, with their work in it)
-    #[arg(value_name = "DIR", required_unless_present = "student_bin_dir")]
-    dir: Option<PathBuf>,
-    /// Grade the lab binaries in this folder (the student's `cargo xtask dist`) instead of
-    /// building DIR: for a GPU machine without Rust
-    #[arg(long, value_name = "DIR", conflicts_with = "dir")]
-    student_bin_dir: Option<PathBuf>,
+    /// The student's workspace: their copy of the hand-out, with their work in it
+    #[arg(value_name = "SUBMISSION", required_unless_present = "built")]
+    submission: Option<PathBuf>,
+    /// Build only, into this new folder, for `--built` on another machine (a GPU machine
+    /// without Rust)
+    #[arg(long, value_name = "DIR", requires = "submission")]
+    build_only: Option<PathBuf>,
+    /// Grade a folder made by `--build-only` instead of building SUBMISSION
+    #[arg(long, value_name = "DIR", conflicts_with = "submission")]
+    built: Option<PathBuf>,
     /// This workspace's binaries, from `cargo xtask dist` (the reference and the solution)
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
     /// Also write Gradescope's results.json here
     #[arg(long, value_name = "FILE")]
     gradescope: Option<PathBuf>,
-    /// Where the student's workspace is built [default: the grade folder in this
-    /// workspace's target folder, shared by every submission]
-    #[arg(long, value_name = "DIR")]
-    target_dir: Option<PathBuf>,
+    /// Run the student's code without the sandbox, with this user's rights: only for code
+    /// you trust, or where each submission already has a throwaway machine (the report
+    /// and results.json say so)
+    #[arg(long)]
+    unsandboxed: bool,
+}
+
+/// What `--build-only` keeps beside the binaries and the taken files.
+#[derive(Serialize, Deserialize)]
+struct Intake {
+    notes: Vec<String>,
+    /// Labs that did not build, with cargo's first error.
+    broken: Vec<(String, String)>,
 }
 
 pub fn run(args: Args) -> Result<()> {
     let rubric = Rubric::load()?;
+    // Every path is checked before the work: a results file that cannot be written fails now.
+    let results = args.gradescope.as_deref().map(results_file).transpose()?;
+    let scratch = scratch()?;
+    let jail = sandbox::Jail::detect(args.unsandboxed)?;
     let graded: Vec<&'static Lab> = LABS
         .iter()
         .filter(|lab| rubric.checks.iter().any(|c| c.lab == lab.name))
         .collect();
+
+    let built_dir = scratch.path().join("built");
+    let intake = match (&args.submission, &args.built) {
+        (Some(submission), _) => {
+            let intake = prepare(submission, &jail, &rubric, scratch.path(), &graded)?;
+            if let Some(out) = &args.build_only {
+                keep_build(&built_dir, &intake, out)?;
+                return Ok(());
+            }
+            intake
+        }
+        (None, Some(dir)) => {
+            let text = fs::read_to_string(dir.join("intake.json")).with_context(|| {
+                format!("{} was not made by `grade --build-only`", dir.display())
+            })?;
+            compile::copy_tree(dir, &built_dir)?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{}/intake.json is not valid", dir.display()))?
+        }
+        (None, None) => bail!("give the student's workspace SUBMISSION"),
+    };
+    let built = Built {
+        bins: built_dir.join("bin"),
+        src: built_dir.join("src"),
+    };
+
     let gpu = gpu::probe();
     if let Err(why) = &gpu {
         shared::cli::eprint_line(&format!(
@@ -61,44 +117,38 @@ pub fn run(args: Args) -> Result<()> {
             why.split(';').next().unwrap_or(why)
         ));
     }
-    let student = match (&args.dir, &args.student_bin_dir) {
-        (_, Some(bin_dir)) => Student::prebuilt(bin_dir, &graded)?,
-        (Some(dir), None) => {
-            let target = args
-                .target_dir
-                .clone()
-                .unwrap_or_else(|| target_dir().join("grade"));
-            Student::build(dir, &target, &graded)?
-        }
-        (None, None) => bail!("give the student's workspace DIR"),
+    let gpu_info = if gpu.is_ok() {
+        checks::gpu_info()
+    } else {
+        None
     };
-    // The reference: lab01 and the solutions, built from this workspace.
     let reference_labs = LABS
         .iter()
         .filter(|lab| lab.name == "lab01" || graded.contains(lab));
     let reference = Bins::locate(args.bin_dir.clone(), reference_labs)?;
-    let scratch = tempfile::Builder::new()
-        .prefix("xtask-grade-")
-        .tempdir()
-        .context("cannot create a scratch folder")?;
-
     let context = checks::Context {
-        student: &student.bins,
+        jail: &jail,
+        student: &built,
         reference: &reference,
         scratch: scratch.path(),
-        time_limit: std::time::Duration::from_secs(rubric.time_limit_s),
+        time_limit: Duration::from_secs(rubric.time_limit_s),
         speed_runs: rubric.speed_runs,
+        gpu: gpu_info.as_ref(),
+        made: Default::default(),
     };
-    let mut results = Vec::new();
+    let mut graded_checks = Vec::new();
     for check in &rubric.checks {
         let name = check.name();
         shared::cli::eprint_line(&format!("xtask: grading {name}"));
-        let outcome = match (check.needs_gpu(), &gpu, student.broken(&check.lab)) {
+        let broken = intake.broken.iter().find(|(lab, _)| lab == &check.lab);
+        let outcome = match (check.needs_gpu(), &gpu, broken) {
             (true, Err(_), _) => Outcome::NotGraded("not graded here: needs a GPU".to_string()),
-            (_, _, Some(error)) => Outcome::score(0.0, format!("did not build: {error}")),
+            (_, _, Some((_, error))) if check.runs_student_binary() => {
+                Outcome::score(0.0, format!("did not build: {error}"))
+            }
             _ => checks::run(check, &context),
         };
-        results.push(Graded {
+        graded_checks.push(Graded {
             name,
             max: check.points,
             hidden: check.hidden,
@@ -106,199 +156,126 @@ pub fn run(args: Args) -> Result<()> {
         });
     }
 
-    shared::cli::print_line(table(&results).trim_end())?;
-    if let Some(path) = &args.gradescope {
-        let json = serde_json::to_string_pretty(&gradescope(&results))
+    // Every student process ended with its check; only now is anything reported.
+    let mut notes = vec![format!("Grading: {}.", jail.describe())];
+    if !intake.notes.is_empty() {
+        notes.push(
+            "Taken from the submission: only the files with solution regions. Differences:"
+                .to_string(),
+        );
+        notes.extend(intake.notes.iter().map(|n| format!("- {n}")));
+    }
+    shared::cli::print_line(report::table(&graded_checks, &notes).trim_end())?;
+    if let (Some(path), Some(mut file)) = (&args.gradescope, results) {
+        let json = serde_json::to_string_pretty(&report::gradescope(&graded_checks, &notes))
             .context("cannot encode the results")?;
-        shared::output::write_file(path, format!("{json}\n").as_bytes())?;
+        file.write_all(format!("{json}\n").as_bytes())?;
+        file.commit()?;
         shared::cli::eprint_line(&format!("xtask: wrote {}", path.display()));
     }
     Ok(())
 }
 
-/// The student's lab binaries, and the labs that did not build with their first error.
-struct Student {
-    bins: Bins,
-    broken: Vec<(String, String)>,
+/// Take the submission's files, lay them into a fresh hand-out and build each graded lab;
+/// the binaries and taken files go to `scratch/built`.
+fn prepare(
+    submission: &Path,
+    jail: &sandbox::Jail,
+    rubric: &Rubric,
+    scratch: &Path,
+    labs: &[&Lab],
+) -> Result<Intake> {
+    let (files, _) = handout::files(Keep::Stub)?;
+    let build_limit = Duration::from_secs(rubric.build_time_limit_s);
+    let cache = compile::Cache::open(&files, jail, labs, build_limit)?;
+    let taken = intake::take(submission, files)?;
+    let work = scratch.join("work");
+    compile::lay_out(&work, &taken.files, &taken.changed)?;
+    let target = scratch.join("target");
+    cache.target_for(&target)?;
+
+    let built = scratch.join("built");
+    let bin = built.join("bin");
+    fs::create_dir_all(&bin).with_context(|| format!("cannot create {}", bin.display()))?;
+    let mut broken = Vec::new();
+    for lab in labs {
+        shared::cli::eprint_line(&format!("xtask: building the student's {}", lab.package));
+        match compile::build_lab(jail, &work, &target, &cache.vendor(), lab, build_limit) {
+            Ok(()) => {
+                let from = target.join("release").join(lab.name);
+                fs::copy(&from, bin.join(lab.name))
+                    .with_context(|| format!("cannot copy the student's {}", lab.name))?;
+            }
+            Err(error) => broken.push((lab.name.to_string(), error)),
+        }
+    }
+    for kernel in rubric.kernels() {
+        if let Some(file) = taken.files.iter().find(|f| f.path == kernel) {
+            let to = built.join("src").join(kernel);
+            if let Some(dir) = to.parent() {
+                fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+            fs::write(&to, &file.bytes)
+                .with_context(|| format!("cannot write {}", to.display()))?;
+        }
+    }
+    let intake = Intake {
+        notes: taken.notes,
+        broken,
+    };
+    let json = serde_json::to_string_pretty(&intake).context("cannot encode the intake")?;
+    fs::write(built.join("intake.json"), json).context("cannot write the intake")?;
+    // The build folders are large and no check needs them.
+    let _ = fs::remove_dir_all(&target);
+    Ok(intake)
 }
 
-impl Student {
-    fn prebuilt(dir: &Path, labs: &[&Lab]) -> Result<Student> {
-        let missing: Vec<(String, String)> = labs
-            .iter()
-            .filter(|lab| !dir.join(lab.name).is_file())
-            .map(|lab| {
-                (
-                    lab.name.to_string(),
-                    format!("{} is not in {}", lab.name, dir.display()),
-                )
-            })
-            .collect();
-        Ok(Student {
-            bins: Bins::at(dir.to_path_buf()),
-            broken: missing,
-        })
+fn keep_build(built: &Path, intake: &Intake, out: &Path) -> Result<()> {
+    if out.exists() {
+        bail!(
+            "{} exists; give a new folder for --build-only",
+            out.display()
+        );
     }
+    compile::copy_tree(built, out)?;
+    let broken: Vec<&str> = intake.broken.iter().map(|(lab, _)| lab.as_str()).collect();
+    shared::cli::eprint_line(&format!(
+        "xtask: the build is in {} ({}); grade it with `xtask grade --built {}`",
+        out.display(),
+        if broken.is_empty() {
+            "every lab built".to_string()
+        } else {
+            format!("did not build: {}", broken.join(", "))
+        },
+        out.display()
+    ));
+    Ok(())
+}
 
-    /// Build each graded lab of the workspace `dir` in release, into `target`.
-    fn build(dir: &Path, target: &Path, labs: &[&Lab]) -> Result<Student> {
-        let manifest = dir.join("Cargo.toml");
-        let text = fs::read_to_string(&manifest)
-            .with_context(|| format!("{} is not a Cargo workspace", dir.display()))?;
-        if !text.contains("[workspace]") {
-            bail!("{} is not a Cargo workspace", dir.display());
-        }
-        // Cargo names the artifacts of a workspace's own packages after their path inside
-        // the workspace, so two submissions share them in one target folder and a fresh one
-        // could be taken for built. Only the registry dependencies are meant to be shared.
-        let mut clean = cargo_command();
-        clean
-            .args(["clean", "--release", "--quiet"])
-            .args(["--package", "shared", "--package", "xtask"])
-            .arg("--manifest-path")
-            .arg(&manifest)
-            .arg("--target-dir")
-            .arg(target);
-        for lab in LABS.iter() {
-            clean.args(["--package", lab.package]);
-        }
-        let cleaned = clean.output().context("cannot run cargo")?;
-        if !cleaned.status.success() {
+/// The results file, checked now: a new or regular file whose folder exists.
+fn results_file(path: &Path) -> Result<shared::output::Output> {
+    if let Ok(meta) = fs::metadata(path) {
+        if !meta.is_file() {
             bail!(
-                "cannot clear the last submission's build from {}: {}",
-                target.display(),
-                String::from_utf8_lossy(&cleaned.stderr).trim()
+                "--gradescope {}: not a regular file; give a path for results.json",
+                path.display()
             );
         }
-        let mut broken = Vec::new();
-        for lab in labs {
-            shared::cli::eprint_line(&format!("xtask: building the student's {}", lab.package));
-            let built = cargo_command()
-                .args(["build", "--release", "--quiet", "--package", lab.package])
-                .arg("--manifest-path")
-                .arg(&manifest)
-                .arg("--target-dir")
-                .arg(target)
-                .output()
-                .context("cannot run cargo")?;
-            if !built.status.success() {
-                let stderr = String::from_utf8_lossy(&built.stderr);
-                broken.push((lab.name.to_string(), first_error(&stderr)));
-            }
-        }
-        Ok(Student {
-            bins: Bins::at(target.join("release")),
-            broken,
+    }
+    Ok(shared::output::Output::create(path)?)
+}
+
+/// The grade's own folder, removed at the end whatever happens.
+fn scratch() -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("xtask-grade-")
+        .tempdir()
+        .map_err(|e| {
+            let dir = std::env::temp_dir();
+            anyhow::anyhow!(
+                "cannot create the grade's folder in {} ({e}); set TMPDIR to a folder you may write to",
+                dir.display()
+            )
         })
-    }
-
-    fn broken(&self, lab: &str) -> Option<&str> {
-        self.broken
-            .iter()
-            .find(|(name, _)| name == lab)
-            .map(|(_, error)| error.as_str())
-    }
-}
-
-/// One check's result.
-struct Graded {
-    name: String,
-    max: f64,
-    hidden: bool,
-    outcome: Outcome,
-}
-
-/// The `cargo` that runs this xtask (or plain `cargo`), in no particular folder.
-fn cargo_command() -> Command {
-    Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-}
-
-/// The first compiler error and its place: `error[E0425]: ... at lab02-rayon/src/main.rs:57:9`.
-fn first_error(stderr: &str) -> String {
-    let mut lines = stderr.lines().skip_while(|l| !l.starts_with("error"));
-    let Some(error) = lines.next() else {
-        return "cargo build failed".to_string();
-    };
-    match lines.find_map(|l| l.trim_start().strip_prefix("--> ")) {
-        Some(place) => format!("{error} at {place}"),
-        None => error.to_string(),
-    }
-}
-
-/// The table on stdout, and the total.
-fn table(results: &[Graded]) -> String {
-    let mut text = String::from("| check | points | result |\n|---|---:|---|\n");
-    let (mut score, mut max, mut not_graded) = (0.0, 0.0, 0.0);
-    for r in results {
-        let hidden = if r.hidden { " (hidden)" } else { "" };
-        let (points, said) = match &r.outcome {
-            Outcome::Scored { score: s, output } => {
-                score += s;
-                max += r.max;
-                (format!("{}/{}", round(*s), round(r.max)), output.as_str())
-            }
-            Outcome::NotGraded(why) => {
-                not_graded += r.max;
-                (format!("-/{}", round(r.max)), why.as_str())
-            }
-        };
-        let said = said.replace('|', "/");
-        text.push_str(&format!("| {}{hidden} | {points} | {said} |\n", r.name));
-    }
-    text.push_str(&format!("total: {} of {} points", round(score), round(max)));
-    if not_graded > 0.0 {
-        text.push_str(&format!(
-            "; {} more not graded here (needs a GPU)",
-            round(not_graded)
-        ));
-    }
-    text.push('\n');
-    text
-}
-
-fn round(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
-}
-
-/// Gradescope's results.json.
-#[derive(Serialize)]
-struct Results {
-    score: f64,
-    tests: Vec<TestResult>,
-}
-
-#[derive(Serialize)]
-struct TestResult {
-    name: String,
-    score: f64,
-    max_score: f64,
-    output: String,
-    visibility: &'static str,
-}
-
-fn gradescope(results: &[Graded]) -> Results {
-    let tests: Vec<TestResult> = results
-        .iter()
-        .map(|r| {
-            let (score, output) = match &r.outcome {
-                Outcome::Scored { score, output } => (round(*score), output.clone()),
-                Outcome::NotGraded(why) => (0.0, why.clone()),
-            };
-            TestResult {
-                name: r.name.clone(),
-                score,
-                max_score: r.max,
-                output,
-                visibility: if r.hidden {
-                    "after_published"
-                } else {
-                    "visible"
-                },
-            }
-        })
-        .collect();
-    Results {
-        score: round(tests.iter().map(|t| t.score).sum()),
-        tests,
-    }
 }

@@ -1,5 +1,7 @@
 //! The rubric (`xtask/rubric.toml`, compiled in): the checks and their points.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
@@ -13,7 +15,9 @@ const RUBRIC: &str = include_str!("../../rubric.toml");
 pub struct Rubric {
     /// Seconds each check may take, all its runs together.
     pub time_limit_s: u64,
-    /// Runs of the student's lab and of the solution per speed check.
+    /// Seconds each lab's build may take.
+    pub build_time_limit_s: u64,
+    /// Runs of the student's program and of the solution per speed check.
     pub speed_runs: usize,
     #[serde(rename = "check")]
     pub checks: Vec<Check>,
@@ -33,7 +37,7 @@ pub struct Check {
 
 /// What a check runs and compares (rubric.toml's header describes each kind).
 #[derive(Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Test {
     Image {
         size: String,
@@ -43,16 +47,21 @@ pub enum Test {
         max_differing: u64,
     },
     Canvas {
+        kernel: PathBuf,
         args: Vec<String>,
     },
     Sums {
+        #[serde(default)]
+        kernel: Option<PathBuf>,
         args: Vec<String>,
         variants: Vec<String>,
     },
-    Speed {
+    CpuSpeed {
         args: Vec<String>,
-        phase: String,
-        compare: String,
+    },
+    KernelSpeed {
+        kernel: PathBuf,
+        args: Vec<String>,
     },
 }
 
@@ -64,8 +73,29 @@ impl Rubric {
             if let Test::Image { size, .. } = &check.test {
                 parse_size(size).context("xtask/rubric.toml")?;
             }
+            if let Test::Sums {
+                kernel: None,
+                variants,
+                ..
+            } = &check.test
+            {
+                if variants.iter().any(|v| v.starts_with("gpu-")) {
+                    anyhow::bail!(
+                        "xtask/rubric.toml: {}: GPU variants need the kernel file",
+                        check.name()
+                    );
+                }
+            }
         }
         Ok(rubric)
+    }
+
+    /// The files the checks take from the submission beyond the binaries: kernel sources.
+    pub fn kernels(&self) -> Vec<&Path> {
+        let mut kernels: Vec<&Path> = self.checks.iter().filter_map(|c| c.kernel()).collect();
+        kernels.sort();
+        kernels.dedup();
+        kernels
     }
 }
 
@@ -88,39 +118,51 @@ impl Check {
                     n => format!("the reference's image, up to {n} pixels apart, at {at}"),
                 }
             }
-            Test::Canvas { args } => format!(
+            Test::Canvas { args, .. } => format!(
                 "GPU canvas identical to the CPU reference with {}",
                 args.join(" ")
             ),
             Test::Sums { variants, .. } => format!("{} sum exactly", variants.join(" and ")),
-            Test::Speed { args, phase, .. } => {
-                // The arguments that say what is timed: not the output files, not --json.
-                let mut shown = Vec::new();
-                for (index, arg) in args.iter().enumerate() {
-                    let names_output = args.get(index + 1).is_some_and(|a| a.contains("{out}"));
-                    if !(arg.contains("{out}") || names_output || arg == "--json") {
-                        shown.push(arg.as_str());
-                    }
-                }
-                format!(
-                    "{phase} time against the solution's with {}",
-                    shown.join(" ")
-                )
-            }
+            Test::CpuSpeed { args } => format!(
+                "whole-run time against the solution's with {}",
+                args.join(" ")
+            ),
+            Test::KernelSpeed { args, .. } => format!(
+                "kernel time against the solution's kernel with {}",
+                args.join(" ")
+            ),
         };
         format!("{}: {what}", self.lab)
     }
 
-    /// Whether the check can only run on a GPU (every speed check is measured on the GPU
-    /// machine).
+    /// The kernel file this check takes from the submission, if any.
+    pub fn kernel(&self) -> Option<&Path> {
+        match &self.test {
+            Test::Canvas { kernel, .. } | Test::KernelSpeed { kernel, .. } => Some(kernel),
+            Test::Sums { kernel, .. } => kernel.as_deref(),
+            Test::Image { .. } | Test::CpuSpeed { .. } => None,
+        }
+    }
+
+    /// Whether the check can only run on a GPU.
     pub fn needs_gpu(&self) -> bool {
         match &self.test {
-            Test::Speed { .. } => true,
+            Test::KernelSpeed { .. } | Test::Canvas { .. } => true,
+            Test::CpuSpeed { .. } => false,
             Test::Sums { variants, .. } => variants.iter().any(|v| v.starts_with("gpu-")),
-            Test::Canvas { .. } => true,
             Test::Image { .. } => {
                 labs::find(&self.lab).is_ok_and(|lab| lab.first().variant.device == Device::Gpu)
             }
+        }
+    }
+
+    /// Whether the check runs the student's own binary (else this workspace's, with the
+    /// student's kernel file).
+    pub fn runs_student_binary(&self) -> bool {
+        match &self.test {
+            Test::Image { .. } | Test::CpuSpeed { .. } => true,
+            Test::Sums { kernel, .. } => kernel.is_none(),
+            Test::Canvas { .. } | Test::KernelSpeed { .. } => false,
         }
     }
 }
@@ -147,7 +189,30 @@ mod tests {
             assert!(check.points > 0.0, "{}", check.name());
         }
         let names: Vec<String> = rubric.checks.iter().map(Check::name).collect();
-        assert!(names.contains(&"lab02: identical to the reference at 333x517".to_string()));
+        assert!(
+            names.contains(&"lab02: identical to the reference at 333x517 --cy 0.25".to_string())
+        );
+    }
+
+    /// A view symmetric about the real axis hides rows written in the wrong order: every lab
+    /// with image checks has a visible one off the axis.
+    #[test]
+    fn every_lab_shows_a_view_off_the_real_axis() {
+        let rubric = Rubric::load().unwrap();
+        for check in rubric
+            .checks
+            .iter()
+            .filter(|c| matches!(c.test, Test::Image { .. }))
+        {
+            let lab = &check.lab;
+            let off_axis = rubric.checks.iter().any(|c| {
+                &c.lab == lab
+                    && !c.hidden
+                    && matches!(&c.test, Test::Image { view, .. }
+                        if view.windows(2).any(|w| w[0] == "--cy" && w[1].parse::<f64>().is_ok_and(|y| y != 0.0)))
+            });
+            assert!(off_axis, "{lab} has no visible view off the real axis");
+        }
     }
 
     #[test]
@@ -163,6 +228,11 @@ mod tests {
             cpu.iter().all(|lab| lab == "lab02" || lab == "lab06"),
             "{cpu:?}"
         );
+        // lab02's speed is a CPU lab's: graded on a machine without a GPU.
+        assert!(rubric
+            .checks
+            .iter()
+            .any(|c| matches!(c.test, Test::CpuSpeed { .. }) && !c.needs_gpu()));
         assert!(cpu.contains(&"lab02".to_string()) && cpu.contains(&"lab06".to_string()));
     }
 }

@@ -1,0 +1,698 @@
+//! Every student process, the build included, runs here: in a bubblewrap sandbox (`bwrap`,
+//! the sandbox Flatpak uses), never with the grader's own rights.
+//!
+//! What a process inside sees: the system's programs and libraries read-only (`/usr`, `/etc`),
+//! the Rust toolchain read-only, a private `/tmp`, a fresh `/proc` and `/dev` (and the GPU's
+//! device files when the check needs them), and the [`Mount`]s its check names, nothing
+//! else: not the instructor's workspace, the rubric, the reference binaries or images, the
+//! results file, other submissions or any home folder. It has no network, its own PID
+//! namespace (when the check's main process ends, every process it left behind is killed
+//! with it), and limits on wall time, CPU time, processes, file size and kept output.
+//!
+//! Run by root, the sandbox sets up its mounts as root and then drops to uid 65534 (nobody)
+//! with `setpriv`, so the student's code runs as an unprivileged user on the host too. Run by
+//! anyone else, bwrap maps that user into a user namespace of its own.
+//!
+//! `--unsandboxed` runs the same commands directly, for code the instructor trusts; the
+//! report says so.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use wait_timeout::ChildExt;
+
+use crate::runner::Failure;
+
+/// The unprivileged user and group the student's code runs as (nobody, nogroup).
+pub const NOBODY: u32 = 65534;
+
+/// Output kept from each stream of a process: enough for any report and error message.
+pub const OUTPUT_CAP: usize = 1 << 20;
+
+/// How a grade runs student code.
+#[derive(Debug, Clone)]
+pub struct Jail {
+    kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+enum Kind {
+    Bwrap { program: PathBuf, as_root: bool },
+    Unsandboxed,
+}
+
+/// A host folder or file seen inside at `inside` (at its host path if `inside` is None).
+#[derive(Debug, Clone)]
+pub struct Mount {
+    pub host: PathBuf,
+    pub inside: PathBuf,
+    pub writable: bool,
+}
+
+impl Mount {
+    pub fn read_only(host: impl Into<PathBuf>, inside: impl Into<PathBuf>) -> Mount {
+        Mount {
+            host: host.into(),
+            inside: inside.into(),
+            writable: false,
+        }
+    }
+
+    pub fn writable(host: impl Into<PathBuf>, inside: impl Into<PathBuf>) -> Mount {
+        Mount {
+            host: host.into(),
+            inside: inside.into(),
+            writable: true,
+        }
+    }
+}
+
+/// The limits of one process tree.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Wall time from start to the exit of the main process; past it, all are killed.
+    pub wall: Duration,
+    /// CPU seconds per process (RLIMIT_CPU).
+    pub cpu_seconds: u64,
+    /// Processes and threads of the sandbox's user (RLIMIT_NPROC).
+    pub processes: u64,
+    /// The largest file a process may write (RLIMIT_FSIZE).
+    pub file_bytes: u64,
+}
+
+impl Limits {
+    /// The limits of a check that may take `wall`: its CPU time for every core, a few
+    /// hundred threads (rayon and CUDA start one per core and a few more), files up to 1 GiB
+    /// (the largest image a check writes is 8192x8192, 201 MB).
+    pub fn check(wall: Duration) -> Limits {
+        let cores = thread::available_parallelism().map_or(1, |n| n.get() as u64);
+        Limits {
+            wall,
+            cpu_seconds: wall.as_secs().max(1) * cores + 10,
+            processes: 512 + 4 * cores,
+            file_bytes: 1 << 30,
+        }
+    }
+}
+
+/// A process that ran to its end (whatever its exit status).
+#[derive(Debug)]
+pub struct Ran {
+    pub stdout: Vec<u8>,
+    /// The start-to-exit time by the grader's clock, sandbox start-up included.
+    pub wall: Duration,
+}
+
+/// One command to run in the sandbox: the program and arguments as seen inside.
+pub struct Spec {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub mounts: Vec<Mount>,
+    pub env: Vec<(String, OsString)>,
+    /// The GPU's device files and /sys are visible.
+    pub gpu: bool,
+    /// The working folder inside.
+    pub cwd: PathBuf,
+}
+
+impl Spec {
+    pub fn new(program: impl Into<PathBuf>) -> Spec {
+        Spec {
+            program: program.into(),
+            args: Vec::new(),
+            mounts: Vec::new(),
+            env: Vec::new(),
+            gpu: false,
+            cwd: PathBuf::from("/tmp"),
+        }
+    }
+
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Spec {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> Spec {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn mount(mut self, mount: Mount) -> Spec {
+        self.mounts.push(mount);
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: impl Into<OsString>) -> Spec {
+        self.env.push((key.to_string(), value.into()));
+        self
+    }
+
+    pub fn gpu(mut self, gpu: bool) -> Spec {
+        self.gpu = gpu;
+        self
+    }
+
+    pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Spec {
+        self.cwd = cwd.into();
+        self
+    }
+}
+
+impl Jail {
+    /// bubblewrap, checked by starting a sandbox; or, with `unsandboxed`, no sandbox.
+    pub fn detect(unsandboxed: bool) -> Result<Jail> {
+        if unsandboxed {
+            return Ok(Jail {
+                kind: Kind::Unsandboxed,
+            });
+        }
+        let advice = "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap; \
+                      Fedora: dnf install bubblewrap), or pass --unsandboxed for code you trust";
+        let Some(program) = find_program("bwrap") else {
+            bail!("bwrap (bubblewrap) is not installed: the grader runs no student code without its sandbox; {advice}");
+        };
+        let as_root = is_root();
+        if as_root && find_program("setpriv").is_none() {
+            bail!("setpriv (util-linux) is not installed: the sandbox needs it to drop root's rights; install util-linux, or pass --unsandboxed for code you trust");
+        }
+        let jail = Jail {
+            kind: Kind::Bwrap { program, as_root },
+        };
+        let probe = Spec::new("/bin/sh").args(["-c", "exit 0"]);
+        let limits = Limits::check(Duration::from_secs(30));
+        match jail.run(&probe, &limits) {
+            Ok((status, _, _)) if status.success() => Ok(jail),
+            Ok((_, _, stderr)) => bail!(
+                "bwrap cannot start a sandbox here ({}): {advice}",
+                last_line(&stderr)
+            ),
+            Err(failure) => bail!("bwrap cannot start a sandbox here ({failure}): {advice}"),
+        }
+    }
+
+    /// What the report says about how the student's code ran.
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            Kind::Bwrap { as_root: true, .. } => {
+                "student code ran in a bubblewrap sandbox as uid 65534".to_string()
+            }
+            Kind::Bwrap { as_root: false, .. } => {
+                "student code ran in a bubblewrap sandbox (user namespace)".to_string()
+            }
+            Kind::Unsandboxed => {
+                "UNSANDBOXED: student code ran with the grader's own rights (--unsandboxed)"
+                    .to_string()
+            }
+        }
+    }
+
+    /// Whether writable folders must be handed to the unprivileged user first.
+    pub fn needs_chown(&self) -> bool {
+        matches!(self.kind, Kind::Bwrap { as_root: true, .. })
+    }
+
+    /// Run `spec` within `limits`: its exit status, what it printed (capped), and the stderr
+    /// kept. A process still running at the wall limit is killed with everything it started.
+    pub fn run(
+        &self,
+        spec: &Spec,
+        limits: &Limits,
+    ) -> std::result::Result<(std::process::ExitStatus, Ran, Vec<u8>), Failure> {
+        let mut command = self.command(spec);
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        set_limits(&mut command, *limits);
+        let started = Instant::now();
+        let mut child = command
+            .spawn()
+            .map_err(|e| Failure::Spawn(format!("cannot start the sandbox: {e}")))?;
+        let out = drain(child.stdout.take());
+        let err = drain(child.stderr.take());
+        let waited = child.wait_timeout(limits.wall);
+        let wall = started.elapsed();
+        let status = match waited {
+            Ok(Some(status)) => Some(status),
+            _ => {
+                // The sandbox's own process holds the PID namespace: killing it kills every
+                // process inside (--die-with-parent), so the pipes close and the drains end.
+                let _ = child.kill();
+                let _ = child.wait();
+                None
+            }
+        };
+        let stdout = out.join().unwrap_or_default();
+        let stderr = err.join().unwrap_or_default();
+        match status {
+            Some(status) => Ok((status, Ran { stdout, wall }, stderr)),
+            None => Err(Failure::TimedOut(limits.wall)),
+        }
+    }
+
+    /// The command that runs `spec`: bwrap and its arguments, or the program itself.
+    fn command(&self, spec: &Spec) -> Command {
+        match &self.kind {
+            Kind::Unsandboxed => {
+                let map = |p: &Path| outside(p, &spec.mounts);
+                let mut command = Command::new(map(&spec.program));
+                command.args(spec.args.iter().map(|a| {
+                    let path = Path::new(a);
+                    if path.is_absolute() {
+                        map(path).into_os_string()
+                    } else {
+                        a.clone()
+                    }
+                }));
+                command.current_dir(map(&spec.cwd));
+                command
+                    .env_clear()
+                    .envs(base_env())
+                    .envs(spec.env.iter().map(|(k, v)| {
+                        let mapped = map(Path::new(v)).into_os_string();
+                        (
+                            k.clone(),
+                            if Path::new(v).is_absolute() {
+                                mapped
+                            } else {
+                                v.clone()
+                            },
+                        )
+                    }));
+                command
+            }
+            Kind::Bwrap { program, as_root } => {
+                let mut command = Command::new(program);
+                command.env_clear();
+                command.args(bwrap_args(spec, *as_root));
+                command
+            }
+        }
+    }
+}
+
+/// The environment every student process gets: nothing of the grader's.
+fn base_env() -> Vec<(String, OsString)> {
+    let mut path = OsString::from("/usr/local/bin:/usr/bin:/bin");
+    if let Some(sysroot) = toolchain() {
+        let mut with = sysroot.join("bin").into_os_string();
+        with.push(":");
+        with.push(path);
+        path = with;
+    }
+    let mut env = vec![
+        ("PATH".to_string(), path),
+        ("HOME".to_string(), OsString::from("/tmp")),
+        ("TMPDIR".to_string(), OsString::from("/tmp")),
+        ("LANG".to_string(), OsString::from("C.UTF-8")),
+        // No progress bars or colours in captured output.
+        ("TERM".to_string(), OsString::from("dumb")),
+    ];
+    // The GPU: which device a grade may use, and where the driver's libraries are.
+    for key in ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"] {
+        if let Some(value) = std::env::var_os(key) {
+            env.push((key.to_string(), value));
+        }
+    }
+    env
+}
+
+fn bwrap_args(spec: &Spec, as_root: bool) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
+        args.extend(items.iter().map(|i| i.as_ref().to_os_string()));
+    };
+    push(&[&"--die-with-parent", &"--new-session"]);
+    if as_root {
+        // Every namespace but the user's: in a user namespace made by root the student would
+        // still be root outside. setpriv (below) drops to nobody instead.
+        push(&[
+            &"--unshare-pid",
+            &"--unshare-net",
+            &"--unshare-ipc",
+            &"--unshare-uts",
+            &"--unshare-cgroup-try",
+        ]);
+    } else {
+        push(&[&"--unshare-all", &"--uid", &"65534", &"--gid", &"65534"]);
+    }
+    push(&[
+        &"--ro-bind",
+        &"/usr",
+        &"/usr",
+        &"--ro-bind",
+        &"/etc",
+        &"/etc",
+    ]);
+    for link in ["bin", "sbin", "lib", "lib64", "lib32"] {
+        let host = Path::new("/").join(link);
+        match std::fs::read_link(&host) {
+            Ok(target) => push(&[&"--symlink", &target, &host]),
+            Err(_) if host.is_dir() => push(&[&"--ro-bind", &host, &host]),
+            Err(_) => {}
+        }
+    }
+    // Every folder a mount point needs, made readable: bwrap would make them with the
+    // grader's umask, which may shut the student out of its own mounts.
+    let mut folders: Vec<PathBuf> = toolchain()
+        .iter()
+        .chain(spec.mounts.iter().map(|m| &m.inside))
+        .flat_map(|p| {
+            p.ancestors()
+                .skip(1)
+                .map(Path::to_path_buf)
+                .collect::<Vec<_>>()
+        })
+        .filter(|p| p.parent().is_some())
+        .collect();
+    folders.sort();
+    folders.dedup();
+    for folder in &folders {
+        push(&[&"--perms", &"0755", &"--dir", folder]);
+    }
+    if let Some(sysroot) = toolchain() {
+        push(&[&"--ro-bind", &sysroot, &sysroot]);
+    }
+    push(&[&"--proc", &"/proc", &"--dev", &"/dev"]);
+    // A private /tmp and /dev/shm the student may write, of a bounded size (in memory).
+    push(&[
+        &"--perms",
+        &"1777",
+        &"--size",
+        &"268435456",
+        &"--tmpfs",
+        &"/tmp",
+    ]);
+    push(&[
+        &"--perms",
+        &"1777",
+        &"--size",
+        &"67108864",
+        &"--tmpfs",
+        &"/dev/shm",
+    ]);
+    if spec.gpu {
+        for device in gpu_devices() {
+            push(&[&"--dev-bind", &device, &device]);
+        }
+        push(&[&"--ro-bind", &"/sys", &"/sys"]);
+    }
+    for mount in &spec.mounts {
+        let how = if mount.writable {
+            "--bind"
+        } else {
+            "--ro-bind"
+        };
+        push(&[&how, &mount.host, &mount.inside]);
+    }
+    push(&[&"--remount-ro", &"/"]);
+    push(&[&"--chdir", &spec.cwd]);
+    for (key, value) in base_env().iter().chain(&spec.env) {
+        push(&[&"--setenv", &key, value]);
+    }
+    push(&[&"--"]);
+    if as_root {
+        let nobody = NOBODY.to_string();
+        push(&[
+            &"setpriv",
+            &"--reuid",
+            &nobody,
+            &"--regid",
+            &nobody,
+            &"--clear-groups",
+            &"--inh-caps=-all",
+            &"--bounding-set=-all",
+            &"--no-new-privs",
+            &"--",
+        ]);
+    }
+    push(&[&spec.program]);
+    args.extend(spec.args.iter().cloned());
+    args
+}
+
+/// The host path a process sees as `inside`, without a sandbox (the longest mount wins).
+fn outside(inside: &Path, mounts: &[Mount]) -> PathBuf {
+    mounts
+        .iter()
+        .filter_map(|m| {
+            inside
+                .strip_prefix(&m.inside)
+                .ok()
+                .map(|rest| (m.inside.components().count(), m.host.join(rest)))
+        })
+        .max_by_key(|(depth, _)| *depth)
+        .map_or_else(|| inside.to_path_buf(), |(_, host)| host)
+}
+
+/// The Rust toolchain's own folder (`rustc --print sysroot`), where cargo and rustc are.
+pub fn toolchain() -> Option<PathBuf> {
+    static SYSROOT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    SYSROOT
+        .get_or_init(|| {
+            let output = Command::new("rustc")
+                .args(["--print", "sysroot"])
+                .output()
+                .ok()?;
+            let path = PathBuf::from(String::from_utf8(output.stdout).ok()?.trim());
+            path.join("bin/cargo").is_file().then_some(path)
+        })
+        .clone()
+}
+
+/// The NVIDIA device files (`/dev/nvidia0`, `/dev/nvidiactl`, `/dev/nvidia-uvm`, ...).
+fn gpu_devices() -> Vec<PathBuf> {
+    let mut devices: Vec<PathBuf> = std::fs::read_dir("/dev")
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("nvidia"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    devices.sort();
+    devices
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .chain(["/usr/bin", "/bin", "/usr/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Set the sandbox's resource limits in the child before it runs bwrap: every process the
+/// student starts inherits them.
+fn set_limits(command: &mut Command, limits: Limits) {
+    use std::os::unix::process::CommandExt;
+    let set = [
+        (libc::RLIMIT_CPU, limits.cpu_seconds),
+        (libc::RLIMIT_NPROC, limits.processes),
+        (libc::RLIMIT_FSIZE, limits.file_bytes),
+        (libc::RLIMIT_CORE, 0),
+    ];
+    // SAFETY: the closure runs in the forked child before exec and calls only setrlimit and
+    // signal, which are async-signal-safe.
+    unsafe {
+        command.pre_exec(move || {
+            for (resource, value) in set {
+                let limit = libc::rlimit {
+                    rlim_cur: value,
+                    rlim_max: value,
+                };
+                if libc::setrlimit(resource, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            // A file over the size limit is an error for the writer, not a killing signal.
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+}
+
+/// A reader thread: it keeps up to [`OUTPUT_CAP`] bytes and reads on to the end, so a
+/// process that prints without end is stopped only by its time limit, not by memory.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> thread::JoinHandle<Vec<u8>> {
+    thread::spawn(move || {
+        let Some(mut pipe) = pipe else {
+            return Vec::new();
+        };
+        let mut kept = Vec::new();
+        let mut buffer = vec![0u8; 1 << 16];
+        loop {
+            let n = match pipe.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let room = OUTPUT_CAP.saturating_sub(kept.len());
+            kept.extend_from_slice(&buffer[..n.min(room)]);
+        }
+        kept
+    })
+}
+
+/// The last line worth showing of a process's stderr.
+pub fn last_line(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text
+        .lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty() && !l.starts_with("note: "))
+        .unwrap_or("no message");
+    match line.char_indices().nth(300) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}
+
+/// Hand a writable folder to the sandbox's user.
+pub fn give_to_nobody(path: &Path) -> Result<()> {
+    std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY))
+        .with_context(|| format!("cannot hand {} to the sandbox's user", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jail() -> Jail {
+        Jail::detect(false)
+            .expect("bubblewrap starts here (the tests need it: apt-get install bubblewrap)")
+    }
+
+    fn sh(script: &str) -> Spec {
+        Spec::new("/bin/sh").args(["-c", script])
+    }
+
+    fn limits(seconds: u64) -> Limits {
+        Limits::check(Duration::from_secs(seconds))
+    }
+
+    #[test]
+    fn inside_paths_map_to_the_longest_mount_without_a_sandbox() {
+        let mounts = [
+            Mount::read_only("/host/a", "/grade"),
+            Mount::writable("/host/b", "/grade/out"),
+        ];
+        assert_eq!(
+            outside(Path::new("/grade/out/x.ppm"), &mounts),
+            Path::new("/host/b/x.ppm")
+        );
+        assert_eq!(
+            outside(Path::new("/grade/bin"), &mounts),
+            Path::new("/host/a/bin")
+        );
+        assert_eq!(
+            outside(Path::new("/usr/bin/sh"), &mounts),
+            Path::new("/usr/bin/sh")
+        );
+    }
+
+    #[test]
+    fn the_student_is_nobody_and_sees_none_of_the_host() {
+        let secret = tempfile::tempdir().expect("a temp folder");
+        std::fs::write(secret.path().join("rubric.toml"), "hidden").expect("written");
+        let script = format!(
+            "id -u; cat {}/rubric.toml 2>/dev/null && echo LEAKED; ls /work /root/.cargo 2>/dev/null && echo LEAKED; \
+             touch /usr/x 2>/dev/null && echo LEAKED; echo $CARGO_MANIFEST_DIR",
+            secret.path().display()
+        );
+        let (status, ran, _) = jail().run(&sh(&script), &limits(30)).expect("runs");
+        let out = String::from_utf8_lossy(&ran.stdout);
+        assert!(status.success(), "{out}");
+        assert!(!out.contains("LEAKED"), "{out}");
+        if is_root() {
+            assert_eq!(out.lines().next(), Some("65534"), "{out}");
+        }
+    }
+
+    #[test]
+    fn only_writable_mounts_can_be_written() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let (out, ro) = (dir.path().join("out"), dir.path().join("ro"));
+        for d in [&out, &ro] {
+            std::fs::create_dir(d).expect("created");
+        }
+        if jail().needs_chown() {
+            give_to_nobody(&out).expect("chown");
+        }
+        let spec =
+            sh("echo ok > /grade/out/f && echo no > /grade/ro/f; echo tmp > /tmp/t && cat /tmp/t")
+                .mount(Mount::writable(&out, "/grade/out"))
+                .mount(Mount::read_only(&ro, "/grade/ro"));
+        let (_, ran, _) = jail().run(&spec, &limits(30)).expect("runs");
+        assert_eq!(
+            std::fs::read_to_string(out.join("f")).ok().as_deref(),
+            Some("ok\n")
+        );
+        assert!(!ro.join("f").exists());
+        assert_eq!(String::from_utf8_lossy(&ran.stdout), "tmp\n");
+    }
+
+    #[test]
+    fn a_process_left_behind_dies_with_the_check() {
+        // A child holds stdout open and sleeps: without the PID namespace the grader would
+        // wait for it; here the check ends when the main process does.
+        let started = Instant::now();
+        let (status, _, _) = jail()
+            .run(&sh("(sleep 60 &) ; echo started"), &limits(30))
+            .expect("runs");
+        assert!(status.success());
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn endless_output_is_capped_and_stopped_at_the_limit() {
+        let started = Instant::now();
+        let outcome = jail().run(&sh("yes"), &limits(3));
+        assert!(matches!(outcome, Err(Failure::TimedOut(_))), "{outcome:?}");
+        assert!(started.elapsed() < Duration::from_secs(15));
+    }
+
+    #[test]
+    fn a_file_past_the_size_limit_is_refused() {
+        let mut small = limits(30);
+        small.file_bytes = 1 << 20;
+        let (status, ran, _) = jail()
+            .run(
+                &sh("head -c 2000000 /dev/zero > /tmp/big; echo $?; wc -c < /tmp/big"),
+                &small,
+            )
+            .expect("runs");
+        assert!(status.success());
+        let out = String::from_utf8_lossy(&ran.stdout);
+        assert_eq!(out.lines().last(), Some("1048576"), "{out}");
+    }
+
+    #[test]
+    fn no_network_inside() {
+        let (_, ran, _) = jail()
+            .run(&sh("cat /proc/net/dev | grep -c ':'"), &limits(30))
+            .expect("runs");
+        assert_eq!(
+            String::from_utf8_lossy(&ran.stdout).trim(),
+            "1",
+            "only the loopback"
+        );
+    }
+}
