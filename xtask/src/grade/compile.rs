@@ -78,6 +78,12 @@ impl Cache {
         }
         let cache = Cache { dir };
         if !cache.dir.join("ready").is_file() {
+            // A cache of an older hand-out or toolchain is of no more use: one at a time.
+            for entry in fs::read_dir(&root).into_iter().flatten().flatten() {
+                if entry.path() != cache.dir && entry.path().is_dir() {
+                    let _ = fs::remove_dir_all(entry.path());
+                }
+            }
             cache.build(files, jail, labs, limit)?;
         }
         Ok(cache)

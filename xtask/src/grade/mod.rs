@@ -125,7 +125,13 @@ pub fn run(args: Args) -> Result<()> {
     let reference_labs = LABS
         .iter()
         .filter(|lab| lab.name == "lab01" || graded.contains(lab));
-    let reference = Bins::locate(args.bin_dir.clone(), reference_labs)?;
+    // Absolute: the reference programs run in folders of their own.
+    let bin_dir = args
+        .bin_dir
+        .as_deref()
+        .map(|dir| fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display())))
+        .transpose()?;
+    let reference = Bins::locate(bin_dir, reference_labs)?;
     let context = checks::Context {
         jail: &jail,
         student: &built,
@@ -140,6 +146,7 @@ pub fn run(args: Args) -> Result<()> {
     for check in &rubric.checks {
         let name = check.name();
         shared::cli::eprint_line(&format!("xtask: grading {name}"));
+        let started = std::time::Instant::now();
         let broken = intake.broken.iter().find(|(lab, _)| lab == &check.lab);
         let outcome = match (check.needs_gpu(), &gpu, broken) {
             (true, Err(_), _) => Outcome::NotGraded("not graded here: needs a GPU".to_string()),
@@ -148,6 +155,14 @@ pub fn run(args: Args) -> Result<()> {
             }
             _ => checks::run(check, &context),
         };
+        if let Outcome::Scored { score, .. } = &outcome {
+            shared::cli::eprint_line(&format!(
+                "xtask:   {} of {} points, {:.1} s",
+                report::round(*score),
+                check.points,
+                started.elapsed().as_secs_f64()
+            ));
+        }
         graded_checks.push(Graded {
             name,
             max: check.points,
