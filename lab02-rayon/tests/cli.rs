@@ -36,6 +36,21 @@ fn byte_identical_to_lab01_at_odd_and_non_square_sizes_and_views() {
     }
 }
 
+/// At a scale where rows collapse onto a few values and infinities, the mirror-row plan
+/// still produces every row once (it once panicked: "the plan produces each row once").
+#[test]
+fn shortcuts_at_an_extreme_scale_are_still_lab01s_pixels() {
+    for scale in ["1e308", "1e-320"] {
+        let args = ["4", "6", "--scale", scale];
+        let mut with = args.to_vec();
+        with.push("--shortcuts");
+        assert!(
+            render("lab02", &with) == reference_ppm(&args),
+            "--scale {scale}"
+        );
+    }
+}
+
 #[test]
 fn says_where_it_wrote_the_image() {
     assert_says_where_it_wrote("lab02", &["16", "8"], "lab02-mandelbrot.ppm", "16x8");

@@ -78,3 +78,21 @@ fn a_png_path_gets_a_png_of_the_same_pixels() {
 fn an_unwritable_folder_fails_before_the_work() {
     assert_unwritable_folder_fails_first("lab02", LONG, "out.ppm");
 }
+
+/// 20000 threads took minutes to start: refused at once, in one line, with nothing written.
+#[test]
+fn an_absurd_thread_count_is_refused_at_once() {
+    let dir = tempfile::tempdir().expect("a temp folder");
+    let started = std::time::Instant::now();
+    let mut command = assert_cmd::Command::cargo_bin("lab02").expect("lab02");
+    command
+        .env("RAYON_NUM_THREADS", "20000")
+        .args(["16", "16", "-o"])
+        .arg(dir.path().join("x.ppm"));
+    let stderr = shared::testing::assert_fails_cleanly(&mut command, "lab02", dir.path());
+    assert!(
+        stderr.contains("RAYON_NUM_THREADS=20000 is far more threads"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}

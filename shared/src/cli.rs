@@ -83,6 +83,10 @@ pub fn print_line(text: &str) -> Result<()> {
 /// memory (`ulimit -v`, which each thread's stack counts against) is one clear line. Left to
 /// itself, rayon starts them on first use and panics if it cannot.
 pub fn start_threads() -> Result<()> {
+    check_thread_request(
+        std::env::var("RAYON_NUM_THREADS").ok().as_deref(),
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+    )?;
     rayon::ThreadPoolBuilder::new().build_global().map_err(|e| {
         Error::Environment(format!(
             "cannot start the worker threads ({e}); a limit on processes (ulimit -u) or \
@@ -90,6 +94,21 @@ pub fn start_threads() -> Result<()> {
                  RAYON_NUM_THREADS=1"
         ))
     })
+}
+
+/// More threads than this many per hardware thread only slow a run down (and 20000 of them
+/// took minutes just to start).
+const THREADS_PER_CORE: usize = 8;
+
+/// Refuse a `RAYON_NUM_THREADS` far beyond what the machine can run at once.
+fn check_thread_request(requested: Option<&str>, cores: usize) -> Result<()> {
+    let limit = (THREADS_PER_CORE * cores).max(64);
+    match requested.map(|n| n.trim().parse::<usize>()) {
+        Some(Ok(n)) if n > limit => Err(Error::Usage(format!(
+            "RAYON_NUM_THREADS={n} is far more threads than this machine's {cores} hardware              threads can run: ask for at most {limit}, or unset it to use one per hardware thread"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// cudarc loads the CUDA libraries on first use and panics when a library or one of its
@@ -117,4 +136,27 @@ fn contain_library_panics(lab: &'static str) {
         }
         default(info);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_thread_counts_are_refused() {
+        assert!(check_thread_request(None, 2).is_ok());
+        assert!(check_thread_request(Some("64"), 2).is_ok());
+        assert!(
+            check_thread_request(Some("0"), 2).is_ok(),
+            "rayon's own default"
+        );
+        let error = check_thread_request(Some("20000"), 2)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("RAYON_NUM_THREADS=20000 is far more threads"),
+            "{error}"
+        );
+        assert!(check_thread_request(Some("200"), 32).is_ok());
+    }
 }

@@ -64,9 +64,19 @@ impl RowPlan {
         let mut mirror_of = vec![-1i32; ys.len()];
         let mut is_mirror = vec![false; ys.len()];
         if use_mirrors {
-            for (i, &y) in ys.iter().enumerate().filter(|(_, &y)| y < 0.0) {
+            // Finite rows only, and each row mirrors at most one other: at extreme scales
+            // several rows share one y (or all become infinite), and a row claimed twice
+            // would be written twice and another never.
+            for (i, &y) in ys
+                .iter()
+                .enumerate()
+                .filter(|(_, &y)| y < 0.0 && y.is_finite())
+            {
                 // `ys` increases with the row, so the candidate is found by binary search.
-                let k = ys.partition_point(|&v| v < -y);
+                let mut k = ys.partition_point(|&v| v < -y);
+                while is_mirror.get(k).copied().unwrap_or(false) {
+                    k += 1;
+                }
                 if ys.get(k).is_some_and(|v| v.to_bits() == (-y).to_bits()) {
                     mirror_of[i] = k as i32;
                     is_mirror[k] = true;
@@ -127,11 +137,16 @@ mod tests {
             }
         }
         assert!(produced.iter().all(|&n| n == 1), "each row produced once");
-        // And no exact pair is missed.
-        let pairs = (0..ys.len())
-            .flat_map(|a| (0..ys.len()).map(move |b| (a, b)))
-            .filter(|&(a, b)| ys[a] < 0.0 && ys[b].to_bits() == (-ys[a]).to_bits())
-            .count();
+        // And no exact pair is missed: as many as the rarer of each finite value and its
+        // negative.
+        let count = |y: f64| ys.iter().filter(|v| v.to_bits() == y.to_bits()).count();
+        let mut negatives: Vec<f64> = ys
+            .iter()
+            .copied()
+            .filter(|&y| y < 0.0 && y.is_finite())
+            .collect();
+        negatives.dedup_by(|a, b| a.to_bits() == b.to_bits());
+        let pairs: usize = negatives.iter().map(|&y| count(y).min(count(-y))).sum();
         let mirrored = plan.mirrors.iter().filter(|&&m| m >= 0).count();
         assert_eq!(mirrored, pairs, "every exact pair is used");
         plan
@@ -270,5 +285,27 @@ mod tests {
         let near = NearSet::find(&xs, &ys);
         assert_eq!(near.columns(512), near.j0 as usize..near.j1 as usize);
         assert!(near.columns(0).is_empty());
+    }
+
+    /// At a scale so large that rows collapse onto a few values (and infinities), every row
+    /// is still produced exactly once.
+    #[test]
+    fn rows_that_share_a_value_or_are_infinite_are_each_produced_once() {
+        for ys in [
+            vec![
+                f64::NEG_INFINITY,
+                f64::NEG_INFINITY,
+                -1e308,
+                0.0,
+                1e308,
+                f64::INFINITY,
+            ],
+            vec![-1.0, -1.0, -1.0, 0.0, 1.0, 1.0],
+            vec![-2.0, -1.0, -1.0, 1.0, 1.0, 2.0],
+        ] {
+            assert_plan_is_exact(&ys);
+        }
+        let (_, ys) = coordinates(&view(4, 6, -0.6, 0.0, 1e308));
+        assert_plan_is_exact(&ys);
     }
 }

@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::bins::{cargo, run_status, target_dir};
+use crate::bins::{cargo, run_status, target_dir, workspace_root};
 use crate::labs::LABS;
 
 /// The file that marks a folder as made by `dist`, listing (one per line, relative to the
@@ -23,6 +23,10 @@ pub struct Args {
     tests: bool,
 }
 
+/// The given C program, in the workspace and in a `dist --tests` folder.
+pub const C_REFERENCE: &str = "lab01-cpu-baseline/reference/mandelbrot.c";
+pub const C_REFERENCE_IN_DIST: &str = "reference/mandelbrot.c";
+
 pub fn run(args: Args) -> crate::Result<()> {
     // Checked first: a folder that is not ours fails before minutes of building.
     let previous = previous_files(&args.out)?;
@@ -39,6 +43,11 @@ pub fn run(args: Args) -> crate::Result<()> {
             let name = exe.file_name().map(PathBuf::from).unwrap_or_default();
             files.push((exe, Path::new("deps").join(name)));
         }
+        // lab01's tests compare it with the given C program: its source goes along.
+        files.push((
+            workspace_root().join(C_REFERENCE),
+            PathBuf::from(C_REFERENCE_IN_DIST),
+        ));
     }
 
     // Everything is built: only now is anything removed, and only what the last run made.
@@ -46,6 +55,7 @@ pub fn run(args: Args) -> crate::Result<()> {
         remove_if_present(&args.out.join(relative))?;
     }
     let _ = fs::remove_dir(args.out.join("deps"));
+    let _ = fs::remove_dir(args.out.join("reference"));
     fs::create_dir_all(&args.out)
         .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
     // The stamp first, listing what is about to be copied, so that a run that fails midway
@@ -151,6 +161,12 @@ fn copy(from: &Path, to: &Path) -> crate::Result<u64> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_c_reference_that_dist_carries_exists() {
+        assert!(workspace_root().join(C_REFERENCE).is_file());
+        assert!(C_REFERENCE.ends_with(C_REFERENCE_IN_DIST));
+    }
 
     #[test]
     fn a_stamped_folder_lists_only_its_own_files() {

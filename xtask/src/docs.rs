@@ -34,32 +34,39 @@ const CLOSE: &str = "<!-- end table -->";
 
 pub fn run(args: Args) -> Result<()> {
     let root = workspace_root();
-    let mut stale = Vec::new();
+    // Every README is regenerated in memory first: one bad CSV changes no file at all.
+    let mut changed = Vec::new();
     for readme in readmes(&root)? {
         let text = fs::read_to_string(&readme)
             .with_context(|| format!("cannot read {}", readme.display()))?;
         let generated =
             regenerate(&root, &text).with_context(|| format!("in {}", readme.display()))?;
         if generated != text {
-            if args.check {
-                stale.push(
-                    readme
-                        .strip_prefix(&root)
-                        .unwrap_or(&readme)
-                        .display()
-                        .to_string(),
-                );
-            } else {
-                shared::output::write_file(&readme, generated.as_bytes())?;
-                shared::cli::eprint_line(&format!("xtask: updated {}", readme.display()));
-            }
+            changed.push((readme, generated));
         }
     }
-    if !stale.is_empty() {
-        bail!(
-            "tables out of date with docs/*.csv in {}: run `cargo xtask docs`",
-            stale.join(", ")
-        );
+    if args.check {
+        if !changed.is_empty() {
+            let stale: Vec<String> = changed
+                .iter()
+                .map(|(readme, _)| {
+                    readme
+                        .strip_prefix(&root)
+                        .unwrap_or(readme)
+                        .display()
+                        .to_string()
+                })
+                .collect();
+            bail!(
+                "tables out of date with docs/*.csv in {}: run `cargo xtask docs`",
+                stale.join(", ")
+            );
+        }
+        return Ok(());
+    }
+    for (readme, generated) in changed {
+        shared::output::write_file(&readme, generated.as_bytes())?;
+        shared::cli::eprint_line(&format!("xtask: updated {}", readme.display()));
     }
     Ok(())
 }
@@ -144,8 +151,8 @@ impl Request {
 
     /// The Markdown table, and a line naming its source.
     fn table(&self, csv: &str) -> Result<String> {
-        let mut lines = csv.lines();
-        let header = fields(lines.next().unwrap_or_default());
+        let mut records = records(&self.file, csv)?.into_iter();
+        let header = records.next().unwrap_or_default();
         let index = |name: &str| {
             header
                 .iter()
@@ -178,8 +185,7 @@ impl Request {
                 .join("|")
         );
         let mut rows = 0;
-        for line in lines {
-            let cells = fields(line);
+        for cells in records {
             let wanted = filters.iter().all(|(i, values)| {
                 cells
                     .get(*i)
@@ -207,18 +213,59 @@ impl Request {
     }
 }
 
+/// Every record of a CSV file, checked: each has the header's number of fields, quotes are
+/// balanced, no cell holds `|` (it would split a Markdown cell), and the numeric columns hold
+/// finite numbers or nothing. An error names the file, the line and what is wrong.
+fn records(file: &str, csv: &str) -> Result<Vec<Vec<String>>> {
+    let mut records: Vec<Vec<String>> = Vec::new();
+    for (index, line) in csv.lines().enumerate() {
+        let at = || format!("{file} line {}", index + 1);
+        let cells = fields(line).with_context(|| format!("{}: a quote is not closed", at()))?;
+        if let Some(header) = records.first() {
+            if cells.len() != header.len() {
+                bail!(
+                    "{}: {} fields, the header has {}",
+                    at(),
+                    cells.len(),
+                    header.len()
+                );
+            }
+            for (name, cell) in header.iter().zip(&cells) {
+                if is_numeric(name)
+                    && !cell.is_empty()
+                    && !cell.parse::<f64>().is_ok_and(f64::is_finite)
+                {
+                    bail!("{}: {name} is `{cell}`, not a finite number", at());
+                }
+            }
+        }
+        if let Some(cell) = cells.iter().find(|c| c.contains('|')) {
+            bail!(
+                "{}: `{cell}` holds a `|`, which would break the Markdown table",
+                at()
+            );
+        }
+        records.push(cells);
+    }
+    if records.is_empty() {
+        bail!("{file} is empty");
+    }
+    Ok(records)
+}
+
 /// The fields of one CSV line; a field in double quotes may hold commas (`"CPU, 2 threads"`).
-fn fields(line: &str) -> Vec<String> {
+/// `None` if a quote is left open.
+fn fields(line: &str) -> Option<Vec<String>> {
     let mut fields = vec![String::new()];
     let mut quoted = false;
     for c in line.chars() {
         match c {
             '"' => quoted = !quoted,
             ',' if !quoted => fields.push(String::new()),
-            _ => fields.last_mut().expect("one field at least").push(c),
+            _ => fields.last_mut()?.push(c),
         }
     }
-    fields
+    (!quoted).then_some(fields)
 }
 
 /// A column's heading: `compute_ms` as "compute ms", `speedup_vs_lab01` as "vs lab01".
@@ -290,10 +337,38 @@ mod tests {
     }
 
     #[test]
+    fn malformed_csv_files_are_refused_with_their_line() {
+        let request = Request::parse("docs/x.csv; columns=lab,compute_ms").unwrap();
+        for (csv, said) in [
+            (
+                "lab,compute_ms\nlab01\n",
+                "docs/x.csv line 2: 1 fields, the header has 2",
+            ),
+            (
+                "lab,compute_ms\n\"lab01,5\n",
+                "docs/x.csv line 2: a quote is not closed",
+            ),
+            ("lab,compute_ms\nlab|01,5\n", "holds a `|`"),
+            (
+                "lab,compute_ms\nlab01,NaN\n",
+                "docs/x.csv line 2: compute_ms is `NaN`, not a finite number",
+            ),
+            ("lab,compute_ms\nlab01,inf\n", "compute_ms is `inf`"),
+        ] {
+            let error = format!("{:#}", request.table(csv).unwrap_err());
+            assert!(error.contains(said), "{csv:?}: {error}");
+        }
+    }
+
+    #[test]
     fn quoted_fields_keep_their_commas() {
         assert_eq!(
             fields("lab01,\"CPU, 2 threads\",5"),
-            ["lab01", "CPU, 2 threads", "5"]
+            Some(vec![
+                "lab01".to_string(),
+                "CPU, 2 threads".to_string(),
+                "5".to_string()
+            ])
         );
     }
 

@@ -1,6 +1,6 @@
 //! `cargo xtask handout --out DIR`: the student's workspace, ready to commit.
 //!
-//! Every file of this workspace that git knows (tracked, or new and not ignored), with each
+//! Every file of this workspace that git tracks (commit a new file first), with each
 //! solution region replaced by its stub (`regions`), and the instructor-only files left out.
 //! With `--solved`, the regions keep their solutions instead: the same workspace as a
 //! student who finished every exercise would have it (an answer key to publish after the
@@ -24,6 +24,7 @@ pub const INSTRUCTOR_ONLY: &[&str] = &[
     "xtask/src/handout.rs",
     "xtask/src/regions.rs",
     "xtask/tests/coursework.rs",
+    "xtask/tests/grader.rs",
     "xtask/tests/submissions/",
 ];
 
@@ -61,7 +62,7 @@ pub fn run(args: Args) -> Result<()> {
         "replaced by stubs"
     };
     shared::cli::eprint_line(&format!(
-        "xtask: hand-out written to {}: {} files, {regions} solution regions {what}",
+        "xtask: hand-out written to {}: {} files tracked by git, {regions} solution regions {what}",
         args.out.display(),
         files.len()
     ));
@@ -124,20 +125,15 @@ fn refuse_non_empty(out: &Path) -> Result<()> {
     }
 }
 
-/// The files git knows in `root`: tracked ones, and new ones that are not ignored (so a
-/// hand-out made before a commit has every source). Deleted files are skipped.
+/// The files git tracks in `root`, and only those: an untracked file (an answer key left by
+/// an earlier `--solved`, a rubric's backup with the hidden checks) never reaches a student.
+/// Tracked files deleted from the working tree are skipped.
 fn source_files(root: &Path) -> Result<Vec<PathBuf>> {
     let output = Command::new("git")
-        .args([
-            "ls-files",
-            "-z",
-            "--cached",
-            "--others",
-            "--exclude-standard",
-        ])
+        .args(["ls-files", "-z", "--cached"])
         .current_dir(root)
         .output()
-        .context("cannot run git (the hand-out takes the files git knows)")?;
+        .context("cannot run git (the hand-out takes the files git tracks)")?;
     if !output.status.success() {
         bail!(
             "git ls-files failed in {}: {}",
@@ -177,6 +173,30 @@ mod tests {
         assert!(is_instructor_only(Path::new("xtask/src/grade/mod.rs")));
         assert!(!is_instructor_only(Path::new("xtask/src/grade.rs.orig")));
         assert!(!is_instructor_only(Path::new("lab02-rayon/src/main.rs")));
+    }
+
+    /// An untracked file (an answer key left by `--solved`, a rubric's backup) stays out.
+    #[test]
+    fn only_tracked_files_are_handed_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let status = Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        fs::write(dir.path().join("tracked.rs"), "").unwrap();
+        git(&["add", "tracked.rs"]);
+        fs::create_dir(dir.path().join("answer-key")).unwrap();
+        fs::write(dir.path().join("answer-key/lab02.rs"), "fn row_jobs() {}").unwrap();
+        fs::write(dir.path().join("rubric.toml.orig"), "hidden").unwrap();
+        assert_eq!(
+            source_files(dir.path()).unwrap(),
+            [PathBuf::from("tracked.rs")]
+        );
     }
 
     #[test]

@@ -104,7 +104,17 @@ fn argument_error(err: &clap::Error) -> ExitCode {
     let rendered = err.render().to_string();
     let mut lines = rendered.lines().map(str::trim);
     let first = lines.next().unwrap_or("invalid arguments");
-    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let mut first = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    // clap lists the missing arguments on the lines after "...were not provided:".
+    if first.ends_with(':') {
+        let missing: Vec<&str> = rendered
+            .lines()
+            .skip(1)
+            .map(str::trim)
+            .take_while(|line| !line.is_empty())
+            .collect();
+        first = format!("{first} {}", missing.join(", "));
+    }
     let tip = lines
         .find_map(|line| line.strip_prefix("tip: "))
         .map(|tip| format!("; {tip}"))

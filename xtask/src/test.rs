@@ -28,6 +28,9 @@ const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
 /// lab01's tests compare with the C program unless this says there is no compiler.
 const NO_C_COMPILER: &str = "LAB01_NO_C_COMPILER";
 
+/// Where lab01's tests find the C program when it is not where they were built.
+const C_REFERENCE_VAR: &str = "LAB01_C_REFERENCE";
+
 #[derive(clap::Args)]
 pub struct Args {
     /// Run the test executables in DIR/deps (from `cargo xtask dist --tests`)
@@ -40,6 +43,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> crate::Result<()> {
+    // A dist folder carries the given C program for lab01's tests; say where, since the
+    // path built into them is the build machine's.
+    let c_reference = args
+        .bin_dir
+        .as_ref()
+        .map(|dir| dir.join(crate::dist::C_REFERENCE_IN_DIST))
+        .filter(|file| file.is_file());
     let suite = Suite::new(args.bin_dir)?;
     let mut failed = Vec::new();
 
@@ -83,6 +93,10 @@ pub fn run(args: Args) -> crate::Result<()> {
     }
     if compiler.is_none() {
         env.push((NO_C_COMPILER, "1".into()));
+    }
+    if let Some(file) = c_reference {
+        let file = fs::canonicalize(&file).unwrap_or(file);
+        env.push((C_REFERENCE_VAR, file.into_os_string()));
     }
 
     let mut totals = Totals::default();

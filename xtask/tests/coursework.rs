@@ -234,3 +234,22 @@ fn hand_out_grade_and_put_the_solutions_back() {
     let stderr = String::from_utf8_lossy(&not_a_workspace.get_output().stderr).into_owned();
     assert!(stderr.contains("cannot read the submission"), "{stderr}");
 }
+
+/// A missing argument is named in the one line that says so.
+#[test]
+fn a_missing_argument_is_named() {
+    for (args, named) in [
+        (&["handout"][..], "--out <DIR>"),
+        (&["run"], "<LAB>"),
+        (&["grade"], "<SUBMISSION>"),
+    ] {
+        let output = xtask().args(args).output().expect("xtask runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("were not provided: {named} (see --help)")),
+            "{args:?}: {stderr}"
+        );
+    }
+}

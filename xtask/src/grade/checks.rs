@@ -163,7 +163,12 @@ fn sandboxed(
     if left.is_zero() {
         return Err("did not finish within the check's time limit".to_string());
     }
-    match context.jail.run(&spec, &Limits::check(left)) {
+    let limits = if gpu {
+        Limits::check(left).on_gpu()
+    } else {
+        Limits::check(left)
+    };
+    match context.jail.run(&spec, &limits) {
         Ok((status, ran, _)) if status.success() => Ok(Sandboxed {
             stdout: ran.stdout,
             wall: ran.wall,
@@ -391,7 +396,9 @@ fn sums(
     args: &[String],
     variants: &[String],
 ) -> Earned {
-    // The exact total, from this workspace's own plain loop (given code, run here).
+    // A length of the grade's own choosing, so that no sum can be known in advance; the
+    // exact total from this workspace's own plain loop (given code, run here).
+    let args = &with_unpredictable_n(args);
     let mut reference = context.reference.command(lab);
     reference
         .args(args)
@@ -429,6 +436,22 @@ fn sums(
         }
     }
     Ok((1.0, format!("every sum exact ({expected})")))
+}
+
+/// `--n N` raised by up to 4095, differently in each grade (the clock's nanoseconds and the
+/// process id): a submission that prints a sum learnt from an earlier grade prints a wrong one.
+fn with_unpredictable_n(args: &[String]) -> Vec<String> {
+    let noise = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()))
+        ^ u64::from(std::process::id());
+    let mut args = args.to_vec();
+    if let Some(at) = args.iter().position(|a| a == "--n") {
+        if let Some(n) = args.get(at + 1).and_then(|n| n.parse::<u64>().ok()) {
+            args[at + 1] = (n + 1 + noise % 4095).to_string();
+        }
+    }
+    args
 }
 
 /// The grader's clock around the whole process; its image is compared afterwards. The image
@@ -570,6 +593,32 @@ fn credit(times: &(Vec<f64>, Vec<f64>), what: &str, runs: usize) -> Earned {
             100.0 * fraction
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_length_of_a_sum_changes_and_only_it() {
+        let args: Vec<String> = ["--n", "100003", "--reps", "1"].map(String::from).to_vec();
+        let changed = with_unpredictable_n(&args);
+        let n: u64 = changed[1].parse().expect("a number");
+        assert!((100_004..100_003 + 4096).contains(&n), "{n}");
+        assert_eq!(changed[2..], args[2..]);
+    }
+
+    #[test]
+    fn a_mandelbrot_view_is_read_from_the_arguments() {
+        let args: Vec<String> = ["8192", "4096", "--cy", "0.5"].map(String::from).to_vec();
+        let view = mandelbrot_view(&args).expect("a view");
+        assert_eq!(
+            (view.width, view.height, view.cx, view.cy),
+            (8192, 4096, -0.6, 0.5)
+        );
+        assert_eq!(view.scale, 4.0 / 8192.0);
+        assert!(mandelbrot_view(&["x".to_string()]).is_err());
+    }
 }
 
 /// The GPU's multiprocessors and clock, read by this workspace's own code.

@@ -83,6 +83,9 @@ pub struct Limits {
     pub processes: u64,
     /// The largest file a process may write (RLIMIT_FSIZE).
     pub file_bytes: u64,
+    /// Address space per process (RLIMIT_AS); `None` for GPU work, whose driver reserves
+    /// far more address space than it uses.
+    pub memory_bytes: Option<u64>,
 }
 
 impl Limits {
@@ -96,6 +99,15 @@ impl Limits {
             cpu_seconds: wall.as_secs().max(1) * cores + 10,
             processes: 512 + 4 * cores,
             file_bytes: 1 << 30,
+            memory_bytes: Some(8 << 30),
+        }
+    }
+
+    /// The same, for work on the GPU (no address-space limit).
+    pub fn on_gpu(self) -> Limits {
+        Limits {
+            memory_bytes: None,
+            ..self
         }
     }
 }
@@ -505,6 +517,10 @@ fn set_limits(command: &mut Command, limits: Limits) {
         (libc::RLIMIT_NPROC, limits.processes),
         (libc::RLIMIT_FSIZE, limits.file_bytes),
         (libc::RLIMIT_CORE, 0),
+        (
+            libc::RLIMIT_AS,
+            limits.memory_bytes.unwrap_or(libc::RLIM_INFINITY),
+        ),
     ];
     // SAFETY: the closure runs in the forked child before exec and calls only setrlimit and
     // signal, which are async-signal-safe.

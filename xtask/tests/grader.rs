@@ -1,0 +1,411 @@
+//! The grader against a corpus of hostile and wrong submissions (`tests/submissions/*/`):
+//! each earns exactly what its honest part earns, grading ends within its limits, and
+//! afterwards the instructor's workspace and reference binaries are unchanged, no process
+//! of the submission is alive, no file of it is left outside the grade's own folder, and
+//! nothing it read found its way into the results.
+//!
+//! A submission is a `submission.toml`: the hand-out (`base = "handout"`) or the hand-out
+//! with the solutions (`"solved"`), changed by `remove`, `[[write]]`, `[[inject]]` (code put
+//! after a given line) and `[[link]]` (symbolic links; `{workspace}` is this workspace).
+//! Every process an attack starts carries `corpus-attack` in its command line, and every
+//! file it writes outside its output has `corpus-attack` in its name, so that the checks
+//! below find what a failed defence would have left.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The build limit the corpus grades with: a lab builds in well under it, a compile-time
+/// loop is cut off at it.
+const BUILD_LIMIT_S: &str = "60";
+
+/// How long one grade may take here, building included.
+const GRADE_LIMIT: Duration = Duration::from_secs(420);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Submission {
+    what: String,
+    stopped_by: String,
+    base: String,
+    /// Points earned on a machine without a GPU, speed checks left out.
+    points_here: f64,
+    /// The speed check: "earned" (the honest part's credit, more than none), "none", or
+    /// "any" (an attack that slows its own runs).
+    #[serde(default)]
+    speed: Option<String>,
+    #[serde(default)]
+    remove: Vec<String>,
+    #[serde(default)]
+    write: Vec<Write>,
+    #[serde(default)]
+    inject: Vec<Inject>,
+    #[serde(default)]
+    link: Vec<Link>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Write {
+    path: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    append: bool,
+    /// Replace the first string by the second in the base's file.
+    #[serde(default)]
+    replace: Option<(String, String)>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Inject {
+    file: String,
+    after: String,
+    code: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Link {
+    path: String,
+    target: String,
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .to_path_buf()
+}
+
+fn xtask() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_xtask"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
+}
+
+/// Lay `submission` out in `dir` from its base.
+fn lay_out(submission: &Submission, bases: &BTreeMap<&str, PathBuf>, dir: &Path, port: u16) {
+    copy_dir(&bases[submission.base.as_str()], dir);
+    for path in &submission.remove {
+        let at = dir.join(path);
+        if at.is_dir() {
+            fs::remove_dir_all(&at).expect("removed");
+        } else {
+            fs::remove_file(&at).expect("removed");
+        }
+    }
+    for write in &submission.write {
+        let at = dir.join(&write.path);
+        fs::create_dir_all(at.parent().expect("a folder")).expect("created");
+        let old = fs::read_to_string(&at).unwrap_or_default();
+        let new = match (&write.replace, &write.text) {
+            (Some((a, b)), _) => {
+                assert!(old.contains(a.as_str()), "{}: no {a:?}", write.path);
+                old.replacen(a.as_str(), b, 1)
+            }
+            (None, Some(text)) if write.append => format!("{old}{text}\n"),
+            (None, Some(text)) => format!("{text}\n"),
+            (None, None) => panic!("{}: a write needs text or replace", write.path),
+        };
+        fs::write(&at, new).expect("written");
+    }
+    for inject in &submission.inject {
+        let at = dir.join(&inject.file);
+        let text = fs::read_to_string(&at).expect("the file to inject into");
+        let place = text
+            .find(inject.after.as_str())
+            .unwrap_or_else(|| panic!("{}: no line {:?}", inject.file, inject.after))
+            + inject.after.len();
+        let code = inject.code.replace("{port}", &port.to_string());
+        fs::write(
+            &at,
+            format!("{}\n{code}\n{}", &text[..place], &text[place..]),
+        )
+        .expect("written");
+    }
+    for link in &submission.link {
+        let target = link
+            .target
+            .replace("{workspace}", &workspace().to_string_lossy());
+        std::os::unix::fs::symlink(target, dir.join(&link.path)).expect("a link");
+    }
+}
+
+/// What a defence that failed would leave: attack processes, files named `corpus-attack*`.
+fn leftovers() -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains("corpus-attack") {
+            found.push(format!("process {}", entry.file_name().to_string_lossy()));
+        }
+    }
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let folders = [
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+        PathBuf::from("/dev/shm"),
+        PathBuf::from("/"),
+        PathBuf::from(home),
+        workspace(),
+        workspace().join("target"),
+        workspace().join("target/release"),
+    ];
+    for folder in folders {
+        for entry in fs::read_dir(&folder).into_iter().flatten().flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("corpus-attack")
+            {
+                found.push(entry.path().display().to_string());
+            }
+        }
+    }
+    found
+}
+
+/// The state of the instructor's workspace: what git sees, and the reference binaries.
+fn workspace_state() -> (String, Vec<(String, String)>) {
+    let status = Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .current_dir(workspace())
+        .output()
+        .expect("git runs");
+    let release = workspace().join("target/release");
+    let mut digests = Vec::new();
+    for lab in ["lab01", "lab02", "lab03", "lab04", "lab05", "lab06"] {
+        let bytes = fs::read(release.join(lab)).unwrap_or_default();
+        let digest: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        digests.push((lab.to_string(), digest));
+    }
+    (
+        String::from_utf8_lossy(&status.stdout).into_owned(),
+        digests,
+    )
+}
+
+/// Grade `dir`: results.json's tests, the stdout, and the time it took.
+fn grade(dir: &Path, results: &Path) -> (Vec<Value>, String, Duration) {
+    let started = Instant::now();
+    let mut child = xtask()
+        .arg("grade")
+        .arg(dir)
+        .args(["--build-time-limit", BUILD_LIMIT_S, "--gradescope"])
+        .arg(results)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("xtask runs");
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .expect("read");
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("read");
+    let status = child.wait().expect("xtask ends");
+    let took = started.elapsed();
+    assert!(
+        status.success(),
+        "grade {} failed:\n{stdout}\n{stderr}",
+        dir.display()
+    );
+    let json: Value = serde_json::from_slice(&fs::read(results).expect("results.json"))
+        .expect("results.json is JSON");
+    let tests = json["tests"].as_array().expect("tests").clone();
+    (tests, stdout, took)
+}
+
+fn is_speed(test: &Value) -> bool {
+    test["name"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("time against the solution")
+}
+
+#[test]
+fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let handout = scratch.path().join("handout");
+    let solved = scratch.path().join("solved");
+    for (out, solved_flag) in [(&handout, false), (&solved, true)] {
+        let mut command = xtask();
+        command.args(["handout", "--out"]).arg(out);
+        if solved_flag {
+            command.arg("--solved");
+        }
+        assert!(command.status().expect("xtask runs").success());
+    }
+    let bases: BTreeMap<&str, PathBuf> = [("handout", handout), ("solved", solved)].into();
+    // A server on the loopback that no sandboxed process may reach.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let port = listener.local_addr().expect("an address").port();
+
+    let before = workspace_state();
+    let mut corpus: Vec<PathBuf> =
+        fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/submissions"))
+            .expect("the corpus")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.join("submission.toml").is_file())
+            .collect();
+    corpus.sort();
+    assert!(corpus.len() >= 30, "the corpus: {corpus:?}");
+
+    let mut failures = Vec::new();
+    let mut table = String::from("submission | points here | seconds\n");
+    for path in &corpus {
+        let name = path
+            .file_name()
+            .expect("a name")
+            .to_string_lossy()
+            .into_owned();
+        let text = fs::read_to_string(path.join("submission.toml")).expect("submission.toml");
+        let submission: Submission =
+            toml::from_str(&text).unwrap_or_else(|e| panic!("{name}/submission.toml: {e}"));
+        assert!(
+            !submission.what.is_empty() && !submission.stopped_by.is_empty(),
+            "{name}"
+        );
+        let dir = scratch.path().join(&name);
+        lay_out(&submission, &bases, &dir, port);
+        let results = scratch.path().join(format!("{name}.json"));
+        let (tests, stdout, took) = grade(&dir, &results);
+        let graded = |test: &&Value| {
+            !test["output"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("not graded here")
+        };
+        let points: f64 = tests
+            .iter()
+            .filter(graded)
+            .filter(|t| !is_speed(t))
+            .map(|t| t["score"].as_f64().unwrap_or(-1.0))
+            .sum();
+        let speed: f64 = tests
+            .iter()
+            .filter(graded)
+            .filter(|t| is_speed(t))
+            .map(|t| t["score"].as_f64().unwrap_or(-1.0))
+            .sum();
+        table.push_str(&format!(
+            "{name} | {points} + speed {speed} | {:.0}\n",
+            took.as_secs_f64()
+        ));
+        let mut wrong = Vec::new();
+        if (points - submission.points_here).abs() > 1e-9 {
+            wrong.push(format!(
+                "earned {points} (speed aside), expected {}",
+                submission.points_here
+            ));
+        }
+        match submission.speed.as_deref() {
+            Some("earned") if speed <= 0.0 => {
+                wrong.push("no speed credit for the honest part".into())
+            }
+            None | Some("none") if speed != 0.0 => wrong.push(format!("speed credit {speed}")),
+            _ => {}
+        }
+        if took > GRADE_LIMIT {
+            wrong.push(format!("grading took {took:?}"));
+        }
+        // Nothing rewrites the results once the grader is done.
+        let written = fs::read(&results).expect("results.json");
+        std::thread::sleep(Duration::from_secs(4));
+        if fs::read(&results).ok().as_ref() != Some(&written)
+            || fs::symlink_metadata(&results)
+                .map(|m| m.file_type().is_symlink())
+                .unwrap_or(true)
+        {
+            wrong.push("results.json changed after the grader exited".into());
+        }
+        if String::from_utf8_lossy(&written).contains("LEAKED") || stdout.contains("LEAKED") {
+            wrong.push("something it read or reached shows in the results".into());
+        }
+        let left = leftovers();
+        if !left.is_empty() {
+            wrong.push(format!("left behind: {left:?}"));
+        }
+        if workspace_state() != before {
+            wrong.push("the instructor's workspace or reference binaries changed".into());
+        }
+        if listener.accept().is_ok() {
+            wrong.push("reached a server on the loopback".into());
+        }
+        if !wrong.is_empty() {
+            failures.push(format!(
+                "{name} ({}): {}\n{stdout}",
+                submission.what,
+                wrong.join("; ")
+            ));
+        }
+    }
+    eprintln!("{table}");
+    assert!(failures.is_empty(), "{}\n\n{table}", failures.join("\n\n"));
+}
+
+/// Two grades at once, of the same solution, each in its own folders: both full marks.
+#[test]
+fn two_grades_at_once_both_get_every_mark() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let solved = scratch.path().join("solved");
+    assert!(xtask()
+        .args(["handout", "--solved", "--out"])
+        .arg(&solved)
+        .status()
+        .expect("xtask runs")
+        .success());
+    let second = scratch.path().join("solved-again");
+    copy_dir(&solved, &second);
+    let grades: Vec<_> = [solved, second]
+        .into_iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            let results = scratch.path().join(format!("{i}.json"));
+            std::thread::spawn(move || grade(&dir, &results))
+        })
+        .collect();
+    for grade in grades {
+        let (tests, stdout, _) = grade.join().expect("a grade");
+        for test in tests.iter().filter(|t| {
+            !t["output"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("not graded here")
+        }) {
+            let full = test["score"] == test["max_score"]
+                || (is_speed(test) && test["score"].as_f64() > Some(0.0));
+            assert!(full, "{test}\n{stdout}");
+        }
+    }
+}
