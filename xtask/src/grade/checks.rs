@@ -49,6 +49,8 @@ pub struct Context<'a> {
     pub gpu: Option<&'a GpuInfo>,
     /// Reference outputs already made in this grade, by the arguments that made them.
     pub made: std::cell::RefCell<HashMap<Vec<String>, Vec<u8>>>,
+    /// This grade's own number: lab06's lengths are raised by it ([`noise`]).
+    pub noise: u64,
 }
 
 pub enum Outcome {
@@ -396,23 +398,9 @@ fn sums(
     args: &[String],
     variants: &[String],
 ) -> Earned {
-    // A length of the grade's own choosing, so that no sum can be known in advance; the
-    // exact total from this workspace's own plain loop (given code, run here).
-    let args = &with_unpredictable_n(args);
-    let mut reference = context.reference.command(lab);
-    reference
-        .args(args)
-        .args(["--variants", "cpu-plain", "--json"]);
-    let finished = runner::run(&mut reference, runner::limit_for(1 << 24))
-        .map_err(|e| format!("the reference lab06 failed (not the student's fault): {e}"))?;
-    let report: LabReport = serde_json::from_slice(&finished.stdout).map_err(|e| {
-        format!("the reference lab06 printed no report (not the student's fault): {e}")
-    })?;
-    let expected = report
-        .metrics
-        .get("cpu_plain_sum")
-        .and_then(serde_json::Value::as_f64)
-        .ok_or("the reference lab06 reported no sum (not the student's fault)")?;
+    // A length of the grade's own choosing, so that no sum can be known in advance.
+    let args = &with_unpredictable_n(args, context.noise);
+    let expected = expected_sum(context, lab, args)?;
 
     let program = match kernel {
         Some(kernel) => Program::SolutionWithKernel(kernel),
@@ -438,13 +426,51 @@ fn sums(
     Ok((1.0, format!("every sum exact ({expected})")))
 }
 
-/// `--n N` raised by up to 4095, differently in each grade (the clock's nanoseconds and the
-/// process id): a submission that prints a sum learnt from an earlier grade prints a wrong one.
-fn with_unpredictable_n(args: &[String]) -> Vec<String> {
-    let noise = std::time::SystemTime::now()
+/// The exact total of lab06's data for `args`, from this workspace's own plain loop (given
+/// code, run here), once per grade and length.
+fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result<f64, String> {
+    let key: Vec<String> = ["sum".to_string()]
+        .into_iter()
+        .chain(args.iter().cloned())
+        .collect();
+    if let Some(text) = context.made.borrow().get(&key) {
+        return String::from_utf8_lossy(text)
+            .parse()
+            .map_err(|_| "a cached sum".to_string());
+    }
+    let mut reference = context.reference.command(lab);
+    reference
+        .args(args)
+        .args(["--variants", "cpu-plain", "--json"]);
+    let finished = runner::run(&mut reference, runner::limit_for(1 << 24))
+        .map_err(|e| format!("the reference lab06 failed (not the student's fault): {e}"))?;
+    let report: LabReport = serde_json::from_slice(&finished.stdout).map_err(|e| {
+        format!("the reference lab06 printed no report (not the student's fault): {e}")
+    })?;
+    let expected = report
+        .metrics
+        .get("cpu_plain_sum")
+        .and_then(serde_json::Value::as_f64)
+        .ok_or("the reference lab06 reported no sum (not the student's fault)")?;
+    context
+        .made
+        .borrow_mut()
+        .insert(key, expected.to_string().into_bytes());
+    Ok(expected)
+}
+
+/// A number of the grade's own, for [`with_unpredictable_n`]: the clock's nanoseconds and
+/// the process id.
+pub fn noise() -> u64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::from(d.subsec_nanos()))
-        ^ u64::from(std::process::id());
+        ^ u64::from(std::process::id())
+}
+
+/// `--n N` raised by 1 to 4095, by the grade's `noise`: a submission that prints a sum
+/// learnt from an earlier grade prints a wrong one.
+fn with_unpredictable_n(args: &[String], noise: u64) -> Vec<String> {
     let mut args = args.to_vec();
     if let Some(at) = args.iter().position(|a| a == "--n") {
         if let Some(n) = args.get(at + 1).and_then(|n| n.parse::<u64>().ok()) {
@@ -602,7 +628,7 @@ mod tests {
     #[test]
     fn the_length_of_a_sum_changes_and_only_it() {
         let args: Vec<String> = ["--n", "100003", "--reps", "1"].map(String::from).to_vec();
-        let changed = with_unpredictable_n(&args);
+        let changed = with_unpredictable_n(&args, noise());
         let n: u64 = changed[1].parse().expect("a number");
         assert!((100_004..100_003 + 4096).contains(&n), "{n}");
         assert_eq!(changed[2..], args[2..]);

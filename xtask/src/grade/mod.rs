@@ -145,6 +145,7 @@ pub fn run(args: Args) -> Result<()> {
         speed_runs: rubric.speed_runs,
         gpu: gpu_info.as_ref(),
         made: Default::default(),
+        noise: checks::noise(),
     };
     let mut graded_checks = Vec::new();
     for check in &rubric.checks {
