@@ -329,7 +329,7 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
             took.as_secs_f64()
         );
         // The CI log shows each submission as it is graded.
-        eprintln!("{row}");
+        shared::cli::eprint_line(&row);
         table.push_str(&row);
         table.push('\n');
         let mut wrong = Vec::new();
