@@ -621,6 +621,22 @@ fn credit(times: &(Vec<f64>, Vec<f64>), what: &str, runs: usize) -> Earned {
     ))
 }
 
+/// The GPU's multiprocessors and clock, read by this workspace's own code.
+pub fn gpu_info() -> Option<GpuInfo> {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let gpu = shared::gpu::Gpu::open().ok()?;
+    let read = |a| {
+        gpu.ctx
+            .attribute(a)
+            .ok()
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    Some(GpuInfo {
+        sms: read(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        clock_khz: read(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,20 +661,4 @@ mod tests {
         assert_eq!(view.scale, 4.0 / 8192.0);
         assert!(mandelbrot_view(&["x".to_string()]).is_err());
     }
-}
-
-/// The GPU's multiprocessors and clock, read by this workspace's own code.
-pub fn gpu_info() -> Option<GpuInfo> {
-    use cudarc::driver::sys::CUdevice_attribute as A;
-    let gpu = shared::gpu::Gpu::open().ok()?;
-    let read = |a| {
-        gpu.ctx
-            .attribute(a)
-            .ok()
-            .and_then(|v| u32::try_from(v).ok())
-    };
-    Some(GpuInfo {
-        sms: read(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
-        clock_khz: read(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
-    })
 }
