@@ -62,6 +62,9 @@ pub fn run(command: &mut Command, limit: Duration) -> Result<Finished, Failure> 
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Its own process group: whatever it starts and leaves behind is killed with it, so a
+    // child still holding stdout cannot keep the run (and its pipes) open.
+    std::os::unix::process::CommandExt::process_group(command, 0);
     let started = Instant::now();
     let mut child = command
         .spawn()
@@ -80,6 +83,7 @@ pub fn run(command: &mut Command, limit: Duration) -> Result<Finished, Failure> 
             None
         }
     };
+    kill_group(&child);
     let stdout = collect(stdout);
     let stderr = collect(stderr);
     let status = match (status, waited) {
@@ -109,25 +113,41 @@ pub fn limit_for(pixels: u64) -> Duration {
     Duration::from_secs(60) + Duration::from_nanos(pixels.saturating_mul(2000))
 }
 
+/// Kill what is left of the run's process group (the lab itself has ended or been killed).
+fn kill_group(child: &std::process::Child) {
+    if let Ok(group) = i32::try_from(child.id()) {
+        // SAFETY: a signal to the group this run made; it may be gone already, harmlessly.
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+    }
+}
+
+/// How long the pipes may stay open once the run has ended: a process that left the group
+/// (setsid) and kept them is not waited for.
+const PIPE_GRACE: Duration = Duration::from_secs(2);
+
 /// A reader thread collecting one pipe. With no thread to be had, the pipe is not read:
 /// `collect` then yields nothing, and a lab that writes a lot may block until the limit.
-type Drain = Option<thread::JoinHandle<Vec<u8>>>;
+type Drain = Option<std::sync::mpsc::Receiver<Vec<u8>>>;
 
 fn drain(pipe: Option<impl Read + Send + 'static>) -> Drain {
     let mut pipe = pipe?;
+    let (send, receive) = std::sync::mpsc::channel();
     thread::Builder::new()
         .spawn(move || {
             let mut bytes = Vec::new();
             // A read error ends the capture; what was read still counts.
             let _ = pipe.read_to_end(&mut bytes);
-            bytes
+            let _ = send.send(bytes);
         })
-        .ok()
+        .ok()?;
+    Some(receive)
 }
 
 fn collect(drain: Drain) -> Vec<u8> {
     drain
-        .and_then(|handle| handle.join().ok())
+        .and_then(|receive| receive.recv_timeout(PIPE_GRACE).ok())
         .unwrap_or_default()
 }
 
@@ -214,6 +234,26 @@ mod tests {
         );
         assert!(
             started.elapsed() < 5 * SECOND,
+            "waited {:?}",
+            started.elapsed()
+        );
+    }
+
+    /// A child left holding stdout (a verify run once took 80 s with --time-limit 3).
+    #[test]
+    fn a_child_holding_stdout_does_not_hold_the_run() {
+        let started = Instant::now();
+        let outcome = run(&mut lab("sleep 60 & echo done"), 10 * SECOND);
+        assert!(outcome.is_ok(), "{outcome:?}");
+        assert!(
+            started.elapsed() < 5 * SECOND,
+            "waited {:?}",
+            started.elapsed()
+        );
+        let detached = run(&mut lab("setsid sleep 60 & echo done"), 10 * SECOND);
+        assert!(detached.is_ok());
+        assert!(
+            started.elapsed() < 10 * SECOND,
             "waited {:?}",
             started.elapsed()
         );
