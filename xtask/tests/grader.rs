@@ -182,17 +182,17 @@ fn leftovers() -> Vec<String> {
     found
 }
 
-/// The state of the instructor's workspace: what git sees, and the reference binaries.
-fn workspace_state() -> (String, Vec<(String, String)>) {
+/// The state of the instructor's workspace: what git sees, and the reference binaries the
+/// grader uses (`bin_dir`).
+fn workspace_state(bin_dir: &Path) -> (String, Vec<(String, String)>) {
     let status = Command::new("git")
         .args(["status", "--porcelain", "--untracked-files=all"])
         .current_dir(workspace())
         .output()
         .expect("git runs");
-    let release = workspace().join("target/release");
     let mut digests = Vec::new();
     for lab in ["lab01", "lab02", "lab03", "lab04", "lab05", "lab06"] {
-        let bytes = fs::read(release.join(lab)).unwrap_or_default();
+        let bytes = fs::read(bin_dir.join(lab)).unwrap_or_default();
         let digest: String = Sha256::digest(&bytes)
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -205,13 +205,16 @@ fn workspace_state() -> (String, Vec<(String, String)>) {
     )
 }
 
-/// Grade `dir`: results.json's tests, the stdout, and the time it took.
-fn grade(dir: &Path, results: &Path) -> (Vec<Value>, String, Duration) {
+/// Grade `dir` with the reference binaries in `bin_dir`: results.json's tests, the stdout,
+/// and the time it took.
+fn grade(dir: &Path, bin_dir: &Path, results: &Path) -> (Vec<Value>, String, Duration) {
     let started = Instant::now();
     let mut child = xtask()
         .arg("grade")
         .arg(dir)
-        .args(["--build-time-limit", BUILD_LIMIT_S, "--gradescope"])
+        .args(["--build-time-limit", BUILD_LIMIT_S, "--bin-dir"])
+        .arg(bin_dir)
+        .arg("--gradescope")
         .arg(results)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -265,12 +268,20 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         assert!(command.status().expect("xtask runs").success());
     }
     let bases: BTreeMap<&str, PathBuf> = [("handout", handout), ("solved", solved)].into();
+    // The reference binaries, built once: the grades use these, and nothing may change them.
+    let bin_dir = scratch.path().join("dist");
+    assert!(xtask()
+        .args(["dist", "--out"])
+        .arg(&bin_dir)
+        .status()
+        .expect("xtask runs")
+        .success());
     // A server on the loopback that no sandboxed process may reach.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     listener.set_nonblocking(true).expect("non-blocking");
     let port = listener.local_addr().expect("an address").port();
 
-    let before = workspace_state();
+    let before = workspace_state(&bin_dir);
     let mut corpus: Vec<PathBuf> =
         fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/submissions"))
             .expect("the corpus")
@@ -308,7 +319,7 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         let dir = scratch.path().join(name);
         lay_out(submission, &bases, &dir, port);
         let results = scratch.path().join(format!("{name}.json"));
-        let (tests, stdout, took) = grade(&dir, &results);
+        let (tests, stdout, took) = grade(&dir, &bin_dir, &results);
         let graded = |test: &&Value| {
             !test["output"]
                 .as_str()
@@ -358,8 +369,11 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         if !left.is_empty() {
             wrong.push(format!("left behind: {left:?}"));
         }
-        if workspace_state() != before {
-            wrong.push("the instructor's workspace or reference binaries changed".into());
+        let after = workspace_state(&bin_dir);
+        if after != before {
+            wrong.push(format!(
+                "the instructor's workspace or reference binaries changed: {before:?} then {after:?}"
+            ));
         }
         if listener.accept().is_ok() {
             wrong.push("reached a server on the loopback".into());
@@ -399,12 +413,20 @@ fn two_grades_at_once_both_get_every_mark() {
         .success());
     let second = scratch.path().join("solved-again");
     copy_dir(&solved, &second);
+    let bin_dir = scratch.path().join("dist");
+    assert!(xtask()
+        .args(["dist", "--out"])
+        .arg(&bin_dir)
+        .status()
+        .expect("xtask runs")
+        .success());
     let grades: Vec<_> = [solved, second]
         .into_iter()
         .enumerate()
         .map(|(i, dir)| {
             let results = scratch.path().join(format!("{i}.json"));
-            std::thread::spawn(move || grade(&dir, &results))
+            let bin_dir = bin_dir.clone();
+            std::thread::spawn(move || grade(&dir, &bin_dir, &results))
         })
         .collect();
     for grade in grades {
