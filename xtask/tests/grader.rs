@@ -90,6 +90,12 @@ fn xtask() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xtask"))
 }
 
+/// Run `xtask ARGS OUT`, which must succeed (a hand-out, a dist folder).
+fn xtask_into(args: &[&str], out: &Path) {
+    let status = xtask().args(args).arg(out).status().expect("xtask runs");
+    assert!(status.success(), "xtask {args:?} {}", out.display());
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     let status = Command::new("cp")
         .arg("-a")
@@ -259,23 +265,12 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let handout = scratch.path().join("handout");
     let solved = scratch.path().join("solved");
-    for (out, solved_flag) in [(&handout, false), (&solved, true)] {
-        let mut command = xtask();
-        command.args(["handout", "--out"]).arg(out);
-        if solved_flag {
-            command.arg("--solved");
-        }
-        assert!(command.status().expect("xtask runs").success());
-    }
+    xtask_into(&["handout", "--out"], &handout);
+    xtask_into(&["handout", "--solved", "--out"], &solved);
     let bases: BTreeMap<&str, PathBuf> = [("handout", handout), ("solved", solved)].into();
     // The reference binaries, built once: the grades use these, and nothing may change them.
     let bin_dir = scratch.path().join("dist");
-    assert!(xtask()
-        .args(["dist", "--out"])
-        .arg(&bin_dir)
-        .status()
-        .expect("xtask runs")
-        .success());
+    xtask_into(&["dist", "--out"], &bin_dir);
     // A server on the loopback that no sandboxed process may reach.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     listener.set_nonblocking(true).expect("non-blocking");
@@ -405,21 +400,11 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
 fn two_grades_at_once_both_get_every_mark() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let solved = scratch.path().join("solved");
-    assert!(xtask()
-        .args(["handout", "--solved", "--out"])
-        .arg(&solved)
-        .status()
-        .expect("xtask runs")
-        .success());
+    xtask_into(&["handout", "--solved", "--out"], &solved);
     let second = scratch.path().join("solved-again");
     copy_dir(&solved, &second);
     let bin_dir = scratch.path().join("dist");
-    assert!(xtask()
-        .args(["dist", "--out"])
-        .arg(&bin_dir)
-        .status()
-        .expect("xtask runs")
-        .success());
+    xtask_into(&["dist", "--out"], &bin_dir);
     let grades: Vec<_> = [solved, second]
         .into_iter()
         .enumerate()

@@ -7,7 +7,7 @@
 //! below what the GPU can do at all is refused as implausible.
 
 use rayon::prelude::*;
-use shared::mandelbrot::{in_main_cardioid, in_period2_bulb};
+use shared::mandelbrot::{escape_count, in_main_cardioid, in_period2_bulb};
 use shared::palette::MAX_ITER;
 use shared::plan::RowPlan;
 use shared::view::View;
@@ -44,22 +44,15 @@ pub fn loop_bodies(view: &View) -> u64 {
         .sum()
 }
 
-/// The loop bodies the escape loop runs for one point (the C loop's, counter and all).
+/// The loop bodies the escape loop runs for one point: the reference's 8-bit counter counts
+/// them, and wraps to 0 after the 256th.
 fn bodies(x: f64, y: f64) -> u64 {
     if in_main_cardioid(x, y) || in_period2_bulb(x, y) {
         return 0;
     }
-    let (mut zx, mut zy, mut zx2, mut zy2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-    let mut n = 0;
-    loop {
-        zy = 2.0 * zx * zy + y;
-        zx = zx2 - zy2 + x;
-        zx2 = zx * zx;
-        zy2 = zy * zy;
-        n += 1;
-        if !(n <= u64::from(MAX_ITER) && zx2 + zy2 < 4.0) {
-            return n;
-        }
+    match escape_count(x, y) {
+        0 => u64::from(MAX_ITER) + 1,
+        counted => u64::from(counted),
     }
 }
 
