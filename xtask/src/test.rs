@@ -1,6 +1,7 @@
 //! `cargo xtask test`: the whole test suite, plus what this machine can check beyond it:
 //! - the GPU tests (`#[ignore = "needs a CUDA GPU"]`) where a GPU opens, or always with
 //!   `--require-gpu`, which also fails when none opens;
+//! - among them the tests named `multi_gpu_*`, where two GPUs or more open;
 //! - the kernel checks (tests named `nvrtc_*`, ignored by plain `cargo test`) wherever NVRTC
 //!   is found: on the system, or in `.nvrtc/`, where `.ci/run` installs it from pip;
 //! - lab01 against the given C program wherever a C compiler is found.
@@ -21,6 +22,9 @@ use crate::gpu;
 
 /// The name prefix of the tests that need NVRTC but no GPU.
 const NVRTC_TESTS: &str = "nvrtc_";
+
+/// The name prefix of the GPU tests that need two GPUs or more.
+const MULTI_GPU_TESTS: &str = "multi_gpu_";
 
 /// Where `.ci/run` installs NVRTC (pip's `nvidia-cuda-nvrtc-cu12`), in the workspace root.
 const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
@@ -68,6 +72,13 @@ pub fn run(args: Args) -> crate::Result<()> {
         }
     };
 
+    let gpus = gpu::count();
+    let multi_gpu_line = match (run_gpu_tests, gpus) {
+        (false, _) => "skipped with the GPU tests".to_string(),
+        (true, 0 | 1) => format!("skipped: {gpus} GPU(s) opened, and they need 2"),
+        (true, _) => format!("ran on {gpus} GPUs"),
+    };
+
     let nvrtc = find_nvrtc();
     let nvrtc_line = match &nvrtc {
         Ok(Nvrtc::Folder(dir)) => format!("ran with NVRTC from {}", dir.display()),
@@ -101,8 +112,13 @@ pub fn run(args: Args) -> crate::Result<()> {
 
     let mut totals = Totals::default();
     if run_gpu_tests {
-        // Every ignored test, the kernel checks among them.
-        suite.run(&["--include-ignored"], &env, &mut totals, &mut failed)?;
+        // Every ignored test, the kernel checks among them; those that need two GPUs only
+        // where two open.
+        let mut test_args = vec!["--include-ignored"];
+        if gpus < 2 {
+            test_args.extend(["--skip", MULTI_GPU_TESTS]);
+        }
+        suite.run(&test_args, &env, &mut totals, &mut failed)?;
     } else {
         suite.run(&[], &env, &mut totals, &mut failed)?;
         if nvrtc.is_ok() {
@@ -120,6 +136,7 @@ pub fn run(args: Args) -> crate::Result<()> {
     // The closing summary, its first line in the form CI tools read.
     shared::cli::print_line(&format!(
         "tests: {} passed, {} failed, {} skipped\n  GPU tests: {gpu_line}\n  \
+         multi-GPU tests: {multi_gpu_line}\n  \
          kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}\n  C reference: {c_line}",
         totals.passed, totals.failed, totals.ignored
     ))
