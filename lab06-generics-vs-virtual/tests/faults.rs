@@ -4,7 +4,9 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use shared::fault_testing::{assert_closed_stderr_is_quiet, assert_one_line_failure, lab_command};
+use shared::fault_testing::{
+    assert_closed_stderr_is_quiet, assert_one_line_failure, lab_command, UNPRIVILEGED,
+};
 
 const QUICK: &[&str] = &["--n", "4Ki", "--reps", "1", "--cpu-only"];
 
@@ -53,7 +55,7 @@ fn a_process_limit_is_one_line() {
     let mut command = lab_command("lab06");
     command.args(QUICK);
     // SAFETY: setrlimit, setgid and setuid are async-signal-safe and touch only the child.
-    // As root the limit does not bind, so the run drops to the `nobody` user.
+    // As root the limit does not bind, so the run drops to an unprivileged user.
     unsafe {
         command.pre_exec(|| {
             let limit = libc::rlimit {
@@ -61,7 +63,9 @@ fn a_process_limit_is_one_line() {
                 rlim_max: 1,
             };
             libc::setrlimit(libc::RLIMIT_NPROC, &limit);
-            if libc::getuid() == 0 && (libc::setgid(65534) != 0 || libc::setuid(65534) != 0) {
+            if libc::getuid() == 0
+                && (libc::setgid(UNPRIVILEGED) != 0 || libc::setuid(UNPRIVILEGED) != 0)
+            {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

@@ -346,8 +346,13 @@ pub fn assert_closed_stderr_is_quiet(lab: &str, command: &mut Command) {
     assert!(status.success(), "{lab} with stderr closed: {status}");
 }
 
+/// The user a test drops to when it runs as root: not nobody (65534), under which the
+/// grader's sandbox runs student code, since a process limit counts every process of the
+/// user, a grade's included; a uid with no name is as unprivileged.
+pub const UNPRIVILEGED: u32 = 65533;
+
 /// A process limit that leaves no room for worker threads is one error line. As root the
-/// limit does not bind, so the run drops to the `nobody` user first.
+/// limit does not bind, so the run drops to an unprivileged user first.
 pub fn assert_thread_limit_is_one_line(lab: &str, args: &[&str]) {
     let mut command = run_to(lab, args, Path::new("/dev/null"));
     // SAFETY: setrlimit, setgid and setuid are async-signal-safe and touch only the child.
@@ -358,7 +363,9 @@ pub fn assert_thread_limit_is_one_line(lab: &str, args: &[&str]) {
                 rlim_max: 1,
             };
             libc::setrlimit(libc::RLIMIT_NPROC, &limit);
-            if libc::getuid() == 0 && (libc::setgid(65534) != 0 || libc::setuid(65534) != 0) {
+            if libc::getuid() == 0
+                && (libc::setgid(UNPRIVILEGED) != 0 || libc::setuid(UNPRIVILEGED) != 0)
+            {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
@@ -493,7 +500,7 @@ pub fn assert_fake_driver_is_one_line(lab: &str, args: &[&str]) {
 }
 
 /// A folder the user may not write to fails before the work, in one line that says so. As
-/// root, who may write anywhere, the run drops to the `nobody` user first.
+/// root, who may write anywhere, the run drops to an unprivileged user first.
 pub fn assert_unwritable_folder_fails_first(lab: &str, long_args: &[&str], name: &str) {
     let dir = tempfile::tempdir().expect("a temporary folder");
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o555)).expect("chmod");
@@ -501,7 +508,9 @@ pub fn assert_unwritable_folder_fails_first(lab: &str, long_args: &[&str], name:
     // SAFETY: setgid and setuid are async-signal-safe and touch only the child.
     unsafe {
         command.pre_exec(|| {
-            if libc::getuid() == 0 && (libc::setgid(65534) != 0 || libc::setuid(65534) != 0) {
+            if libc::getuid() == 0
+                && (libc::setgid(UNPRIVILEGED) != 0 || libc::setuid(UNPRIVILEGED) != 0)
+            {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
