@@ -18,11 +18,15 @@
 //! it could not (no sandbox, no submission, the hand-out does not build).
 
 mod checks;
+mod class;
+pub mod classroom;
 mod compile;
+pub mod gradescope;
 mod intake;
 mod report;
 mod rubric;
 mod sandbox;
+mod slurm;
 mod timing;
 
 use std::fs;
@@ -44,7 +48,10 @@ use rubric::Rubric;
 #[derive(clap::Args)]
 pub struct Args {
     /// The student's workspace: their copy of the hand-out, with their work in it
-    #[arg(value_name = "SUBMISSION", required_unless_present = "built")]
+    #[arg(
+        value_name = "SUBMISSION",
+        required_unless_present_any = ["built", "class", "class_task"]
+    )]
     submission: Option<PathBuf>,
     /// Build only, into this new folder, for `--built` on another machine (a GPU machine
     /// without Rust)
@@ -67,6 +74,8 @@ pub struct Args {
     /// Seconds each lab's build may take [default: the rubric's build_time_limit_s]
     #[arg(long, value_name = "SECONDS", value_parser = crate::at_least_one("the build time limit", 86_400))]
     build_time_limit: Option<u64>,
+    #[command(flatten)]
+    class: class::Args,
 }
 
 /// What `--build-only` keeps beside the binaries and the taken files.
@@ -78,6 +87,14 @@ struct Intake {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.class.wanted() {
+        let forward = class::Forward {
+            bin_dir: args.bin_dir,
+            unsandboxed: args.unsandboxed,
+            build_time_limit: args.build_time_limit,
+        };
+        return class::run(args.class, forward);
+    }
     let rubric = Rubric::load()?;
     // Every path is checked before the work: a results file that cannot be written fails now.
     let results = args.gradescope.as_deref().map(results_file).transpose()?;
