@@ -291,7 +291,13 @@ fn parse_metadata(text: &str) -> Result<BTreeMap<String, Vec<String>>> {
                     .filter_map(|key| scalar(&submitter[key]))
                     .find(|value| !value.trim().is_empty());
                 if let Some(id) = id {
-                    ids.push(id.trim().to_string());
+                    // One line of text: a name is the student's own to choose.
+                    let id: String = id
+                        .trim()
+                        .chars()
+                        .map(|c| if c.is_control() { ' ' } else { c })
+                        .collect();
+                    ids.push(id);
                 }
             }
         }

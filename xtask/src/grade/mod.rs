@@ -75,7 +75,7 @@ pub struct Args {
     #[arg(long, value_name = "SECONDS", value_parser = crate::at_least_one("the build time limit", 86_400))]
     build_time_limit: Option<u64>,
     #[command(flatten)]
-    class: class::Args,
+    class: class::ClassArgs,
 }
 
 /// What `--build-only` keeps beside the binaries and the taken files.

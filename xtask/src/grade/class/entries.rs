@@ -107,7 +107,7 @@ pub fn discover(dir: &Path) -> Result<Class> {
     let mut notes = Vec::new();
     let mut keys = BTreeSet::new();
     for raw in names {
-        let name = raw.to_string_lossy().into_owned();
+        let name = printable(&raw.to_string_lossy());
         if name.starts_with('.') || name == "__MACOSX" || name == gradescope::METADATA {
             continue;
         }
@@ -195,6 +195,13 @@ fn export_root(dir: &Path) -> Result<PathBuf> {
         }
     }
     Ok(dir.to_path_buf())
+}
+
+/// A name as messages show it: control characters (a newline, an escape) as `?`.
+fn printable(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 /// A folder name for `stem`: safe characters only, short, unique in the class.

@@ -63,12 +63,9 @@ impl Slot {
         }
     }
 
-    /// How the slot is shown: `GPU 1` or `no GPU`.
-    pub fn describe(&self) -> String {
-        match &self.gpu {
-            Some(gpu) => format!("GPU {gpu}"),
-            None => "no GPU".to_string(),
-        }
+    /// How the slot is shown: `GPU 1`; nothing without a GPU.
+    pub fn describe(&self) -> Option<String> {
+        self.gpu.as_ref().map(|gpu| format!("GPU {gpu}"))
     }
 }
 
@@ -85,7 +82,8 @@ pub fn slots(choice: Gpus) -> Result<(Vec<Slot>, String)> {
             return Ok((
                 vec![Slot::default()],
                 format!(
-                    "no GPU opens here ({why}): one submission at a time, the GPU checks listed, not graded"
+                    "no GPU opens here ({why}): one submission at a time, the GPU checks \
+                     listed, not graded"
                 ),
             ));
         }
@@ -126,7 +124,8 @@ pub fn slots(choice: Gpus) -> Result<(Vec<Slot>, String)> {
 /// entries where it is set, else the device numbers); or why none opens.
 fn visible_gpus() -> Result<Vec<String>, String> {
     // The labs' own probe: every library and function the labs call, and device 0 opened.
-    crate::gpu::probe()?;
+    // Its first clause is the reason; the rest is advice for running a lab.
+    crate::gpu::probe().map_err(|why| why.split(';').next().unwrap_or_default().to_string())?;
     let count = cudarc::driver::result::init()
         .and_then(|()| cudarc::driver::result::device::get_count())
         .map_err(|e| format!("cannot count the GPUs: {e}"))?;

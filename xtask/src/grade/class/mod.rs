@@ -36,7 +36,7 @@ use gpus::{Gpus, Slot};
 use one::Settings;
 
 #[derive(clap::Args)]
-pub struct Args {
+pub struct ClassArgs {
     /// Grade a whole class: every entry of DIR (a folder, a .zip or a tarball) is one
     /// submission, as Gradescope's "Export Submissions" or `gh classroom clone student-repos`
     /// lays them out. On a machine without Rust, DIR's entries must be folders made by
@@ -80,7 +80,7 @@ pub struct Args {
     pub class_task: Option<PathBuf>,
 }
 
-impl Args {
+impl ClassArgs {
     /// Whether this grade is a class's (or one task of a class's).
     pub fn wanted(&self) -> bool {
         self.class.is_some() || self.class_task.is_some()
@@ -101,7 +101,7 @@ struct Plan {
     tasks: Vec<(Entry, String)>,
 }
 
-pub fn run(args: Args, forward: Forward) -> Result<()> {
+pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     if let Some(plan) = &args.class_task {
         return task(plan);
     }
@@ -134,7 +134,16 @@ pub fn run(args: Args, forward: Forward) -> Result<()> {
     } else {
         // A sandbox that cannot start fails every submission alike: say so once, now.
         super::sandbox::Jail::detect(forward.unsandboxed)?;
-        gpus::slots(args.gpus.unwrap_or(Gpus::All))?
+        let (slots, line) = gpus::slots(args.gpus.unwrap_or(Gpus::All))?;
+        shared::cli::eprint_line(&format!("xtask: {line}"));
+        let where_ = match slots.len() {
+            _ if slots.iter().all(|s| s.gpu.is_none()) => {
+                "this machine, without a GPU (the GPU checks are not graded)".to_string()
+            }
+            1 => "one GPU".to_string(),
+            n => format!("{n} GPUs, one submission on each at once"),
+        };
+        (slots, where_)
     };
     let settings = settings(
         &rubric,
@@ -273,6 +282,7 @@ fn on_this_machine(
                 let Some((entry, digest)) = next else {
                     break;
                 };
+                progress.start(&entry, slot);
                 match one::grade(settings, &entry, &digest, slot) {
                     Ok(record) => progress.done(settings, &entry, &record, slot),
                     Err(e) => {
@@ -296,7 +306,7 @@ fn on_this_machine(
 }
 
 /// Grade `pending` as a Slurm job array.
-fn on_slurm(settings: &Settings, pending: Vec<(Entry, String)>, args: &Args) -> Result<()> {
+fn on_slurm(settings: &Settings, pending: Vec<(Entry, String)>, args: &ClassArgs) -> Result<()> {
     if pending.is_empty() {
         return Ok(());
     }
@@ -405,6 +415,20 @@ impl Progress {
         format!("about {} left", duration(left))
     }
 
+    /// A line in a log when a submission starts (a terminal has the bar instead).
+    fn start(&self, entry: &Entry, slot: &Slot) {
+        if self.bar.is_hidden() {
+            shared::cli::eprint_line(&format!(
+                "xtask: grading {} ({}){}",
+                entry.students.join(", "),
+                entry.name,
+                slot.describe()
+                    .map(|gpu| format!(" on {gpu}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+
     fn done(&self, settings: &Settings, entry: &Entry, record: &one::Record, slot: &Slot) {
         let results =
             one::read_results(&one::folder(&settings.out, &entry.key).join("results.json"));
@@ -427,11 +451,13 @@ impl Progress {
         };
         let done = self.done.load(Ordering::Relaxed) + 1;
         let line = format!(
-            "xtask: [{done}/{}] {}: {score} ({:.0} s on {})",
+            "xtask: [{done}/{}] {}: {score} ({:.0} s{})",
             self.total,
             entry.students.join(", "),
             record.seconds,
             slot.describe()
+                .map(|gpu| format!(" on {gpu}"))
+                .unwrap_or_default()
         );
         self.bar.suspend(|| shared::cli::eprint_line(&line));
         self.advance(1);

@@ -8,6 +8,7 @@
 //! build, hangs or attacks costs its own row, never the class.
 
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -149,6 +150,17 @@ fn run(
         .arg(&results)
         .current_dir(dir);
     slot.apply(&mut command);
+    // The grade dies with the thread that waits for it: a class stopped by Ctrl-C or a
+    // signal leaves no grade running on (the grade's sandboxes die with the grade).
+    // SAFETY: prctl in the forked child before exec, on its own process only.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
     let limit = Duration::from_secs(settings.limit_s);
     let finished = match runner::run(&mut command, limit) {
         Ok(finished) => finished,
