@@ -17,6 +17,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// The tests that build into copies of this workspace's release folder, or into it, one at a
+/// time: a copy taken while another build writes would be half old, half new.
+static RELEASE_BUILDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn release_builds() -> std::sync::MutexGuard<'static, ()> {
+    RELEASE_BUILDS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn xtask() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xtask"))
 }
@@ -322,6 +332,7 @@ fn class_scores(out: &Path) -> BTreeMap<String, BTreeMap<String, (f64, f64)>> {
 
 #[test]
 fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
+    let _builds = release_builds();
     let five = class_of_five();
     let out = five.root.join("out");
     let started = Instant::now();
@@ -529,6 +540,7 @@ fn an_archive_that_attacks_costs_its_own_row() {
 /// and fails on the hand-out.
 #[test]
 fn the_classroom_workflow_passes_the_solution_and_fails_the_hand_out() {
+    let _builds = release_builds();
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let handout = scratch.path().join("handout");
     let solution = scratch.path().join("solution");
@@ -572,18 +584,19 @@ fn the_classroom_workflow_passes_the_solution_and_fails_the_hand_out() {
         Some(graders.len())
     );
 
-    // The students' builds go to a target folder of their own, seeded with this one's
-    // release dependencies: only the workspace's own crates compile.
-    let target = scratch.path().join("target");
-    fs::create_dir(&target).expect("created");
-    succeed(
-        Command::new("cp")
-            .args(["-a", "--reflink=auto"])
-            .arg(target_dir().join("release"))
-            .arg(&target),
-        "copying the release dependencies",
-    );
     for (dir, passes) in [(&solution, true), (&handout, false)] {
+        // Each workspace builds in a target folder of its own, seeded with this one's release
+        // dependencies so that only the workspace's own crates compile. Not one for both:
+        // cargo would take the hand-out's older files for built by the solution's build.
+        let target = scratch.path().join(format!("target-{}", passes));
+        fs::create_dir(&target).expect("created");
+        succeed(
+            Command::new("cp")
+                .args(["-a", "--reflink=auto"])
+                .arg(target_dir().join("release"))
+                .arg(&target),
+            "copying the release dependencies",
+        );
         for (id, command) in &graders {
             let output = Command::new("sh")
                 .args(["-c", command])
