@@ -377,6 +377,42 @@ submission_1003:
         assert!(RUN_AUTOGRADER.contains("--gradescope \"$RESULTS\""));
     }
 
+    /// A grader that cannot grade still leaves Gradescope a results.json that says why, as
+    /// JSON whatever the message holds.
+    #[test]
+    fn run_autograder_reports_a_grader_that_failed() {
+        let root = tempfile::tempdir().expect("a temp folder");
+        let release = root.path().join("source/workspace/target/release");
+        fs::create_dir_all(&release).expect("created");
+        fs::create_dir_all(root.path().join("submission")).expect("created");
+        let fake = release.join("xtask");
+        fs::write(
+            &fake,
+            "#!/bin/sh\necho 'progress' >&2\nprintf 'xtask: no \"sandbox\" \\\\ here\\t!\\n' >&2\nexit 1\n",
+        )
+        .expect("written");
+        fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).expect("executable");
+        let script = root.path().join("run_autograder");
+        fs::write(&script, RUN_AUTOGRADER).expect("written");
+        let status = Command::new("bash")
+            .arg(&script)
+            .env("AUTOGRADER_ROOT", root.path())
+            .env_remove("CARGO_TARGET_DIR")
+            .output()
+            .expect("bash runs");
+        assert!(
+            status.status.success(),
+            "run_autograder exits 0 whatever happens"
+        );
+        let text = fs::read_to_string(root.path().join("results/results.json")).expect("results");
+        let json: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+        assert_eq!(json["score"], 0);
+        assert_eq!(
+            json["output"],
+            "The autograder could not grade this submission: xtask: no \"sandbox\" \\ here!"
+        );
+    }
+
     #[test]
     fn the_rust_version_is_read_from_rustc() {
         let version = rust_version().expect("rustc runs here");
