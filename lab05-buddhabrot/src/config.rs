@@ -6,6 +6,7 @@ use clap::{Parser, ValueEnum};
 use shared::number;
 use shared::{Error, Result};
 
+use crate::devices::{parse_devices, Devices};
 use crate::orbit::{Params, SAMPLES_PER_PASS};
 
 /// The largest canvas side. A 16384 x 16384 canvas is 1 GiB of counters, and the CPU
@@ -35,6 +36,25 @@ pub enum Backend {
     Gpu,
 }
 
+/// How the canvases of several GPUs are summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Reduce {
+    /// NCCL where it is installed, else the host
+    #[default]
+    Auto,
+    /// NCCL's reduce, GPU to GPU (fails if NCCL is missing)
+    Nccl,
+    /// Each canvas copied back and added on the CPU
+    Host,
+}
+
+/// Where `--backend gpu` runs: `--devices` and `--reduce`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Gpus {
+    pub devices: Devices,
+    pub reduce: Reduce,
+}
+
 #[derive(Parser, Debug)]
 #[command(
     name = "lab05",
@@ -58,6 +78,15 @@ pub struct Args {
     /// Number of sample points c
     #[arg(long, default_value_t = DEFAULT_SAMPLES, allow_hyphen_values = true, value_parser = parse_samples)]
     pub samples: u64,
+
+    /// The GPUs for --backend gpu: `all`, a number N (the first N), or GPU numbers with
+    /// commas (`0,2`); each takes a share of the samples [default: 1]
+    #[arg(long, value_name = "all|N|LIST", allow_hyphen_values = true, value_parser = parse_devices)]
+    pub devices: Option<Devices>,
+
+    /// How several GPUs' canvases are summed [default: auto]
+    #[arg(long, value_enum)]
+    pub reduce: Option<Reduce>,
 
     /// Steps after which an orbit that has not escaped is dropped
     #[arg(long, default_value_t = 20, allow_hyphen_values = true, value_parser = parse_max_iter)]
@@ -175,6 +204,21 @@ impl Args {
             sample_re_span: self.sample_re_max - self.sample_re_min,
             sample_im_min,
             sample_im_span: self.sample_im_max - sample_im_min,
+        })
+    }
+
+    /// The GPUs to run on: refused with the CPU backend, which has no use for them.
+    pub fn gpus(&self) -> Result<Gpus> {
+        if self.backend == Backend::Cpu && (self.devices.is_some() || self.reduce.is_some()) {
+            return Err(Error::Usage(
+                "--devices and --reduce choose GPUs: add --backend gpu (the CPU backend \
+                 always uses every core)"
+                    .to_string(),
+            ));
+        }
+        Ok(Gpus {
+            devices: self.devices.clone().unwrap_or_default(),
+            reduce: self.reduce.unwrap_or_default(),
         })
     }
 }

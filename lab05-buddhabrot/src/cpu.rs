@@ -50,8 +50,9 @@ pub fn render(
     sum(canvases)
 }
 
-/// Add every canvas into the first, in parallel over stretches of pixels.
-fn sum(mut canvases: Vec<Vec<u32>>) -> Vec<u32> {
+/// Add every canvas into the first, in parallel over stretches of pixels (also the GPU
+/// backend's sum on the host).
+pub(crate) fn sum(mut canvases: Vec<Vec<u32>>) -> Vec<u32> {
     let mut total = canvases.swap_remove(0);
     const STRETCH: usize = 1 << 16;
     total

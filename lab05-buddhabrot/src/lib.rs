@@ -6,11 +6,15 @@
 //!   arithmetic as `kernels/buddhabrot.cu`);
 //! - [`config`]: the command line and the numbers both backends share;
 //! - [`cpu`] and [`gpu`]: the two backends;
+//! - [`devices`] and [`reduce`]: several GPUs, each with a share of the samples, and the
+//!   sum of their canvases;
 //! - [`output`]: the PNG, the raw canvas, the statistics.
 
 pub mod config;
 pub mod cpu;
+pub mod devices;
 pub mod gpu;
 pub mod orbit;
 pub mod output;
+pub mod reduce;
 pub mod rng;

@@ -19,6 +19,7 @@ fn main() -> ExitCode {
 fn run(args: Args) -> Result<()> {
     let mut timer = Timer::start("lab05", args.width, args.height);
     let params = args.params()?;
+    let gpus = args.gpus()?;
 
     // Opened first, so that an unwritable path fails now, not after the computation; and
     // the worker threads started now, so that a process limit is one clear line.
@@ -36,7 +37,14 @@ fn run(args: Args) -> Result<()> {
             timer.record(Phase::Compute, ms);
             (canvas, ms)
         }
-        Backend::Gpu => gpu::render(&params, args.samples, &args.kernel, &progress, &mut timer)?,
+        Backend::Gpu => gpu::render(
+            &params,
+            args.samples,
+            &gpus,
+            &args.kernel,
+            &progress,
+            &mut timer,
+        )?,
     };
     progress.finish();
 

@@ -40,6 +40,11 @@ fn read_raw(path: &Path) -> Canvas {
 
 /// Run lab05 with `args` plus a PNG and a raw file in `dir`; it must succeed.
 fn render(dir: &TempDir, name: &str, args: &[&str]) -> Canvas {
+    render_with_report(dir, name, args).0
+}
+
+/// [`render`], and the run's `--json` report.
+fn render_with_report(dir: &TempDir, name: &str, args: &[&str]) -> (Canvas, LabReport) {
     let raw = dir.path().join(format!("{name}.raw"));
     let png = dir.path().join(format!("{name}.png"));
     let output = lab05()
@@ -48,13 +53,15 @@ fn render(dir: &TempDir, name: &str, args: &[&str]) -> Canvas {
         .arg(&raw)
         .arg("-o")
         .arg(&png)
+        .arg("--json")
         .output()
         .expect("lab05 runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "lab05 {args:?} failed:\n{stderr}");
     let png = fs::read(&png).expect("the PNG exists");
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-    read_raw(&raw)
+    let report = serde_json::from_slice(&output.stdout).expect("a --json report");
+    (read_raw(&raw), report)
 }
 
 /// A small canvas and sample count, so that the debug build runs in well under a second.
@@ -263,6 +270,14 @@ fn bad_input_fails_cleanly() {
         &["--sample-re-min", "nan"],
         &["--im-min", "-1", "--im-max", "2"],
         &["--backend", "tpu"],
+        &["--backend", "gpu", "--devices", "0"],
+        &["--backend", "gpu", "--devices", "-1"],
+        &["--backend", "gpu", "--devices", "two"],
+        &["--backend", "gpu", "--devices", "1,1"],
+        &["--backend", "gpu", "--devices", "0,,1"],
+        &["--backend", "gpu", "--reduce", "sideways"],
+        &["--devices", "2"],
+        &["--reduce", "host"],
         &["-o", "no-such-folder/out.png"],
         &["-o", "a-file/out.png"],
         &["--raw", "no-such-folder/out.raw"],
@@ -287,6 +302,22 @@ fn bad_input_fails_cleanly() {
             .collect();
         assert_eq!(left, ["a-file"], "{args:?} left files behind");
     }
+}
+
+#[test]
+fn gpu_choices_are_refused_with_the_cpu_backend() {
+    let output = lab05()
+        .args(["--width", "16", "--height", "16", "--samples", "1000"])
+        .args(["--devices", "all", "-o", "/no-such-folder/out.png"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert_eq!(
+        stderr.trim_end(),
+        "lab05: error: --devices and --reduce choose GPUs: add --backend gpu (the CPU \
+         backend always uses every core)"
+    );
 }
 
 #[test]
@@ -374,6 +405,110 @@ fn gpu_report_names_the_device_and_the_kernel() {
     assert!(report.phases_ms.get("kernel").is_some_and(|&ms| ms > 0.0));
     assert!(report.phases_ms.contains_key("compile"));
     assert!(report.metrics["counts_per_second"].as_f64().is_some());
+    assert_eq!(report.metrics["gpus"], 1);
+    assert!(!report.phases_ms.contains_key("reduce"), "{report:?}");
     let options = report.metrics["nvrtc_options"].as_str().unwrap_or_default();
     assert!(options.contains("--fmad=false"), "{options}");
+}
+
+/// Runs that split the samples across GPUs, chosen to break the split: sample counts that
+/// do not divide evenly, fewer samples than one cell visit per GPU, several launches per
+/// GPU, odd sizes, every switch, another seed.
+const SPLIT_CASES: &[&[&str]] = &[
+    &["--samples", "4000000", "--seed", "7"],
+    &["--samples", "45", "--seed", "5"],
+    &[
+        "--samples",
+        "1000003",
+        "--seed",
+        "3",
+        "--width",
+        "333",
+        "--height",
+        "517",
+    ],
+    &[
+        "--samples",
+        "999999",
+        "--seed",
+        "4294967295",
+        "--no-stratify",
+        "--no-symmetry",
+        "--no-bulb-check",
+        "--max-iter",
+        "200",
+    ],
+];
+
+/// The canvas of every GPU of the machine together, summed by NCCL (where it is installed)
+/// or on the host, equals one GPU's and the CPU's, byte for byte.
+#[test]
+#[ignore = "needs two CUDA GPUs (cargo xtask test runs it where two open)"]
+fn multi_gpu_canvas_equals_one_gpu_and_the_cpu() {
+    let dir = TempDir::new().unwrap();
+    for args in SPLIT_CASES {
+        let cpu = render(&dir, "cpu", &[&["--backend", "cpu"], *args].concat());
+        let one = render(&dir, "one", &[&["--backend", "gpu"], *args].concat());
+        assert_eq!(cpu, one, "{args:?}: one GPU against the CPU");
+        let every = ["--backend", "gpu", "--devices", "all"];
+        for reduce in ["auto", "host"] {
+            let run = [&every[..], &["--reduce", reduce], *args].concat();
+            let (all, report) = render_with_report(&dir, "all", &run);
+            let gpus = report.metrics["gpus"].as_u64().unwrap_or(0);
+            assert!(
+                gpus >= 2,
+                "{run:?}: ran on {gpus} GPU(s); this test needs two"
+            );
+            assert!(report.phases_ms.contains_key("reduce"), "{report:?}");
+            // auto: NCCL, or the host with the reason NCCL was not used.
+            let how = report.metrics["reduction"].as_str().unwrap_or_default();
+            let said = match reduce {
+                "host" => how.starts_with("host") && !how.contains("NCCL not used"),
+                _ => how.starts_with("NCCL ") || how.contains("(NCCL not used: "),
+            };
+            assert!(said, "{run:?}: {how}");
+            assert_eq!(cpu, all, "{run:?}: {gpus} GPUs against the CPU");
+        }
+    }
+}
+
+/// Long enough for several launches on each GPU: the canvas of two GPUs equals one GPU's.
+#[test]
+#[ignore = "needs two CUDA GPUs (cargo xtask test runs it where two open)"]
+fn multi_gpu_canvas_equals_one_gpu_over_several_launches() {
+    let dir = TempDir::new().unwrap();
+    let args = ["--backend", "gpu", "--samples", "2147484425", "--seed", "9"];
+    let one = render(&dir, "one", &args);
+    let two = render(&dir, "two", &[&args[..], &["--devices", "0,1"]].concat());
+    assert!(one.counts.iter().any(|&c| c > 0), "an empty canvas");
+    assert_eq!(one, two);
+}
+
+/// `--devices` asking for more GPUs than the machine has: one line, naming what it has.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_more_devices_than_the_machine_has_fail_cleanly() {
+    let dir = TempDir::new().unwrap();
+    for devices in ["1024", "0,1023"] {
+        let output = lab05()
+            .current_dir(dir.path())
+            .args([
+                "--backend",
+                "gpu",
+                "--samples",
+                "1000",
+                "--devices",
+                devices,
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{devices}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{devices}: {stderr}");
+        assert!(
+            stderr.contains("but this machine has"),
+            "{devices}: {stderr}"
+        );
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0, "{devices}");
+    }
 }

@@ -105,7 +105,8 @@ fn check_thread_request(requested: Option<&str>, cores: usize) -> Result<()> {
     let limit = (THREADS_PER_CORE * cores).max(64);
     match requested.map(|n| n.trim().parse::<usize>()) {
         Some(Ok(n)) if n > limit => Err(Error::Usage(format!(
-            "RAYON_NUM_THREADS={n} is far more threads than this machine's {cores} hardware              threads can run: ask for at most {limit}, or unset it to use one per hardware thread"
+            "RAYON_NUM_THREADS={n} is far more threads than this machine's {cores} hardware \
+             threads can run: ask for at most {limit}, or unset it to use one per hardware thread"
         ))),
         _ => Ok(()),
     }

@@ -40,6 +40,10 @@ pub enum Error {
     #[error("{0}")]
     Unfinished(String),
 
+    /// An NCCL call failed (lab05's sum over several GPUs).
+    #[error("NCCL failed while {what}: {detail}")]
+    Nccl { what: &'static str, detail: String },
+
     /// A CUDA driver call failed.
     #[error("CUDA error while {what}: {source}")]
     Cuda {

@@ -17,6 +17,7 @@ use crate::{Error, Result};
 const DRIVER_FUNCTIONS: &[&str] = &[
     "cuInit",
     "cuDeviceGet",
+    "cuDeviceGetCount",
     "cuDeviceGetAttribute",
     "cuDeviceGetName",
     "cuDevicePrimaryCtxRetain",
@@ -83,55 +84,24 @@ pub struct Kernels {
 
 impl Gpu {
     /// Open device 0.
-    ///
-    /// cudarc loads `libcuda` and `libnvrtc` on first use and panics if either is missing, or
-    /// lacks a function when it is first called; so both libraries, and every function the
-    /// labs call, are looked for first. A stub driver (present, but no GPU behind it) fails in
-    /// `CudaContext::new`, which becomes the same clear error.
     pub fn open() -> Result<Gpu> {
-        const DRIVER: &str = "install the NVIDIA driver (CUDA 12.0 or newer) and check that \
-                              libcuda.so.1 is on the library path";
-        const NVRTC: &str = "install NVRTC (it comes with the CUDA toolkit, or `pip install \
-                             nvidia-cuda-nvrtc-cu12`) and put the folder of libnvrtc.so \
-                             on LD_LIBRARY_PATH";
-        // SAFETY: only tries to dlopen the library by its usual names.
-        if !unsafe { sys::is_culib_present() } {
-            return Err(no_gpu(
-                "the NVIDIA driver library (libcuda.so) was not found",
-                DRIVER,
-            ));
-        }
-        // SAFETY: the library is present (just checked); this loads it as cudarc will.
-        let driver = unsafe { sys::culib() };
-        if let Some(name) = missing_symbol(driver, DRIVER_FUNCTIONS) {
-            return Err(no_gpu(
-                &format!(
-                    "the driver library (libcuda.so) has no function {name}: it is not a \
-                     real driver, or older than CUDA 12.0"
-                ),
-                DRIVER,
-            ));
-        }
-        // SAFETY: as above.
-        if !unsafe { nvrtc::sys::is_culib_present() } {
-            return Err(no_gpu(
-                "NVRTC, CUDA's run-time compiler (libnvrtc.so), was not found",
-                NVRTC,
-            ));
-        }
-        // SAFETY: as above.
-        let compiler = unsafe { nvrtc::sys::culib() };
-        if let Some(name) = missing_symbol(compiler, NVRTC_FUNCTIONS) {
-            return Err(no_gpu(
-                &format!("NVRTC (libnvrtc.so) has no function {name}: it is incomplete or too old"),
-                NVRTC,
-            ));
-        }
-        let ctx = CudaContext::new(0).map_err(|e| {
-            no_gpu(
-                &format!("the driver is installed but no GPU opened ({e})"),
-                "check that `nvidia-smi` lists a GPU and that CUDA_VISIBLE_DEVICES does not hide it",
-            )
+        Gpu::open_device(0)
+    }
+
+    /// Open device `ordinal`, counted as the driver counts them (from 0, after
+    /// `CUDA_VISIBLE_DEVICES`; [`device_count`] says how many there are).
+    ///
+    /// The libraries are looked for first. A stub driver (present, but no GPU behind it)
+    /// fails in `CudaContext::new`, which becomes the same clear error.
+    pub fn open_device(ordinal: usize) -> Result<Gpu> {
+        load_libraries()?;
+        let ctx = CudaContext::new(ordinal).map_err(|e| {
+            let what = if ordinal == 0 {
+                format!("the driver is installed but no GPU opened ({e})")
+            } else {
+                format!("the driver is installed but GPU {ordinal} did not open ({e})")
+            };
+            no_gpu(&what, VISIBLE)
         })?;
         let (major, minor) = ctx
             .compute_capability()
@@ -216,6 +186,71 @@ impl Kernels {
             .load_function(name)
             .cuda("looking up a kernel in the compiled module")
     }
+}
+
+/// What to check when the driver loads but no GPU opens.
+const VISIBLE: &str =
+    "check that `nvidia-smi` lists a GPU and that CUDA_VISIBLE_DEVICES does not hide it";
+
+/// How many GPUs the driver shows this process (after `CUDA_VISIBLE_DEVICES`): at least
+/// one, or the same clear error as [`Gpu::open`].
+pub fn device_count() -> Result<usize> {
+    load_libraries()?;
+    match CudaContext::device_count() {
+        Ok(count) if count > 0 => Ok(count.unsigned_abs() as usize),
+        Ok(_) => Err(no_gpu("the driver is installed but lists no GPU", VISIBLE)),
+        Err(e) => Err(no_gpu(
+            &format!("the driver is installed but no GPU opened ({e})"),
+            VISIBLE,
+        )),
+    }
+}
+
+/// Find the driver and NVRTC, and every function the labs call in them.
+///
+/// cudarc loads `libcuda` and `libnvrtc` on first use and panics if either is missing, or
+/// lacks a function when it is first called; so both libraries, and every function the
+/// labs call, are looked for first.
+fn load_libraries() -> Result<()> {
+    const DRIVER: &str = "install the NVIDIA driver (CUDA 12.0 or newer) and check that \
+                          libcuda.so.1 is on the library path";
+    const NVRTC: &str = "install NVRTC (it comes with the CUDA toolkit, or `pip install \
+                         nvidia-cuda-nvrtc-cu12`) and put the folder of libnvrtc.so \
+                         on LD_LIBRARY_PATH";
+    // SAFETY: only tries to dlopen the library by its usual names.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(no_gpu(
+            "the NVIDIA driver library (libcuda.so) was not found",
+            DRIVER,
+        ));
+    }
+    // SAFETY: the library is present (just checked); this loads it as cudarc will.
+    let driver = unsafe { sys::culib() };
+    if let Some(name) = missing_symbol(driver, DRIVER_FUNCTIONS) {
+        return Err(no_gpu(
+            &format!(
+                "the driver library (libcuda.so) has no function {name}: it is not a \
+                 real driver, or older than CUDA 12.0"
+            ),
+            DRIVER,
+        ));
+    }
+    // SAFETY: as above.
+    if !unsafe { nvrtc::sys::is_culib_present() } {
+        return Err(no_gpu(
+            "NVRTC, CUDA's run-time compiler (libnvrtc.so), was not found",
+            NVRTC,
+        ));
+    }
+    // SAFETY: as above.
+    let compiler = unsafe { nvrtc::sys::culib() };
+    if let Some(name) = missing_symbol(compiler, NVRTC_FUNCTIONS) {
+        return Err(no_gpu(
+            &format!("NVRTC (libnvrtc.so) has no function {name}: it is incomplete or too old"),
+            NVRTC,
+        ));
+    }
+    Ok(())
 }
 
 /// Milliseconds between two recorded events, once the second has completed.

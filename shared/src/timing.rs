@@ -22,8 +22,12 @@ pub enum Phase {
     Compute,
     /// The separate colouring pass of lab01.
     Colour,
+    /// Connecting several GPUs for a collective (NCCL's communicators, lab05).
+    Connect,
     /// Kernel time, from CUDA events around the launch.
     Kernel,
+    /// Summing the canvases of several GPUs into one (lab05).
+    Reduce,
     /// Copying results from the device to the host.
     CopyBack,
     /// Writing the output file.
@@ -43,7 +47,9 @@ impl Phase {
             Phase::Allocate => "allocate",
             Phase::Compute => "compute",
             Phase::Colour => "colour",
+            Phase::Connect => "connect",
             Phase::Kernel => "kernel",
+            Phase::Reduce => "reduce",
             Phase::CopyBack => "copy_back",
             Phase::Write => "write",
             Phase::CopyAndWrite => "copy_and_write",

@@ -1,4 +1,5 @@
-//! Is there a GPU the labs can use? Asked once per command, the way the labs ask.
+//! Is there a GPU the labs can use, and how many? Asked once per command, the way the labs
+//! ask.
 
 /// The GPU's name, or why there is none (the first sentence of the labs' own message).
 pub fn probe() -> Result<String, String> {
@@ -10,4 +11,9 @@ pub fn probe() -> Result<String, String> {
             Err(first)
         }
     }
+}
+
+/// How many GPUs the labs can see: 0 where none opens.
+pub fn count() -> usize {
+    shared::gpu::device_count().unwrap_or(0)
 }

@@ -22,6 +22,8 @@ pub enum Device {
     Cpu,
     /// Needs a CUDA GPU: skipped, with the reason, where none opens.
     Gpu,
+    /// Needs this many CUDA GPUs (two or more): skipped, with the reason, where fewer open.
+    Gpus(usize),
 }
 
 /// Whether a lab's output must equal the reference.
@@ -87,7 +89,33 @@ impl Program {
     }
 
     pub fn gpu(&self) -> bool {
-        self.variant.device == Device::Gpu
+        self.gpus() > 0
+    }
+
+    /// The GPUs it needs: none, one, or several.
+    pub fn gpus(&self) -> usize {
+        match self.variant.device {
+            Device::Cpu => 0,
+            Device::Gpu => 1,
+            Device::Gpus(n) => n,
+        }
+    }
+}
+
+/// Why `program` cannot run on a machine where `gpu` is the first GPU's name (or why none
+/// opened) and `gpus` GPUs open; `None` if it can.
+pub fn cannot_run(
+    program: Program,
+    gpu: &std::result::Result<String, String>,
+    gpus: usize,
+) -> Option<String> {
+    match (program.gpus(), gpu) {
+        (0, _) => None,
+        (_, Err(why)) => Some(why.clone()),
+        (needed, Ok(_)) if needed > gpus => {
+            Some(format!("needs {needed} GPUs, and {gpus} opened here"))
+        }
+        _ => None,
     }
 }
 
@@ -156,6 +184,22 @@ pub static LABS: [Lab; 6] = [
                 label: "lab05 gpu",
                 flags: &["--backend", "gpu"],
                 device: Device::Gpu,
+            },
+            // The samples split across several GPUs, the canvases summed: still the CPU's.
+            Variant {
+                label: "lab05 2 GPUs",
+                flags: &["--backend", "gpu", "--devices", "2"],
+                device: Device::Gpus(2),
+            },
+            Variant {
+                label: "lab05 4 GPUs",
+                flags: &["--backend", "gpu", "--devices", "4"],
+                device: Device::Gpus(4),
+            },
+            Variant {
+                label: "lab05 8 GPUs",
+                flags: &["--backend", "gpu", "--devices", "8"],
+                device: Device::Gpus(8),
             },
         ],
     },
@@ -291,11 +335,44 @@ mod tests {
     }
 
     #[test]
-    fn lab05_checks_the_gpu_canvas_against_the_cpu_one() {
+    fn lab05_checks_the_gpu_canvases_against_the_cpu_one() {
         let lab05 = doing(Work::Buddhabrot).next().expect("a Buddhabrot lab");
         let devices: Vec<_> = lab05.variants.iter().map(|v| v.device).collect();
-        assert_eq!(devices, [Device::Cpu, Device::Gpu]);
+        assert_eq!(
+            devices,
+            [
+                Device::Cpu,
+                Device::Gpu,
+                Device::Gpus(2),
+                Device::Gpus(4),
+                Device::Gpus(8)
+            ]
+        );
         assert_eq!(lab05.first().variant.flags, ["--backend", "cpu"]);
+        for program in lab05.runs().filter(|p| p.gpus() > 1) {
+            let asked = program.gpus().to_string();
+            assert_eq!(program.variant.flags[2..], ["--devices", asked.as_str()]);
+        }
+    }
+
+    #[test]
+    fn a_variant_runs_only_where_its_gpus_open() {
+        let lab05 = find("lab05").expect("lab05");
+        let [cpu, one, two, ..] = [0, 1, 2, 3].map(|i| Program {
+            lab: lab05,
+            variant: &lab05.variants[i],
+        });
+        let none: std::result::Result<String, String> = Err("no usable GPU".to_string());
+        let h200: std::result::Result<String, String> = Ok("NVIDIA H200".to_string());
+        assert_eq!(cannot_run(cpu, &none, 0), None);
+        assert_eq!(cannot_run(one, &none, 0).as_deref(), Some("no usable GPU"));
+        assert_eq!(cannot_run(two, &none, 0).as_deref(), Some("no usable GPU"));
+        assert_eq!(cannot_run(one, &h200, 1), None);
+        assert_eq!(
+            cannot_run(two, &h200, 1).as_deref(),
+            Some("needs 2 GPUs, and 1 opened here")
+        );
+        assert_eq!(cannot_run(two, &h200, 2), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `cargo xtask test`: the whole test suite, plus what this machine can check beyond it:
 //! - the GPU tests (`#[ignore = "needs a CUDA GPU"]`) where a GPU opens, or always with
 //!   `--require-gpu`, which also fails when none opens;
+//! - among them the tests named `multi_gpu_*`, where two GPUs or more open;
 //! - the kernel checks (tests named `nvrtc_*`, ignored by plain `cargo test`) wherever NVRTC
 //!   is found: on the system, or in `.nvrtc/`, where `.ci/run` installs it from pip;
 //! - lab01 against the given C program wherever a C compiler is found;
@@ -23,6 +24,9 @@ use crate::gpu;
 
 /// The name prefix of the tests that need NVRTC but no GPU.
 const NVRTC_TESTS: &str = "nvrtc_";
+
+/// The name prefix of the GPU tests that need two GPUs or more.
+const MULTI_GPU_TESTS: &str = "multi_gpu_";
 
 /// The name prefix of the tests that need Slurm's daemons and client commands.
 const SLURM_TESTS: &str = "slurm_";
@@ -73,6 +77,13 @@ pub fn run(args: Args) -> crate::Result<()> {
         }
     };
 
+    let gpus = gpu::count();
+    let multi_gpu_line = match (run_gpu_tests, gpus) {
+        (false, _) => "skipped with the GPU tests".to_string(),
+        (true, 0 | 1) => format!("skipped: {gpus} GPU(s) opened, and they need 2"),
+        (true, _) => format!("ran on {gpus} GPUs"),
+    };
+
     let nvrtc = find_nvrtc();
     let nvrtc_line = match &nvrtc {
         Ok(Nvrtc::Folder(dir)) => format!("ran with NVRTC from {}", dir.display()),
@@ -112,12 +123,16 @@ pub fn run(args: Args) -> crate::Result<()> {
 
     let mut totals = Totals::default();
     if run_gpu_tests {
-        // Every ignored test, the kernel checks among them; the Slurm tests only with Slurm.
-        let mut args = vec!["--include-ignored"];
-        if slurm.is_err() {
-            args.extend(["--skip", SLURM_TESTS]);
+        // Every ignored test, the kernel checks among them; those that need two GPUs only
+        // where two open, the Slurm tests only with Slurm.
+        let mut test_args = vec!["--include-ignored"];
+        if gpus < 2 {
+            test_args.extend(["--skip", MULTI_GPU_TESTS]);
         }
-        suite.run(&args, &env, &mut totals, &mut failed)?;
+        if slurm.is_err() {
+            test_args.extend(["--skip", SLURM_TESTS]);
+        }
+        suite.run(&test_args, &env, &mut totals, &mut failed)?;
     } else {
         suite.run(&[], &env, &mut totals, &mut failed)?;
         if nvrtc.is_ok() {
@@ -145,6 +160,7 @@ pub fn run(args: Args) -> crate::Result<()> {
     // The closing summary, its first line in the form CI tools read.
     shared::cli::print_line(&format!(
         "tests: {} passed, {} failed, {} skipped\n  GPU tests: {gpu_line}\n  \
+         multi-GPU tests: {multi_gpu_line}\n  \
          kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}\n  C reference: {c_line}\n  \
          Slurm tests (a one-node cluster of their own): {slurm_line}",
         totals.passed, totals.failed, totals.ignored

@@ -1,6 +1,7 @@
 //! `cargo xtask verify`: every Mandelbrot lab, each of its variants, against the reference,
 //! byte for byte, at sizes chosen to break things (1x1, odd, non-square, large), and each
-//! Buddhabrot variant against the first (lab05's GPU canvas against its CPU one).
+//! Buddhabrot variant against the first (lab05's GPU canvases, on one GPU and split across
+//! several where they open, against its CPU one).
 //!
 //! The reference and which labs may differ are data ([`labs::REFERENCE`], [`labs::Exact`]).
 //! Every run has a time limit, and anything a lab does wrong (a crash, a hang, a malformed
@@ -114,6 +115,7 @@ const BUDDHABROT_PIXELS: u64 = 1440 * 2560;
 
 pub fn run(args: Args) -> Result<()> {
     let gpu = gpu::probe();
+    let gpus = if gpu.is_ok() { gpu::count() } else { 0 };
     let checked = labs::doing(Work::Mandelbrot).chain(labs::doing(Work::Buddhabrot));
     let bins = Bins::locate(args.bin_dir.clone(), checked)?;
     let folder = OutFolder::create(&args.out)?;
@@ -121,6 +123,7 @@ pub fn run(args: Args) -> Result<()> {
         bins: &bins,
         out: &args.out,
         gpu: &gpu,
+        gpus,
         time_limit: args.time_limit.map(Duration::from_secs),
         keep: args.keep,
     };
@@ -182,6 +185,8 @@ pub struct Verifier<'a> {
     pub bins: &'a Bins,
     pub out: &'a Path,
     pub gpu: &'a std::result::Result<String, String>,
+    /// How many GPUs open: a variant that needs more is skipped.
+    pub gpus: usize,
     /// A fixed limit per run; `None` scales it with the image ([`runner::limit_for`]).
     pub time_limit: Option<Duration>,
     pub keep: bool,
@@ -225,7 +230,7 @@ impl Verifier<'_> {
                     rows.push(row(program, why, false));
                     continue;
                 }
-                if let (true, Err(why)) = (program.gpu(), self.gpu) {
+                if let Some(why) = labs::cannot_run(program, self.gpu, self.gpus) {
                     rows.push(row(program, format!("skipped: {why}"), false));
                     continue;
                 }
@@ -339,7 +344,7 @@ impl Verifier<'_> {
         let mut expected = None;
         let mut rows = Vec::new();
         for program in lab.runs().filter(|&p| p != reference) {
-            if let (true, Err(why)) = (program.gpu(), self.gpu) {
+            if let Some(why) = labs::cannot_run(program, self.gpu, self.gpus) {
                 rows.push(row(program, format!("skipped: {why}"), false));
                 continue;
             }

@@ -253,3 +253,37 @@ fn a_missing_argument_is_named() {
         );
     }
 }
+
+/// What keeps a grade from running is said before any work, in one line: a temporary folder
+/// that cannot be made, a results path that is not a file.
+#[test]
+fn a_grade_that_cannot_run_says_why_first() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let started = std::time::Instant::now();
+    let output = xtask()
+        .env("TMPDIR", "/nonexistent")
+        .arg("grade")
+        .arg(scratch.path())
+        .output()
+        .expect("xtask runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("cannot create the grade's folder in /nonexistent")
+            && stderr.contains("set TMPDIR"),
+        "{stderr}"
+    );
+    let output = xtask()
+        .arg("grade")
+        .arg(scratch.path())
+        .args(["--gradescope", "/dev/full"])
+        .output()
+        .expect("xtask runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("--gradescope /dev/full: not a regular file"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}

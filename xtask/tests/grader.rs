@@ -90,6 +90,12 @@ fn xtask() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xtask"))
 }
 
+/// Run `xtask ARGS OUT`, which must succeed (a hand-out, a dist folder).
+fn xtask_into(args: &[&str], out: &Path) {
+    let status = xtask().args(args).arg(out).status().expect("xtask runs");
+    assert!(status.success(), "xtask {args:?} {}", out.display());
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     let status = Command::new("cp")
         .arg("-a")
@@ -182,17 +188,17 @@ fn leftovers() -> Vec<String> {
     found
 }
 
-/// The state of the instructor's workspace: what git sees, and the reference binaries.
-fn workspace_state() -> (String, Vec<(String, String)>) {
+/// The state of the instructor's workspace: what git sees, and the reference binaries the
+/// grader uses (`bin_dir`).
+fn workspace_state(bin_dir: &Path) -> (String, Vec<(String, String)>) {
     let status = Command::new("git")
         .args(["status", "--porcelain", "--untracked-files=all"])
         .current_dir(workspace())
         .output()
         .expect("git runs");
-    let release = workspace().join("target/release");
     let mut digests = Vec::new();
     for lab in ["lab01", "lab02", "lab03", "lab04", "lab05", "lab06"] {
-        let bytes = fs::read(release.join(lab)).unwrap_or_default();
+        let bytes = fs::read(bin_dir.join(lab)).unwrap_or_default();
         let digest: String = Sha256::digest(&bytes)
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -205,13 +211,16 @@ fn workspace_state() -> (String, Vec<(String, String)>) {
     )
 }
 
-/// Grade `dir`: results.json's tests, the stdout, and the time it took.
-fn grade(dir: &Path, results: &Path) -> (Vec<Value>, String, Duration) {
+/// Grade `dir` with the reference binaries in `bin_dir`: results.json's tests, the stdout,
+/// and the time it took.
+fn grade(dir: &Path, bin_dir: &Path, results: &Path) -> (Vec<Value>, String, Duration) {
     let started = Instant::now();
     let mut child = xtask()
         .arg("grade")
         .arg(dir)
-        .args(["--build-time-limit", BUILD_LIMIT_S, "--gradescope"])
+        .args(["--build-time-limit", BUILD_LIMIT_S, "--bin-dir"])
+        .arg(bin_dir)
+        .arg("--gradescope")
         .arg(results)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -256,21 +265,18 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let handout = scratch.path().join("handout");
     let solved = scratch.path().join("solved");
-    for (out, solved_flag) in [(&handout, false), (&solved, true)] {
-        let mut command = xtask();
-        command.args(["handout", "--out"]).arg(out);
-        if solved_flag {
-            command.arg("--solved");
-        }
-        assert!(command.status().expect("xtask runs").success());
-    }
+    xtask_into(&["handout", "--out"], &handout);
+    xtask_into(&["handout", "--solved", "--out"], &solved);
     let bases: BTreeMap<&str, PathBuf> = [("handout", handout), ("solved", solved)].into();
+    // The reference binaries, built once: the grades use these, and nothing may change them.
+    let bin_dir = scratch.path().join("dist");
+    xtask_into(&["dist", "--out"], &bin_dir);
     // A server on the loopback that no sandboxed process may reach.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     listener.set_nonblocking(true).expect("non-blocking");
     let port = listener.local_addr().expect("an address").port();
 
-    let before = workspace_state();
+    let before = workspace_state(&bin_dir);
     let mut corpus: Vec<PathBuf> =
         fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/submissions"))
             .expect("the corpus")
@@ -308,7 +314,7 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         let dir = scratch.path().join(name);
         lay_out(submission, &bases, &dir, port);
         let results = scratch.path().join(format!("{name}.json"));
-        let (tests, stdout, took) = grade(&dir, &results);
+        let (tests, stdout, took) = grade(&dir, &bin_dir, &results);
         let graded = |test: &&Value| {
             !test["output"]
                 .as_str()
@@ -358,8 +364,11 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         if !left.is_empty() {
             wrong.push(format!("left behind: {left:?}"));
         }
-        if workspace_state() != before {
-            wrong.push("the instructor's workspace or reference binaries changed".into());
+        let after = workspace_state(&bin_dir);
+        if after != before {
+            wrong.push(format!(
+                "the instructor's workspace or reference binaries changed: {before:?} then {after:?}"
+            ));
         }
         if listener.accept().is_ok() {
             wrong.push("reached a server on the loopback".into());
@@ -391,20 +400,18 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
 fn two_grades_at_once_both_get_every_mark() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let solved = scratch.path().join("solved");
-    assert!(xtask()
-        .args(["handout", "--solved", "--out"])
-        .arg(&solved)
-        .status()
-        .expect("xtask runs")
-        .success());
+    xtask_into(&["handout", "--solved", "--out"], &solved);
     let second = scratch.path().join("solved-again");
     copy_dir(&solved, &second);
+    let bin_dir = scratch.path().join("dist");
+    xtask_into(&["dist", "--out"], &bin_dir);
     let grades: Vec<_> = [solved, second]
         .into_iter()
         .enumerate()
         .map(|(i, dir)| {
             let results = scratch.path().join(format!("{i}.json"));
-            std::thread::spawn(move || grade(&dir, &results))
+            let bin_dir = bin_dir.clone();
+            std::thread::spawn(move || grade(&dir, &bin_dir, &results))
         })
         .collect();
     for grade in grades {

@@ -198,18 +198,29 @@ impl Results {
     }
 }
 
-/// The variants this machine can run: without a GPU, the GPU ones are noted with the reason.
+/// The variants this machine can run: those that need more GPUs than open are noted with
+/// the reason.
 fn runnable(programs: Vec<Program>, notes: &mut Vec<String>) -> Vec<Program> {
     if !programs.iter().any(Program::gpu) {
         return programs;
     }
-    let Err(why) = gpu::probe() else {
-        return programs;
-    };
-    let (gpu_programs, cpu_programs): (Vec<Program>, Vec<Program>) =
-        programs.into_iter().partition(Program::gpu);
-    notes.push(format!("{}: skipped, {why}", names(&gpu_programs)));
-    cpu_programs
+    let gpu = gpu::probe();
+    let gpus = if gpu.is_ok() { gpu::count() } else { 0 };
+    let mut skipped: Vec<(String, Vec<Program>)> = Vec::new();
+    let mut kept = Vec::new();
+    for program in programs {
+        match labs::cannot_run(program, &gpu, gpus) {
+            None => kept.push(program),
+            Some(why) => match skipped.iter_mut().find(|(reason, _)| *reason == why) {
+                Some((_, same)) => same.push(program),
+                None => skipped.push((why, vec![program])),
+            },
+        }
+    }
+    for (why, programs) in skipped {
+        notes.push(format!("{}: skipped, {why}", names(&programs)));
+    }
+    kept
 }
 
 /// Every variant of the labs named on the command line, in lab order: Mandelbrot labs for
@@ -405,7 +416,13 @@ mod tests {
         let included = choose(&["lab05".to_string()], false).expect("lab05");
         assert_eq!(
             included.iter().map(Program::label).collect::<Vec<_>>(),
-            ["lab05 cpu", "lab05 gpu"]
+            [
+                "lab05 cpu",
+                "lab05 gpu",
+                "lab05 2 GPUs",
+                "lab05 4 GPUs",
+                "lab05 8 GPUs"
+            ]
         );
     }
 }

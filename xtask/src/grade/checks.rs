@@ -572,16 +572,24 @@ fn kernel_speed(
         times.0.push(ours);
         times.1.push(theirs);
     }
-    if lab.work == Work::Mandelbrot {
-        let view = mandelbrot_view(args)?;
-        let floor = timing::fp64_floor_ms(timing::loop_bodies(&view), gpu.sms, gpu.clock_khz);
-        let theirs = timing::median(&times.1);
-        if theirs < floor {
-            return Err(format!(
-                "kernel {theirs:.3} ms is below {floor:.3} ms, the least this GPU's FP64 units need for \
-                 the loop bodies: implausible, no speed credit"
-            ));
+    // The least the GPU's arithmetic needs for this work: below it, a time is implausible.
+    let floor = match lab.work {
+        Work::Mandelbrot => {
+            let view = mandelbrot_view(args)?;
+            timing::fp64_floor_ms(timing::loop_bodies(&view), gpu.sms, gpu.clock_khz)
         }
+        Work::Buddhabrot => {
+            let canvas = expected.as_deref().unwrap_or_default();
+            timing::fp32_floor_ms(timing::canvas_total(canvas), gpu.sms, gpu.clock_khz)
+        }
+        Work::Reduction => 0.0,
+    };
+    let theirs = timing::median(&times.1);
+    if theirs < floor {
+        return Err(format!(
+            "kernel {theirs:.3} ms is below {floor:.3} ms, the least this GPU's arithmetic units \
+             need for the work: implausible, no speed credit"
+        ));
     }
     credit(&times, "kernel", context.speed_runs)
 }

@@ -316,10 +316,14 @@ fn scratch() -> Result<tempfile::TempDir> {
         .prefix("xtask-grade-")
         .tempdir()
         .map_err(|e| {
-            let dir = std::env::temp_dir();
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => "it does not exist".to_string(),
+                std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                kind => kind.to_string(),
+            };
             anyhow::anyhow!(
-                "cannot create the grade's folder in {} ({e}); set TMPDIR to a folder you may write to",
-                dir.display()
+                "cannot create the grade's folder in {} ({why}); set TMPDIR to a folder you may write to",
+                std::env::temp_dir().display()
             )
         })
 }

@@ -7,7 +7,7 @@
 //! below what the GPU can do at all is refused as implausible.
 
 use rayon::prelude::*;
-use shared::mandelbrot::{in_main_cardioid, in_period2_bulb};
+use shared::mandelbrot::{escape_count, in_main_cardioid, in_period2_bulb};
 use shared::palette::MAX_ITER;
 use shared::plan::RowPlan;
 use shared::view::View;
@@ -44,22 +44,15 @@ pub fn loop_bodies(view: &View) -> u64 {
         .sum()
 }
 
-/// The loop bodies the escape loop runs for one point (the C loop's, counter and all).
+/// The loop bodies the escape loop runs for one point: the reference's 8-bit counter counts
+/// them, and wraps to 0 after the 256th.
 fn bodies(x: f64, y: f64) -> u64 {
     if in_main_cardioid(x, y) || in_period2_bulb(x, y) {
         return 0;
     }
-    let (mut zx, mut zy, mut zx2, mut zy2) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-    let mut n = 0;
-    loop {
-        zy = 2.0 * zx * zy + y;
-        zx = zx2 - zy2 + x;
-        zx2 = zx * zx;
-        zy2 = zy * zy;
-        n += 1;
-        if !(n <= u64::from(MAX_ITER) && zx2 + zy2 < 4.0) {
-            return n;
-        }
+    match escape_count(x, y) {
+        0 => u64::from(MAX_ITER) + 1,
+        counted => u64::from(counted),
     }
 }
 
@@ -75,6 +68,24 @@ pub const FP64_OPS_PER_BODY: f64 = 7.0;
 pub fn fp64_floor_ms(bodies: u64, sms: u32, clock_khz: u32) -> f64 {
     let ops_per_ms = f64::from(sms) * 64.0 * f64::from(clock_khz);
     bodies as f64 * FP64_OPS_PER_BODY / ops_per_ms
+}
+
+/// The counts of a lab05 canvas (little-endian `u32`s), summed.
+pub fn canvas_total(canvas: &[u8]) -> u64 {
+    canvas
+        .chunks_exact(4)
+        .map(|c| u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        .sum()
+}
+
+/// The fewest milliseconds a Buddhabrot kernel needs to record `counts` orbit points on a GPU
+/// with `sms` multiprocessors at `clock_khz`: each point is one orbit step of at least six
+/// single-precision operations (three multiplies, three adds), at most two points a step
+/// (conjugate symmetry records the mirror too), at 128 FP32 lanes per multiprocessor, one
+/// operation a cycle (the most any NVIDIA GPU has).
+pub fn fp32_floor_ms(counts: u64, sms: u32, clock_khz: u32) -> f64 {
+    let ops_per_ms = f64::from(sms) * 128.0 * f64::from(clock_khz);
+    counts as f64 / 2.0 * 6.0 / ops_per_ms
 }
 
 #[cfg(test)]
@@ -123,6 +134,18 @@ mod tests {
                 .sum()
         });
         assert!(mirrored < all && mirrored * 2 > all, "{mirrored} of {all}");
+    }
+
+    #[test]
+    fn a_canvas_total_and_its_floor() {
+        let canvas: Vec<u8> = [1u32, 2, 70_000]
+            .iter()
+            .flat_map(|c| c.to_le_bytes())
+            .collect();
+        assert_eq!(canvas_total(&canvas), 70_003);
+        // 1e9 points on an H100 take at least 0.09 ms of FP32 work.
+        let floor = fp32_floor_ms(1_000_000_000, 132, 1_980_000);
+        assert!((floor - 0.0897).abs() < 0.001, "{floor}");
     }
 
     /// An H100 (132 SMs at 1.98 GHz) cannot run lab01's 2.302e9 loop bodies at 16384x16384
