@@ -126,10 +126,7 @@ fn visible_gpus() -> Result<Vec<String>, String> {
     // The labs' own probe: every library and function the labs call, and device 0 opened.
     // Its first clause is the reason; the rest is advice for running a lab.
     crate::gpu::probe().map_err(|why| why.split(';').next().unwrap_or_default().to_string())?;
-    let count = cudarc::driver::result::init()
-        .and_then(|()| cudarc::driver::result::device::get_count())
-        .map_err(|e| format!("cannot count the GPUs: {e}"))?;
-    let count = usize::try_from(count).unwrap_or(0);
+    let count = crate::gpu::count();
     let gpus = match std::env::var("CUDA_VISIBLE_DEVICES") {
         Ok(list) => names_from(&list, count),
         Err(_) => (0..count).map(|i| i.to_string()).collect(),
