@@ -14,6 +14,11 @@
 //! `--build-only DIR` stops after step 1 and keeps the build; `--built DIR` grades such a
 //! folder: a GPU machine without Rust grades what a machine with Rust built.
 //!
+//! `--class DIR --out OUT` grades every submission of a class, each by this command in a
+//! subprocess ([`class`]); `autograder` and `classroom` write Gradescope's and GitHub
+//! Classroom's files ([`gradescope`], [`classroom`]); `--slurm` grades on a cluster
+//! ([`slurm`]).
+//!
 //! A score is not an error: the command exits 0 whenever grading ran, and non-zero only when
 //! it could not (no sandbox, no submission, the hand-out does not build).
 
