@@ -376,7 +376,12 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
     for (student, cells) in &rows {
         assert_eq!(cells.len(), header.len(), "{student}");
         for (check, cell) in header.iter().zip(cells).skip(1).take(header.len() - 2) {
-            let (score, _) = by_class[student.as_str()][check];
+            let (score, most) = by_class[student.as_str()][check];
+            if most == 0.0 {
+                // Not graded on this machine (a GPU check): an empty cell, not a 0.
+                assert_eq!(cell, "", "{student}: {check}");
+                continue;
+            }
             let cell: f64 = cell.parse().unwrap_or(-1.0);
             assert!((cell - score).abs() < 0.01, "{student}: {check}: {cell}");
         }

@@ -10,6 +10,8 @@ use std::str::FromStr;
 
 use anyhow::{bail, Result};
 
+use crate::grade::sandbox;
+
 /// How many GPUs to grade on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Gpus {
@@ -29,16 +31,28 @@ impl FromStr for Gpus {
     }
 }
 
-/// One place a grade runs: a GPU (or none) and the cores it may use (empty: all).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// One place a grade runs: a GPU (or none), the cores it may use (empty: all) and the user
+/// its sandboxes run as (two grades at once never share a user's process limit).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Slot {
     pub gpu: Option<String>,
     pub cores: Vec<usize>,
+    pub user: u32,
 }
 
 impl Slot {
-    /// Make `command` run on this slot.
+    /// The `n`th place of a machine's or a cluster's, with no GPU or cores of its own.
+    pub fn numbered(n: usize) -> Slot {
+        Slot {
+            gpu: None,
+            cores: Vec::new(),
+            user: sandbox::class_user(n),
+        }
+    }
+
+    /// Make `command` (a grade) run on this slot.
     pub fn apply(&self, command: &mut Command) {
+        command.arg("--sandbox-user").arg(self.user.to_string());
         if let Some(gpu) = &self.gpu {
             command.env("CUDA_VISIBLE_DEVICES", gpu);
         }
@@ -80,7 +94,7 @@ pub fn slots(choice: Gpus) -> Result<(Vec<Slot>, String)> {
                 );
             }
             return Ok((
-                vec![Slot::default()],
+                vec![Slot::numbered(0)],
                 format!(
                     "no GPU opens here ({why}): one submission at a time, the GPU checks \
                      listed, not graded"
@@ -103,9 +117,11 @@ pub fn slots(choice: Gpus) -> Result<(Vec<Slot>, String)> {
         .into_iter()
         .take(n)
         .zip(shares)
-        .map(|(gpu, cores)| Slot {
+        .enumerate()
+        .map(|(n, (gpu, cores))| Slot {
             gpu: Some(gpu),
             cores,
+            user: sandbox::class_user(n),
         })
         .collect();
     let line = format!(
@@ -217,16 +233,18 @@ mod tests {
         let slot = Slot {
             gpu: Some("3".into()),
             cores: vec![here[0]],
+            user: 1234,
         };
         let mut command = Command::new("sh");
         command.args([
             "-c",
-            "echo \"$CUDA_VISIBLE_DEVICES\"; grep Cpus_allowed_list /proc/self/status",
+            "echo \"$CUDA_VISIBLE_DEVICES $1 $2\"; grep Cpus_allowed_list /proc/self/status",
+            "sh",
         ]);
         slot.apply(&mut command);
         let output = command.output().expect("sh runs");
         let text = String::from_utf8_lossy(&output.stdout);
-        assert!(text.starts_with("3\n"), "{text}");
+        assert!(text.starts_with("3 --sandbox-user 1234\n"), "{text}");
         assert!(
             text.trim_end().ends_with(&format!("\t{}", here[0])),
             "pinned to one core: {text}"
@@ -246,7 +264,7 @@ mod tests {
                 let error = slots(Gpus::Count(1)).expect_err("no GPU").to_string();
                 assert!(error.starts_with("--gpus 1: no GPU opens here"), "{error}");
                 let (slots, line) = slots(Gpus::All).expect("one slot");
-                assert_eq!(slots, vec![Slot::default()]);
+                assert_eq!(slots, vec![Slot::numbered(0)]);
                 assert!(line.starts_with("no GPU opens here"), "{line}");
             }
         }

@@ -86,7 +86,9 @@ fn scores(json: &Value) -> (BTreeMap<String, (f64, f64)>, f64) {
     (checks, max)
 }
 
-/// `grades.csv`: `student`, one column per check (in the rubric's order), `total`.
+/// `grades.csv`: `student`, one column per check (in the rubric's order), `total`. A check
+/// not graded on this machine (worth nothing here: a GPU check graded without a GPU) is an
+/// empty cell, not a 0 an LMS would record as earned nothing.
 pub fn csv(checks: &[String], rows: &[Row]) -> String {
     let mut text = String::from("student");
     for check in checks {
@@ -98,8 +100,9 @@ pub fn csv(checks: &[String], rows: &[Row]) -> String {
         text.push_str(&field(&row.student));
         for check in checks {
             text.push(',');
-            if let Some((score, _)) = row.checks.get(check) {
-                text.push_str(&number(*score));
+            match row.checks.get(check) {
+                Some((score, most)) if *most > 0.0 => text.push_str(&number(*score)),
+                _ => {}
             }
         }
         text.push(',');
@@ -294,6 +297,11 @@ mod tests {
             ),
             row("=HYPERLINK(\"x\")", &[("lab02: a", 0.0, 3.0)], None),
             row("nobody", &[], Some("the archive is not a valid zip")),
+            row(
+                "cpu-only",
+                &[("lab02: a", 3.0, 3.0), ("lab06: b, c", 0.0, 0.0)],
+                None,
+            ),
         ];
         let text = csv(&checks(), &rows);
         let lines: Vec<&str> = text.lines().collect();
@@ -301,6 +309,7 @@ mod tests {
         assert_eq!(lines[1], "ada,3,0.5,3.5");
         assert_eq!(lines[2], "\"'=HYPERLINK(\"\"x\"\")\",0,,0");
         assert_eq!(lines[3], "nobody,,,0");
+        assert_eq!(lines[4], "cpu-only,3,,3");
     }
 
     #[test]

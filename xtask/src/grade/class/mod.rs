@@ -133,9 +133,15 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
         (Vec::new(), "a Slurm cluster".to_string())
     } else {
         // A sandbox that cannot start fails every submission alike: say so once, now.
-        super::sandbox::Jail::detect(forward.unsandboxed)?;
+        let jail = super::sandbox::Jail::detect(forward.unsandboxed)?;
         let (slots, line) = gpus::slots(args.gpus.unwrap_or(Gpus::All))?;
         shared::cli::eprint_line(&format!("xtask: {line}"));
+        if slots.len() > 1 && jail.shares_one_user() {
+            shared::cli::eprint_line(
+                "xtask: warning: not run by root, every sandbox is your user: the submissions \
+                 graded at once share one process limit (run as root to give each its own)",
+            );
+        }
         let where_ = match slots.len() {
             _ if slots.iter().all(|s| s.gpu.is_none()) => {
                 "this machine, without a GPU (the GPU checks are not graded)".to_string()
@@ -362,8 +368,9 @@ fn task(plan: &Path) -> Result<()> {
     let Some((entry, digest)) = plan.tasks.get(index) else {
         bail!("the plan has {} tasks, not {}", plan.tasks.len(), index + 1);
     };
-    // Slurm has set CUDA_VISIBLE_DEVICES to the task's GPUs (--gres): nothing to add.
-    let record = one::grade(&plan.settings, entry, digest, &Slot::default())?;
+    // Slurm has set CUDA_VISIBLE_DEVICES to the task's GPUs (--gres): nothing to add. Tasks
+    // that share a node run as users of their own.
+    let record = one::grade(&plan.settings, entry, digest, &Slot::numbered(index))?;
     shared::cli::eprint_line(&format!(
         "xtask: {}: {}",
         entry.students.join(", "),

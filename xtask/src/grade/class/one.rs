@@ -274,7 +274,7 @@ mod tests {
         let out = tempfile::tempdir().expect("a temp folder");
         let settings = settings(out.path(), "/nonexistent/xtask");
         let entry = entry(out.path(), Form::Refused("is a symbolic link".into()));
-        let record = grade(&settings, &entry, "d1", &Slot::default()).expect("recorded");
+        let record = grade(&settings, &entry, "d1", &Slot::numbered(0)).expect("recorded");
         assert_eq!(
             record.not_graded.as_deref(),
             Some("ada.zip is a symbolic link")
@@ -304,7 +304,7 @@ mod tests {
             &settings,
             &entry(&zip, Form::Archive(super::super::unpack::Kind::Zip)),
             "d1",
-            &Slot::default(),
+            &Slot::numbered(0),
         )
         .expect("recorded");
         let why = record.not_graded.expect("not graded");
@@ -318,7 +318,7 @@ mod tests {
         );
 
         let folder_entry = entry(out.path(), Form::Folder);
-        let record = grade(&settings, &folder_entry, "d2", &Slot::default()).expect("recorded");
+        let record = grade(&settings, &folder_entry, "d2", &Slot::numbered(0)).expect("recorded");
         let why = record.not_graded.expect("not graded");
         assert!(why.starts_with("the grader stopped: cannot run"), "{why}");
     }
