@@ -23,6 +23,7 @@ pub const INSTRUCTOR_ONLY: &[&str] = &[
     "xtask/src/grade/",
     "xtask/src/handout.rs",
     "xtask/src/regions.rs",
+    "xtask/tests/class.rs",
     "xtask/tests/coursework.rs",
     "xtask/tests/grader.rs",
     "xtask/tests/submissions/",

@@ -49,8 +49,12 @@ enum Command {
     // BEGIN INSTRUCTOR
     /// Write the student's workspace: every solution region replaced by its stub
     Handout(handout::Args),
-    /// Grade a student's workspace with this workspace's checks and rubric
+    /// Grade a student's workspace with this workspace's checks and rubric, or a class
     Grade(grade::Args),
+    /// Write Gradescope's autograder zip: setup.sh, run_autograder and this workspace
+    Autograder(grade::gradescope::Args),
+    /// Write GitHub Classroom's autograding workflow into a hand-out's folder
+    Classroom(grade::classroom::Args),
     // END INSTRUCTOR
 }
 
@@ -77,6 +81,8 @@ fn main() -> ExitCode {
         // BEGIN INSTRUCTOR
         Command::Handout(args) => handout::run(args).map(|()| ExitCode::SUCCESS),
         Command::Grade(args) => grade::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Autograder(args) => grade::gradescope::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Classroom(args) => grade::classroom::run(args).map(|()| ExitCode::SUCCESS),
         // END INSTRUCTOR
     };
     outcome.unwrap_or_else(|err| {

@@ -4,7 +4,9 @@
 //! - among them the tests named `multi_gpu_*`, where two GPUs or more open;
 //! - the kernel checks (tests named `nvrtc_*`, ignored by plain `cargo test`) wherever NVRTC
 //!   is found: on the system, or in `.nvrtc/`, where `.ci/run` installs it from pip;
-//! - lab01 against the given C program wherever a C compiler is found.
+//! - lab01 against the given C program wherever a C compiler is found;
+//! - the tests that start a one-node Slurm cluster of their own (tests named `slurm_*`,
+//!   ignored by plain `cargo test`) wherever Slurm's daemons and `sbatch` are found.
 //!
 //! What was skipped, and why, is in the closing summary: nothing is skipped silently.
 //!
@@ -25,6 +27,9 @@ const NVRTC_TESTS: &str = "nvrtc_";
 
 /// The name prefix of the GPU tests that need two GPUs or more.
 const MULTI_GPU_TESTS: &str = "multi_gpu_";
+
+/// The name prefix of the tests that need Slurm's daemons and client commands.
+const SLURM_TESTS: &str = "slurm_";
 
 /// Where `.ci/run` installs NVRTC (pip's `nvidia-cuda-nvrtc-cu12`), in the workspace root.
 const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
@@ -86,6 +91,12 @@ pub fn run(args: Args) -> crate::Result<()> {
         Err(why) => format!("skipped: {why}"),
     };
 
+    let slurm = find_slurm();
+    let slurm_line = match &slurm {
+        Ok(dir) => format!("ran with Slurm from {}", dir.display()),
+        Err(why) => format!("skipped: {why}"),
+    };
+
     let compiler = c_compiler();
     let c_line = match &compiler {
         Some(cc) => format!("lab01 compared with reference/mandelbrot.c built by {cc}"),
@@ -113,10 +124,13 @@ pub fn run(args: Args) -> crate::Result<()> {
     let mut totals = Totals::default();
     if run_gpu_tests {
         // Every ignored test, the kernel checks among them; those that need two GPUs only
-        // where two open.
+        // where two open, the Slurm tests only with Slurm.
         let mut test_args = vec!["--include-ignored"];
         if gpus < 2 {
             test_args.extend(["--skip", MULTI_GPU_TESTS]);
+        }
+        if slurm.is_err() {
+            test_args.extend(["--skip", SLURM_TESTS]);
         }
         suite.run(&test_args, &env, &mut totals, &mut failed)?;
     } else {
@@ -131,13 +145,24 @@ pub fn run(args: Args) -> crate::Result<()> {
             )?;
             totals.add_ignored_that_ran(&kernel_checks);
         }
+        if slurm.is_ok() {
+            let mut slurm_tests = Totals::default();
+            suite.run(
+                &["--ignored", SLURM_TESTS],
+                &env,
+                &mut slurm_tests,
+                &mut failed,
+            )?;
+            totals.add_ignored_that_ran(&slurm_tests);
+        }
     }
 
     // The closing summary, its first line in the form CI tools read.
     shared::cli::print_line(&format!(
         "tests: {} passed, {} failed, {} skipped\n  GPU tests: {gpu_line}\n  \
          multi-GPU tests: {multi_gpu_line}\n  \
-         kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}\n  C reference: {c_line}",
+         kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}\n  C reference: {c_line}\n  \
+         Slurm tests (a one-node cluster of their own): {slurm_line}",
         totals.passed, totals.failed, totals.ignored
     ))
     .map_err(|e| e.to_string())?;
@@ -230,6 +255,23 @@ fn find_nvrtc() -> Result<Nvrtc, String> {
         "NVRTC not found (no libnvrtc.so.12 on the loader's path or in {NVRTC_FOLDER}); \
          `.ci/run` installs it there with pip"
     ))
+}
+
+/// The folder of Slurm's daemons, where `sbatch` is found too; or why not.
+fn find_slurm() -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/local/sbin"].map(PathBuf::from))
+        .collect();
+    let find = |name: &str| dirs.iter().find(|dir| dir.join(name).is_file()).cloned();
+    match (find("slurmctld"), find("slurmd"), find("sbatch")) {
+        (Some(daemons), Some(_), Some(_)) => Ok(daemons),
+        _ => Err(
+            "Slurm not found (slurmctld, slurmd and sbatch); `.ci/run` installs \
+                  Debian's slurmctld, slurmd and slurm-client"
+                .to_string(),
+        ),
+    }
 }
 
 /// The C compiler lab01's tests will use (`$CC`, else `cc`, else `gcc`), if one runs.

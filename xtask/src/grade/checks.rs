@@ -133,9 +133,10 @@ fn sandboxed(
         .prefix("out-")
         .tempdir_in(context.scratch)
         .map_err(|e| format!("cannot make an output folder (not the student's fault): {e}"))?;
-    if context.jail.needs_chown() {
-        sandbox::give_to_nobody(out.path()).map_err(|e| format!("{e:#}"))?;
-    }
+    context
+        .jail
+        .give(out.path())
+        .map_err(|e| format!("{e:#}"))?;
     let bins = match program {
         Program::Student => &context.student.bins,
         Program::Solution { .. } | Program::SolutionWithKernel(_) => context.reference.dir(),

@@ -116,9 +116,7 @@ impl Cache {
             .with_context(|| format!("cannot create {}", target.display()))?;
         // Not seeded from the instructor's own target folder: it holds the solutions' builds,
         // which a student's code could read at compile time (include_bytes!).
-        if jail.needs_chown() {
-            chown_tree(&target)?;
-        }
+        jail.give(&target)?;
         for lab in labs {
             if let Err(error) =
                 build_lab(jail, &work, &target, &self.dir.join("vendor"), lab, limit)
@@ -134,8 +132,10 @@ impl Cache {
     }
 
     /// A target folder for one grade: a copy of the cache's.
-    pub fn target_for(&self, grade_target: &Path) -> Result<()> {
-        copy_tree(&self.dir.join("target"), grade_target)
+    /// A copy of the cache's build for one grade, handed to that grade's sandbox user.
+    pub fn target_for(&self, grade_target: &Path, jail: &Jail) -> Result<()> {
+        copy_tree(&self.dir.join("target"), grade_target)?;
+        jail.give(grade_target)
     }
 
     pub fn vendor(&self) -> PathBuf {
@@ -203,7 +203,7 @@ pub fn first_error(stderr: &str) -> String {
 }
 
 /// What makes one cache differ from another: the hand-out's files, the toolchain, how the
-/// sandbox runs (as nobody, or as the user).
+/// sandbox runs (by root, in a user namespace, or not at all).
 fn key(files: &[File], jail: &Jail) -> String {
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
@@ -215,7 +215,7 @@ fn key(files: &[File], jail: &Jail) -> String {
     }
     let version = Command::new("rustc").arg("-vV").output().map(|o| o.stdout);
     hash.update(version.unwrap_or_default());
-    hash.update(jail.describe().as_bytes());
+    hash.update(jail.kind().as_bytes());
     let digest = hash.finalize();
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
@@ -236,19 +236,6 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
         .context("cannot run cp")?;
     if !status.success() {
         bail!("cannot copy {} to {}", from.display(), to.display());
-    }
-    Ok(())
-}
-
-fn chown_tree(path: &Path) -> Result<()> {
-    let status = Command::new("chown")
-        .arg("-R")
-        .arg(format!("{0}:{0}", sandbox::NOBODY))
-        .arg(path)
-        .status()
-        .context("cannot run chown")?;
-    if !status.success() {
-        bail!("cannot hand {} to the sandbox's user", path.display());
     }
     Ok(())
 }

@@ -14,15 +14,24 @@
 //! `--build-only DIR` stops after step 1 and keeps the build; `--built DIR` grades such a
 //! folder: a GPU machine without Rust grades what a machine with Rust built.
 //!
+//! `--class DIR --out OUT` grades every submission of a class, each by this command in a
+//! subprocess ([`class`]); `autograder` and `classroom` write Gradescope's and GitHub
+//! Classroom's files ([`gradescope`], [`classroom`]); `--slurm` grades on a cluster
+//! ([`slurm`]).
+//!
 //! A score is not an error: the command exits 0 whenever grading ran, and non-zero only when
 //! it could not (no sandbox, no submission, the hand-out does not build).
 
 mod checks;
+mod class;
+pub mod classroom;
 mod compile;
+pub mod gradescope;
 mod intake;
 mod report;
 mod rubric;
 mod sandbox;
+mod slurm;
 mod timing;
 
 use std::fs;
@@ -44,7 +53,10 @@ use rubric::Rubric;
 #[derive(clap::Args)]
 pub struct Args {
     /// The student's workspace: their copy of the hand-out, with their work in it
-    #[arg(value_name = "SUBMISSION", required_unless_present = "built")]
+    #[arg(
+        value_name = "SUBMISSION",
+        required_unless_present_any = ["built", "class", "class_task"]
+    )]
     submission: Option<PathBuf>,
     /// Build only, into this new folder, for `--built` on another machine (a GPU machine
     /// without Rust)
@@ -67,6 +79,12 @@ pub struct Args {
     /// Seconds each lab's build may take [default: the rubric's build_time_limit_s]
     #[arg(long, value_name = "SECONDS", value_parser = crate::at_least_one("the build time limit", 86_400))]
     build_time_limit: Option<u64>,
+    /// The uid the student's code runs as (run by root): each grade of a class running at
+    /// once has its own, given by `--class`
+    #[arg(long, value_name = "UID", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
+    sandbox_user: Option<u32>,
+    #[command(flatten)]
+    class: class::ClassArgs,
 }
 
 /// What `--build-only` keeps beside the binaries and the taken files.
@@ -78,11 +96,20 @@ struct Intake {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    if args.class.wanted() {
+        let forward = class::Forward {
+            bin_dir: args.bin_dir,
+            unsandboxed: args.unsandboxed,
+            build_time_limit: args.build_time_limit,
+        };
+        return class::run(args.class, forward);
+    }
     let rubric = Rubric::load()?;
     // Every path is checked before the work: a results file that cannot be written fails now.
     let results = args.gradescope.as_deref().map(results_file).transpose()?;
     let scratch = scratch()?;
-    let jail = sandbox::Jail::detect(args.unsandboxed)?;
+    let jail = sandbox::Jail::detect(args.unsandboxed)?
+        .for_user(args.sandbox_user.unwrap_or(sandbox::NOBODY))?;
     let graded: Vec<&'static Lab> = LABS
         .iter()
         .filter(|lab| rubric.checks.iter().any(|c| c.lab == lab.name))
@@ -219,7 +246,7 @@ fn prepare(
     let work = scratch.join("work");
     compile::lay_out(&work, &taken.files, &taken.changed)?;
     let target = scratch.join("target");
-    cache.target_for(&target)?;
+    cache.target_for(&target, jail)?;
 
     let built = scratch.join("built");
     let bin = built.join("bin");

@@ -10,8 +10,11 @@
 //! with it), and limits on wall time, CPU time, processes, file size and kept output.
 //!
 //! Run by root, the sandbox sets up its mounts as root and then drops to uid 65534 (nobody)
-//! with `setpriv`, so the student's code runs as an unprivileged user on the host too. Run by
-//! anyone else, bwrap maps that user into a user namespace of its own.
+//! with `setpriv`, so the student's code runs as an unprivileged user on the host too. The
+//! grades of a class that run at once each run as a user of their own ([`class_user`]): a
+//! process limit counts every process of a user, so a fork bomb in one submission would
+//! otherwise starve the submission graded beside it. Run by anyone else, bwrap maps that user
+//! into a user namespace of its own.
 //!
 //! `--unsandboxed` runs the same commands directly, for code the instructor trusts; the
 //! report says so.
@@ -31,6 +34,17 @@ use crate::runner::Failure;
 /// The unprivileged user and group the student's code runs as (nobody, nogroup).
 pub const NOBODY: u32 = 65534;
 
+/// The first of the users that the grades of a class running at once are given, one each:
+/// above the ranges that systems give to people, services and containers, so no account's
+/// files or processes are theirs.
+const CLASS_USERS: u32 = 0x7000_0000;
+
+/// The user of the `n`th grade of a class that may run beside others (a GPU's slot, a Slurm
+/// task).
+pub fn class_user(n: usize) -> u32 {
+    CLASS_USERS + (n % 0x0100_0000) as u32
+}
+
 /// Output kept from each stream of a process: enough for any report and error message.
 pub const OUTPUT_CAP: usize = 1 << 20;
 
@@ -38,6 +52,8 @@ pub const OUTPUT_CAP: usize = 1 << 20;
 #[derive(Debug, Clone)]
 pub struct Jail {
     kind: Kind,
+    /// The uid and gid the student's code runs as, run by root.
+    user: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -181,6 +197,7 @@ impl Jail {
         if unsandboxed {
             return Ok(Jail {
                 kind: Kind::Unsandboxed,
+                user: NOBODY,
             });
         }
         let advice = "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap; \
@@ -194,6 +211,7 @@ impl Jail {
         }
         let jail = Jail {
             kind: Kind::Bwrap { program, as_root },
+            user: NOBODY,
         };
         let probe = Spec::new("/bin/sh").args(["-c", "exit 0"]);
         let limits = Limits::check(Duration::from_secs(30));
@@ -207,12 +225,36 @@ impl Jail {
         }
     }
 
+    /// The same sandbox, the student's code run as `user` (by root; not 0).
+    pub fn for_user(self, user: u32) -> Result<Jail> {
+        if user == 0 {
+            bail!("the sandbox's user cannot be root (uid 0)");
+        }
+        Ok(Jail { user, ..self })
+    }
+
+    /// Whether two grades run at once by this user share one process limit: bwrap run by
+    /// anyone but root maps every sandbox to the user who runs it.
+    pub fn shares_one_user(&self) -> bool {
+        matches!(self.kind, Kind::Bwrap { as_root: false, .. })
+    }
+
+    /// How the sandbox runs, whoever its user: what a build made in it depends on.
+    pub fn kind(&self) -> &'static str {
+        match &self.kind {
+            Kind::Bwrap { as_root: true, .. } => "bubblewrap, run by root",
+            Kind::Bwrap { as_root: false, .. } => "bubblewrap, in a user namespace",
+            Kind::Unsandboxed => "no sandbox",
+        }
+    }
+
     /// What the report says about how the student's code ran.
     pub fn describe(&self) -> String {
         match &self.kind {
-            Kind::Bwrap { as_root: true, .. } => {
-                "student code ran in a bubblewrap sandbox as uid 65534".to_string()
-            }
+            Kind::Bwrap { as_root: true, .. } => format!(
+                "student code ran in a bubblewrap sandbox as uid {}",
+                self.user
+            ),
             Kind::Bwrap { as_root: false, .. } => {
                 "student code ran in a bubblewrap sandbox (user namespace)".to_string()
             }
@@ -301,7 +343,7 @@ impl Jail {
             Kind::Bwrap { program, as_root } => {
                 let mut command = Command::new(program);
                 command.env_clear();
-                command.args(bwrap_args(spec, *as_root));
+                command.args(bwrap_args(spec, *as_root, self.user));
                 command
             }
         }
@@ -334,7 +376,7 @@ fn base_env() -> Vec<(String, OsString)> {
     env
 }
 
-fn bwrap_args(spec: &Spec, as_root: bool) -> Vec<OsString> {
+fn bwrap_args(spec: &Spec, as_root: bool, user: u32) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
     let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
         args.extend(items.iter().map(|i| i.as_ref().to_os_string()));
@@ -342,7 +384,7 @@ fn bwrap_args(spec: &Spec, as_root: bool) -> Vec<OsString> {
     push(&[&"--die-with-parent", &"--new-session"]);
     if as_root {
         // Every namespace but the user's: in a user namespace made by root the student would
-        // still be root outside. setpriv (below) drops to nobody instead.
+        // still be root outside. setpriv (below) drops to the sandbox's user instead.
         push(&[
             &"--unshare-pid",
             &"--unshare-net",
@@ -429,13 +471,13 @@ fn bwrap_args(spec: &Spec, as_root: bool) -> Vec<OsString> {
     }
     push(&[&"--"]);
     if as_root {
-        let nobody = NOBODY.to_string();
+        let user = user.to_string();
         push(&[
             &"setpriv",
             &"--reuid",
-            &nobody,
+            &user,
             &"--regid",
-            &nobody,
+            &user,
             &"--clear-groups",
             &"--inh-caps=-all",
             &"--bounding-set=-all",
@@ -577,10 +619,23 @@ pub fn last_line(stderr: &[u8]) -> String {
     }
 }
 
-/// Hand a writable folder to the sandbox's user.
-pub fn give_to_nobody(path: &Path) -> Result<()> {
-    std::os::unix::fs::chown(path, Some(NOBODY), Some(NOBODY))
-        .with_context(|| format!("cannot hand {} to the sandbox's user", path.display()))
+impl Jail {
+    /// Hand a writable folder, and everything in it, to the sandbox's user (run by root).
+    pub fn give(&self, path: &Path) -> Result<()> {
+        if !self.needs_chown() {
+            return Ok(());
+        }
+        let status = Command::new("chown")
+            .arg("-R")
+            .arg(format!("{0}:{0}", self.user))
+            .arg(path)
+            .status()
+            .context("cannot run chown")?;
+        if !status.success() {
+            bail!("cannot hand {} to the sandbox's user", path.display());
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -645,9 +700,7 @@ mod tests {
         for d in [&out, &ro] {
             std::fs::create_dir(d).expect("created");
         }
-        if jail().needs_chown() {
-            give_to_nobody(&out).expect("chown");
-        }
+        jail().give(&out).expect("chown");
         let spec =
             sh("echo ok > /grade/out/f && echo no > /grade/ro/f; echo tmp > /tmp/t && cat /tmp/t")
                 .mount(Mount::writable(&out, "/grade/out"))
@@ -659,6 +712,54 @@ mod tests {
         );
         assert!(!ro.join("f").exists());
         assert_eq!(String::from_utf8_lossy(&ran.stdout), "tmp\n");
+    }
+
+    #[test]
+    fn grades_at_once_each_have_a_process_limit_of_their_own() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let first = jail().for_user(class_user(1)).expect("a user");
+        if !is_root() {
+            // Without root every sandbox is the user who runs it: one limit for all.
+            assert!(first.shares_one_user());
+            return;
+        }
+        first.give(dir.path()).expect("chown");
+        let mut few = limits(60);
+        few.processes = 40;
+        // The first grade's student takes every process its user may have (39 sleeps and
+        // itself), and keeps them.
+        let bomb = sh("i=0; while [ $i -lt 39 ]; do sleep 30 & i=$((i+1)); done; \
+                       echo $i > /grade/out/full; exec sleep 30")
+        .mount(Mount::writable(dir.path(), "/grade/out"));
+        let holder = {
+            let first = first.clone();
+            thread::spawn(move || first.run(&bomb, &few))
+        };
+        let full = dir.path().join("full");
+        let waited = Instant::now();
+        while !full.exists() && waited.elapsed() < Duration::from_secs(30) {
+            thread::sleep(Duration::from_millis(50));
+        }
+        assert!(full.exists(), "the first grade took its 40 processes");
+        let starts = |jail: &Jail| {
+            jail.run(&sh("sleep 0 & sleep 0 & wait; echo started"), &few)
+                .map(|(_, ran, _)| String::from_utf8_lossy(&ran.stdout).into_owned())
+                .unwrap_or_default()
+        };
+        // The grade beside it, as its own user, starts its processes; the same user could not.
+        let second = jail().for_user(class_user(2)).expect("a user");
+        assert_eq!(starts(&second), "started\n");
+        assert_ne!(starts(&first), "started\n");
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-U", &class_user(1).to_string()])
+            .status();
+        let _ = holder.join();
+    }
+
+    #[test]
+    fn the_sandbox_never_runs_as_root() {
+        let error = jail().for_user(0).expect_err("refused").to_string();
+        assert!(error.contains("cannot be root"), "{error}");
     }
 
     #[test]

@@ -1,0 +1,510 @@
+//! `cargo xtask grade --class DIR --out OUT`: every submission of a class, one row each.
+//!
+//! 1. Read DIR ([`entries`]): one submission per folder, zip or tarball, in the layouts of
+//!    Gradescope's export and GitHub Classroom's clone; a digest of each.
+//! 2. Pass over the submissions already graded with the same content by the same grader
+//!    (an interrupted class resumes where it stopped).
+//! 3. Grade the others ([`one`]): each by this same binary, `grade SUBMISSION --gradescope
+//!    FILE`, in a subprocess with a time limit, into `OUT/students/KEY/`; one submission per
+//!    GPU at once ([`gpus`]), or as a Slurm job array (`--slurm`, [`super::slurm`]).
+//! 4. Write the gradebook from every results.json ([`gradebook`]): `OUT/grades.csv` and
+//!    `OUT/summary.md`.
+//!
+//! A submission that does not build, hangs or attacks costs its own row; the command fails
+//! only when it cannot grade the class at all.
+
+mod entries;
+mod gpus;
+mod gradebook;
+mod one;
+mod unpack;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::rubric::Rubric;
+use super::slurm;
+use entries::Entry;
+use gpus::{Gpus, Slot};
+use one::Settings;
+
+#[derive(clap::Args)]
+pub struct ClassArgs {
+    /// Grade a whole class: every entry of DIR (a folder, a .zip or a tarball) is one
+    /// submission, as Gradescope's "Export Submissions" or `gh classroom clone student-repos`
+    /// lays them out. On a machine without Rust, DIR's entries must be folders made by
+    /// `grade SUBMISSION --build-only` where Rust is (with --bin-dir from `cargo xtask dist`)
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "out",
+        conflicts_with_all = ["submission", "built", "build_only", "gradescope"]
+    )]
+    pub class: Option<PathBuf>,
+    /// Where the class's gradebook goes: grades.csv, summary.md, students/*/ (results.json,
+    /// feedback.md); run again to resume
+    #[arg(long, value_name = "OUT", requires = "class")]
+    pub out: Option<PathBuf>,
+    /// GPUs to grade on, one submission each at once: a number or all [default: all]
+    #[arg(
+        long,
+        value_name = "N|all",
+        requires = "class",
+        conflicts_with = "slurm"
+    )]
+    pub gpus: Option<Gpus>,
+    /// Seconds one submission may take, building and every check together [default: what
+    /// the rubric's limits add up to]
+    #[arg(long, value_name = "SECONDS", requires = "class", value_parser = crate::at_least_one("the submission time limit", 7 * 86_400))]
+    pub submission_time_limit: Option<u64>,
+    /// Grade on a Slurm cluster: one job-array task per submission (sbatch --wait), the
+    /// gradebook gathered when the array ends; this binary, DIR and OUT must be on a file
+    /// system every node shares
+    #[arg(long, requires = "class")]
+    pub slurm: bool,
+    /// The Slurm partition to run the tasks in
+    #[arg(long, value_name = "P", requires = "slurm")]
+    pub partition: Option<String>,
+    /// The Slurm generic resources each task asks for, e.g. gpu:1
+    #[arg(long, value_name = "GRES", requires = "slurm")]
+    pub gres: Option<String>,
+    /// One task of a Slurm job array: grade the plan's submission number SLURM_ARRAY_TASK_ID
+    #[arg(long, value_name = "PLAN", hide = true, conflicts_with_all = ["submission", "built", "build_only", "gradescope", "class"])]
+    pub class_task: Option<PathBuf>,
+}
+
+impl ClassArgs {
+    /// Whether this grade is a class's (or one task of a class's).
+    pub fn wanted(&self) -> bool {
+        self.class.is_some() || self.class_task.is_some()
+    }
+}
+
+/// What the one-submission grade's own options pass on to each grade of the class.
+pub struct Forward {
+    pub bin_dir: Option<PathBuf>,
+    pub unsandboxed: bool,
+    pub build_time_limit: Option<u64>,
+}
+
+/// The plan of a Slurm array: what each task grades, and how.
+#[derive(Serialize, Deserialize)]
+struct Plan {
+    settings: Settings,
+    tasks: Vec<(Entry, String)>,
+}
+
+pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
+    if let Some(plan) = &args.class_task {
+        return task(plan);
+    }
+    let (Some(dir), Some(out)) = (&args.class, &args.out) else {
+        bail!("--class needs --out OUT");
+    };
+    let rubric = Rubric::load()?;
+    let dir = std::fs::canonicalize(dir)
+        .with_context(|| format!("cannot read the class folder {}", dir.display()))?;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let out =
+        std::fs::canonicalize(out).with_context(|| format!("cannot use {}", out.display()))?;
+    if out.starts_with(&dir) {
+        bail!(
+            "{} is inside the class folder {}; give an OUT outside it",
+            out.display(),
+            dir.display()
+        );
+    }
+    // Every path checked before any work: the gradebook's files can be written.
+    let grades_csv = shared::output::Output::create(&out.join("grades.csv"))?;
+    let summary_md = shared::output::Output::create(&out.join("summary.md"))?;
+
+    let class = entries::discover(&dir)?;
+    for note in &class.notes {
+        shared::cli::eprint_line(&format!("xtask: {note}"));
+    }
+    let (slots, where_) = if args.slurm {
+        (Vec::new(), "a Slurm cluster".to_string())
+    } else {
+        // A sandbox that cannot start fails every submission alike: say so once, now.
+        let jail = super::sandbox::Jail::detect(forward.unsandboxed)?;
+        let (slots, line) = gpus::slots(args.gpus.unwrap_or(Gpus::All))?;
+        shared::cli::eprint_line(&format!("xtask: {line}"));
+        if slots.len() > 1 && jail.shares_one_user() {
+            shared::cli::eprint_line(
+                "xtask: warning: not run by root, every sandbox is your user: the submissions \
+                 graded at once share one process limit (run as root to give each its own)",
+            );
+        }
+        let where_ = match slots.len() {
+            _ if slots.iter().all(|s| s.gpu.is_none()) => {
+                "this machine, without a GPU (the GPU checks are not graded)".to_string()
+            }
+            1 => "one GPU".to_string(),
+            n => format!("{n} GPUs, one submission on each at once"),
+        };
+        (slots, where_)
+    };
+    let settings = settings(
+        &rubric,
+        &out,
+        &forward,
+        args.submission_time_limit,
+        !args.slurm && slots.iter().any(|s| s.gpu.is_some()),
+    )?;
+    shared::cli::eprint_line(&format!(
+        "xtask: {} submissions in {} ({}); grading on {where_}",
+        class.entries.len(),
+        dir.display(),
+        class.layout
+    ));
+
+    let mut pending = Vec::new();
+    let mut reused = 0;
+    for entry in &class.entries {
+        let digest = entries::digest(entry);
+        if one::done(&settings, entry, &digest).is_some() {
+            reused += 1;
+        } else {
+            one::forget(&settings, entry)?;
+            pending.push((entry.clone(), digest));
+        }
+    }
+    if reused > 0 {
+        shared::cli::eprint_line(&format!(
+            "xtask: {reused} submissions graded before with the same content: kept"
+        ));
+    }
+    let graded_now = pending.len();
+    if args.slurm {
+        on_slurm(&settings, pending, &args)?;
+    } else {
+        on_this_machine(&settings, pending, &slots)?;
+    }
+
+    let checks: Vec<String> = settings.checks.iter().map(|(n, _)| n.clone()).collect();
+    let rows = gradebook::rows(&out, &class.entries);
+    let run = gradebook::Run {
+        layout: class.layout,
+        submissions: class.entries.len(),
+        graded_now,
+        reused,
+        where_: &where_,
+    };
+    let summary = gradebook::summary(&checks, &rows, &run);
+    let mut grades_csv = grades_csv;
+    let mut summary_md = summary_md;
+    grades_csv.write_all(gradebook::csv(&checks, &rows).as_bytes())?;
+    summary_md.write_all(summary.as_bytes())?;
+    shared::output::commit_all(vec![grades_csv, summary_md])?;
+    shared::cli::print_line(summary.trim_end())?;
+    shared::cli::eprint_line(&format!(
+        "xtask: wrote {0}/grades.csv, {0}/summary.md and each student's results.json and \
+         feedback.md in {0}/students",
+        out.display()
+    ));
+    Ok(())
+}
+
+/// What every grade of this class shares, the grader's identity included: this binary, the
+/// options passed on, whether GPUs grade (a class graded without one is graded again where
+/// GPUs are).
+fn settings(
+    rubric: &Rubric,
+    out: &Path,
+    forward: &Forward,
+    limit: Option<u64>,
+    with_gpus: bool,
+) -> Result<Settings> {
+    let exe = std::env::current_exe().context("cannot find this program's own path")?;
+    let mut passed = Vec::new();
+    if let Some(dir) = &forward.bin_dir {
+        let dir =
+            std::fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display()))?;
+        passed.push("--bin-dir".to_string());
+        passed.push(dir.to_string_lossy().into_owned());
+    }
+    if forward.unsandboxed {
+        passed.push("--unsandboxed".to_string());
+    }
+    if let Some(seconds) = forward.build_time_limit {
+        passed.push("--build-time-limit".to_string());
+        passed.push(seconds.to_string());
+    }
+    let mut hash = Sha256::new();
+    hash.update(std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?);
+    for arg in &passed {
+        hash.update(arg.as_bytes());
+        hash.update([0]);
+    }
+    hash.update(if with_gpus { "gpus" } else { "no gpu" });
+    let labs = rubric
+        .checks
+        .iter()
+        .map(|c| c.lab.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len() as u64;
+    let build = forward
+        .build_time_limit
+        .unwrap_or(rubric.build_time_limit_s);
+    // The grade's own limits, all spent: the cache's build and the student's, then every
+    // check; the subprocess limit is a backstop behind them.
+    let default = 2 * labs * build + rubric.checks.len() as u64 * rubric.time_limit_s + 300;
+    Ok(Settings {
+        exe,
+        out: out.to_path_buf(),
+        forward: passed,
+        limit_s: limit.unwrap_or(default),
+        grader: entries::hex(&hash.finalize()),
+        checks: rubric.checks.iter().map(|c| (c.name(), c.points)).collect(),
+    })
+}
+
+/// Grade `pending` here, one submission per slot at once.
+fn on_this_machine(
+    settings: &Settings,
+    pending: Vec<(Entry, String)>,
+    slots: &[Slot],
+) -> Result<()> {
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let total = pending.len();
+    let progress = Progress::new(total, slots.len());
+    let queue = Arc::new(Mutex::new(pending.into_iter()));
+    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for slot in slots {
+            let queue = Arc::clone(&queue);
+            let (progress, failure) = (&progress, &failure);
+            scope.spawn(move || loop {
+                let next = queue.lock().ok().and_then(|mut q| q.next());
+                let Some((entry, digest)) = next else {
+                    break;
+                };
+                progress.start(&entry, slot);
+                match one::grade(settings, &entry, &digest, slot) {
+                    Ok(record) => progress.done(settings, &entry, &record, slot),
+                    Err(e) => {
+                        // The class's own folder failed (disk full): stop taking more.
+                        if let Ok(mut first) = failure.lock() {
+                            first.get_or_insert(e);
+                        }
+                        if let Ok(mut q) = queue.lock() {
+                            q.by_ref().for_each(drop);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    progress.finish();
+    match failure.into_inner().ok().flatten() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Grade `pending` as a Slurm job array.
+fn on_slurm(settings: &Settings, pending: Vec<(Entry, String)>, args: &ClassArgs) -> Result<()> {
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let class_dir = settings.out.join(".class");
+    std::fs::create_dir_all(&class_dir)
+        .with_context(|| format!("cannot create {}", class_dir.display()))?;
+    let plan_path = class_dir.join("plan.json");
+    let plan = Plan {
+        settings: settings.clone(),
+        tasks: pending,
+    };
+    let json = serde_json::to_string_pretty(&plan).context("cannot encode the plan")?;
+    shared::output::write_file(&plan_path, json.as_bytes())?;
+    let options = slurm::Options {
+        partition: args.partition.clone(),
+        gres: args.gres.clone(),
+    };
+    let progress = Progress::new(plan.tasks.len(), 1);
+    let mut counted = 0;
+    slurm::run_array(
+        &settings.exe,
+        &plan_path,
+        plan.tasks.len(),
+        Duration::from_secs(settings.limit_s),
+        &options,
+        &class_dir.join("slurm"),
+        || {
+            let now = plan
+                .tasks
+                .iter()
+                .filter(|(entry, _)| {
+                    std::fs::metadata(one::folder(&settings.out, &entry.key).join("record.json"))
+                        .is_ok()
+                })
+                .count();
+            if now > counted {
+                progress.advance(now - counted);
+                counted = now;
+            }
+        },
+    )?;
+    progress.finish();
+    Ok(())
+}
+
+/// One task of a Slurm array: grade its submission; exit 0 once its record is written.
+fn task(plan: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(plan)
+        .with_context(|| format!("cannot read the plan {}", plan.display()))?;
+    let plan: Plan = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a class plan", plan.display()))?;
+    let index = slurm::task_index()?;
+    let Some((entry, digest)) = plan.tasks.get(index) else {
+        bail!("the plan has {} tasks, not {}", plan.tasks.len(), index + 1);
+    };
+    // Slurm has set CUDA_VISIBLE_DEVICES to the task's GPUs (--gres): nothing to add. Tasks
+    // that share a node run as users of their own.
+    let record = one::grade(&plan.settings, entry, digest, &Slot::numbered(index))?;
+    shared::cli::eprint_line(&format!(
+        "xtask: {}: {}",
+        entry.students.join(", "),
+        record.not_graded.as_deref().unwrap_or("graded")
+    ));
+    Ok(())
+}
+
+/// N of M and the time left, on a terminal; one line per submission in a log.
+struct Progress {
+    bar: ProgressBar,
+    total: usize,
+    done: AtomicUsize,
+    started: Instant,
+    slots: usize,
+}
+
+impl Progress {
+    fn new(total: usize, slots: usize) -> Progress {
+        let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+        if let Ok(style) =
+            ProgressStyle::with_template("{bar:30} {pos} of {len} submissions graded, {msg}")
+        {
+            bar.set_style(style);
+        }
+        bar.set_message("the time left known after the first");
+        Progress {
+            bar,
+            total,
+            done: AtomicUsize::new(0),
+            started: Instant::now(),
+            slots: slots.max(1),
+        }
+    }
+
+    fn advance(&self, n: usize) {
+        let done = self.done.fetch_add(n, Ordering::Relaxed) + n;
+        self.bar.set_position(done as u64);
+        self.bar.set_message(self.time_left(done));
+    }
+
+    /// The time left if the rest take as long as those done so far did.
+    fn time_left(&self, done: usize) -> String {
+        if done == 0 {
+            return "the time left known after the first".to_string();
+        }
+        let each = self.started.elapsed().as_secs_f64() * self.slots.min(done) as f64 / done as f64;
+        let left = each * (self.total - done.min(self.total)) as f64 / self.slots as f64;
+        format!("about {} left", duration(left))
+    }
+
+    /// A line in a log when a submission starts (a terminal has the bar instead).
+    fn start(&self, entry: &Entry, slot: &Slot) {
+        if self.bar.is_hidden() {
+            shared::cli::eprint_line(&format!(
+                "xtask: grading {} ({}){}",
+                entry.students.join(", "),
+                entry.name,
+                slot.describe()
+                    .map(|gpu| format!(" on {gpu}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+
+    fn done(&self, settings: &Settings, entry: &Entry, record: &one::Record, slot: &Slot) {
+        let results =
+            one::read_results(&one::folder(&settings.out, &entry.key).join("results.json"));
+        let score = match (&record.not_graded, results) {
+            (Some(why), _) => format!("not graded: {why}"),
+            (None, Ok(json)) => {
+                let max: f64 = json["tests"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| t["max_score"].as_f64())
+                    .sum();
+                format!(
+                    "{} of {} points",
+                    gradebook::number(json["score"].as_f64().unwrap_or(0.0)),
+                    gradebook::number(max)
+                )
+            }
+            (None, Err(why)) => format!("no results: {why}"),
+        };
+        let done = self.done.load(Ordering::Relaxed) + 1;
+        let line = format!(
+            "xtask: [{done}/{}] {}: {score} ({:.0} s{})",
+            self.total,
+            entry.students.join(", "),
+            record.seconds,
+            slot.describe()
+                .map(|gpu| format!(" on {gpu}"))
+                .unwrap_or_default()
+        );
+        self.bar.suspend(|| shared::cli::eprint_line(&line));
+        self.advance(1);
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// `1 h 05 min`, `12 min`, `40 s`.
+fn duration(seconds: f64) -> String {
+    let s = seconds.round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min", s.div_ceil(60)),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_read_at_a_glance() {
+        assert_eq!(duration(40.2), "40 s");
+        assert_eq!(duration(61.0), "2 min");
+        assert_eq!(duration(3900.0), "1 h 05 min");
+    }
+
+    #[test]
+    fn the_time_left_counts_every_slot() {
+        let progress = Progress::new(10, 2);
+        assert_eq!(progress.time_left(0), "the time left known after the first");
+        assert!(
+            progress.time_left(4).starts_with("about "),
+            "{}",
+            progress.time_left(4)
+        );
+        assert_eq!(progress.bar.length(), Some(10));
+    }
+}

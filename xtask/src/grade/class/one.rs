@@ -1,0 +1,357 @@
+//! One submission of a class, graded into its own folder `OUT/students/KEY/`:
+//! `results.json` (Gradescope's form), `feedback.md` (what the student reads) and, last,
+//! `record.json` (what was graded, with which grader, and how it went), so that a class that
+//! was stopped resumes after its last whole submission.
+//!
+//! The grade itself is this same xtask binary, `grade SUBMISSION --gradescope FILE`, run as
+//! a subprocess in a process group of its own with a time limit: a submission that does not
+//! build, hangs or attacks costs its own row, never the class.
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::entries::{self, Entry, Form};
+use super::gpus::Slot;
+use crate::runner;
+
+/// What every grade of a class shares.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Settings {
+    /// The xtask binary that grades (this one).
+    pub exe: PathBuf,
+    /// The class's output folder.
+    pub out: PathBuf,
+    /// Arguments passed on to each `grade` (`--bin-dir`, `--unsandboxed`, ...).
+    pub forward: Vec<String>,
+    /// Seconds one submission may take, build and checks together.
+    pub limit_s: u64,
+    /// What the grader is: a digest of this binary and of what changes its results.
+    pub grader: String,
+    /// The rubric's check names, in order, and their points.
+    pub checks: Vec<(String, f64)>,
+}
+
+/// How one submission went, kept beside its results.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    /// The digest of the submission that was graded.
+    pub digest: String,
+    pub grader: String,
+    /// `None` when the grade ran; else why the submission could not be graded.
+    pub not_graded: Option<String>,
+    pub seconds: f64,
+}
+
+/// The results folder of an entry.
+pub fn folder(out: &Path, key: &str) -> PathBuf {
+    out.join("students").join(key)
+}
+
+/// The record of an earlier grade of `entry`, if it graded the same content with the same
+/// grader and ran: then it need not be graded again.
+pub fn done(settings: &Settings, entry: &Entry, digest: &str) -> Option<Record> {
+    let dir = folder(&settings.out, &entry.key);
+    let record: Record = serde_json::from_slice(&fs::read(dir.join("record.json")).ok()?).ok()?;
+    let same = record.digest == digest && record.grader == settings.grader;
+    let results_ok = read_results(&dir.join("results.json")).is_ok();
+    (same && record.not_graded.is_none() && results_ok).then_some(record)
+}
+
+/// Forget an entry's earlier record, so that a grade stopped half-way is not taken as done.
+pub fn forget(settings: &Settings, entry: &Entry) -> Result<()> {
+    let record = folder(&settings.out, &entry.key).join("record.json");
+    match fs::remove_file(&record) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove {}", record.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Grade `entry` on `slot`; its record (also written last, into its folder).
+pub fn grade(settings: &Settings, entry: &Entry, digest: &str, slot: &Slot) -> Result<Record> {
+    let dir = folder(&settings.out, &entry.key);
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    forget(settings, entry)?;
+    let started = Instant::now();
+    let unpacked = settings.out.join(".class/unpacked").join(&entry.key);
+    let outcome = run(settings, entry, slot, &dir, &unpacked);
+    // The unpacked copy served its grade; the results stay.
+    if unpacked.exists() {
+        fs::remove_dir_all(&unpacked)
+            .with_context(|| format!("cannot remove {}", unpacked.display()))?;
+    }
+    let (notes, not_graded) = match outcome {
+        Ok(notes) => (notes, None),
+        Err(why) => (Vec::new(), Some(why)),
+    };
+    let results = dir.join("results.json");
+    if let Some(why) = &not_graded {
+        write_failed_results(settings, &results, why)?;
+    }
+    let stdout = fs::read_to_string(dir.join("grade.out")).unwrap_or_default();
+    let _ = fs::remove_file(dir.join("grade.out"));
+    let feedback = feedback(entry, &notes, not_graded.as_deref(), &stdout);
+    shared::output::write_file(&dir.join("feedback.md"), feedback.as_bytes())?;
+    let record = Record {
+        digest: digest.to_string(),
+        grader: settings.grader.clone(),
+        not_graded,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    let json = serde_json::to_string_pretty(&record).context("cannot encode the record")?;
+    shared::output::write_file(&dir.join("record.json"), format!("{json}\n").as_bytes())?;
+    Ok(record)
+}
+
+/// Unpack if need be, find the workspace and grade it: what unpacking passed over, or why
+/// the submission could not be graded. The grade's table is left in `dir/grade.out`.
+fn run(
+    settings: &Settings,
+    entry: &Entry,
+    slot: &Slot,
+    dir: &Path,
+    unpacked: &Path,
+) -> Result<Vec<String>, String> {
+    let (root, notes) = match &entry.form {
+        Form::Refused(why) => return Err(format!("{} {why}", entry.name)),
+        Form::Folder => (entries::workspace_in(&entry.path), Vec::new()),
+        Form::Archive(_) => {
+            if unpacked.exists() {
+                fs::remove_dir_all(unpacked)
+                    .map_err(|e| format!("cannot clear {} ({e})", unpacked.display()))?;
+            }
+            fs::create_dir_all(unpacked)
+                .map_err(|e| format!("cannot create {} ({e})", unpacked.display()))?;
+            let notes = entries::unpack_entry(entry, unpacked)
+                .map_err(|why| format!("the archive {} {why}", entry.name))?;
+            (entries::workspace_in(unpacked), notes)
+        }
+    };
+    let results = dir.join("results.json");
+    let _ = fs::remove_file(&results);
+    let mut command = Command::new(&settings.exe);
+    command.arg("grade");
+    if entries::is_built(&root) {
+        command.arg("--built").arg(&root);
+    } else {
+        command.arg(&root);
+    }
+    command
+        .args(&settings.forward)
+        .arg("--gradescope")
+        .arg(&results)
+        .current_dir(dir);
+    slot.apply(&mut command);
+    // The grade dies with the thread that waits for it: a class stopped by Ctrl-C or a
+    // signal leaves no grade running on (the grade's sandboxes die with the grade).
+    // SAFETY: prctl in the forked child before exec, on its own process only.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let limit = Duration::from_secs(settings.limit_s);
+    let finished = match runner::run(&mut command, limit) {
+        Ok(finished) => finished,
+        Err(runner::Failure::TimedOut(_)) => {
+            return Err(format!(
+                "grading took longer than {} s and was stopped",
+                settings.limit_s
+            ))
+        }
+        Err(failure) => return Err(format!("the grader stopped: {failure}")),
+    };
+    fs::write(dir.join("grade.out"), &finished.stdout)
+        .map_err(|e| format!("cannot keep the grade's table ({e})"))?;
+    read_results(&results)
+        .map_err(|why| format!("the grade wrote no usable results.json: {why}"))?;
+    Ok(notes)
+}
+
+/// A results.json that parses, with a test list.
+pub fn read_results(path: &Path) -> Result<Value, String> {
+    let bytes = fs::read(path).map_err(|e| e.to_string())?;
+    let json: Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    if !json["tests"].is_array() || !json["score"].is_number() {
+        return Err("no score or tests".to_string());
+    }
+    Ok(json)
+}
+
+/// Gradescope's results.json for a submission that could not be graded: every check of the
+/// rubric at zero, saying why.
+fn write_failed_results(settings: &Settings, path: &Path, why: &str) -> Result<()> {
+    let tests: Vec<Value> = settings
+        .checks
+        .iter()
+        .map(|(name, points)| {
+            serde_json::json!({
+                "name": name,
+                "score": 0.0,
+                "max_score": points,
+                "output": format!("not graded: {why}"),
+                "visibility": "visible",
+            })
+        })
+        .collect();
+    let json = serde_json::json!({
+        "score": 0.0,
+        "output": format!("This submission could not be graded: {why}"),
+        "tests": tests,
+    });
+    let text = serde_json::to_string_pretty(&json).context("cannot encode the results")?;
+    shared::output::write_file(path, format!("{text}\n").as_bytes())?;
+    Ok(())
+}
+
+/// The student's feedback: who, what was graded, and the grader's own table.
+fn feedback(entry: &Entry, notes: &[String], not_graded: Option<&str>, table: &str) -> String {
+    let mut text = format!(
+        "# Grade of {}\n\nSubmission: `{}`\n\n",
+        entry.students.join(", "),
+        entry.name.replace('`', "'")
+    );
+    if !notes.is_empty() {
+        text.push_str("Unpacking the archive passed over:\n\n");
+        for note in notes {
+            text.push_str(&format!("- {note}\n"));
+        }
+        text.push('\n');
+    }
+    match not_graded {
+        Some(why) => text.push_str(&format!(
+            "Not graded: {why}.\n\nNo check could run: every check scores 0.\n"
+        )),
+        None => {
+            text.push_str(
+                "Checks marked (hidden) are shown to students once grades are published.\n\n",
+            );
+            text.push_str(table.trim_end());
+            text.push('\n');
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(out: &Path, exe: &str) -> Settings {
+        Settings {
+            exe: PathBuf::from(exe),
+            out: out.to_path_buf(),
+            forward: Vec::new(),
+            limit_s: 5,
+            grader: "g1".into(),
+            checks: vec![("lab02: a".into(), 3.0), ("lab06: b".into(), 1.0)],
+        }
+    }
+
+    fn entry(path: &Path, form: Form) -> Entry {
+        Entry {
+            name: "ada.zip".into(),
+            path: path.to_path_buf(),
+            form,
+            key: "ada".into(),
+            students: vec!["ada".into()],
+        }
+    }
+
+    #[test]
+    fn a_refused_entry_gets_zeros_feedback_and_a_record() {
+        let out = tempfile::tempdir().expect("a temp folder");
+        let settings = settings(out.path(), "/nonexistent/xtask");
+        let entry = entry(out.path(), Form::Refused("is a symbolic link".into()));
+        let record = grade(&settings, &entry, "d1", &Slot::numbered(0)).expect("recorded");
+        assert_eq!(
+            record.not_graded.as_deref(),
+            Some("ada.zip is a symbolic link")
+        );
+        let dir = folder(out.path(), "ada");
+        let results = read_results(&dir.join("results.json")).expect("results");
+        assert_eq!(results["score"], 0.0);
+        assert_eq!(results["tests"][0]["max_score"], 3.0);
+        let feedback = fs::read_to_string(dir.join("feedback.md")).expect("feedback");
+        assert!(
+            feedback.contains("Not graded: ada.zip is a symbolic link."),
+            "{feedback}"
+        );
+        assert!(
+            done(&settings, &entry, "d1").is_none(),
+            "a failure is tried again"
+        );
+    }
+
+    #[test]
+    fn a_bad_archive_and_a_grader_that_cannot_start_cost_their_row() {
+        let out = tempfile::tempdir().expect("a temp folder");
+        let settings = settings(out.path(), "/nonexistent/xtask");
+        let zip = out.path().join("ada.zip");
+        fs::write(&zip, "not a zip").expect("written");
+        let record = grade(
+            &settings,
+            &entry(&zip, Form::Archive(super::super::unpack::Kind::Zip)),
+            "d1",
+            &Slot::numbered(0),
+        )
+        .expect("recorded");
+        let why = record.not_graded.expect("not graded");
+        assert!(
+            why.starts_with("the archive ada.zip is not a valid zip"),
+            "{why}"
+        );
+        assert!(
+            !out.path().join(".class/unpacked/ada").exists(),
+            "cleaned up"
+        );
+
+        let folder_entry = entry(out.path(), Form::Folder);
+        let record = grade(&settings, &folder_entry, "d2", &Slot::numbered(0)).expect("recorded");
+        let why = record.not_graded.expect("not graded");
+        assert!(why.starts_with("the grader stopped: cannot run"), "{why}");
+    }
+
+    #[test]
+    fn a_grade_that_ran_is_done_for_the_same_content_and_grader_only() {
+        let out = tempfile::tempdir().expect("a temp folder");
+        let settings = settings(out.path(), "/nonexistent/xtask");
+        let entry = entry(out.path(), Form::Folder);
+        let dir = folder(out.path(), "ada");
+        fs::create_dir_all(&dir).expect("created");
+        fs::write(
+            dir.join("results.json"),
+            r#"{"score": 3, "tests": [{"name": "lab02: a", "score": 3, "max_score": 3}]}"#,
+        )
+        .expect("written");
+        let record = Record {
+            digest: "d1".into(),
+            grader: "g1".into(),
+            not_graded: None,
+            seconds: 1.0,
+        };
+        fs::write(
+            dir.join("record.json"),
+            serde_json::to_string(&record).expect("json"),
+        )
+        .expect("written");
+        assert_eq!(done(&settings, &entry, "d1"), Some(record));
+        assert!(done(&settings, &entry, "d2").is_none(), "new content");
+        let mut other = settings.clone();
+        other.grader = "g2".into();
+        assert!(done(&other, &entry, "d1").is_none(), "a new grader");
+        forget(&settings, &entry).expect("forgotten");
+        assert!(done(&settings, &entry, "d1").is_none());
+    }
+}
