@@ -33,11 +33,9 @@ impl Bins {
             }
             return Ok(Bins { dir });
         }
-        // Cargo's own progress goes to stderr, so the first build is not a silent minute;
-        // stdout stays for the tables.
-        shared::cli::eprint_line(
-            "xtask: building the labs in release (the first time takes a minute or two)...",
-        );
+        // Cargo's own progress goes to stderr (stdout stays for the tables): its "Compiling"
+        // lines while the first build takes its minute or two, one "Finished" line when
+        // nothing needs building.
         let mut cargo = cargo();
         cargo
             .args(["build", "--release"])

@@ -303,6 +303,8 @@ fn comparable(scores: &BTreeMap<String, (f64, f64)>) -> Vec<(String, f64)> {
 
 /// Grade the class with `args` added; the checks' scores per student, from OUT.
 fn grade_class(five: &Five, out: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Output {
+    // A line on the terminal while a class is graded (libtest keeps `eprintln!` back).
+    shared::cli::eprint_line(&format!("class: grading the class of five {extra:?}"));
     let mut command = xtask();
     command
         .args(["grade", "--class"])

@@ -95,6 +95,12 @@ fn assert_full_marks(tests: &[Value], what: &str) {
     }
 }
 
+/// A line on the terminal while this long test runs (libtest keeps `eprintln!` back until a
+/// test ends; `shared::cli::eprint_line` writes to stderr itself).
+fn step(what: &str) {
+    shared::cli::eprint_line(&format!("coursework: {what}"));
+}
+
 #[test]
 fn hand_out_grade_and_put_the_solutions_back() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
@@ -102,6 +108,7 @@ fn hand_out_grade_and_put_the_solutions_back() {
     let solved = scratch.path().join("solved");
     let grader_target = target_dir().join("grade");
 
+    step("writing the hand-out and the solved hand-out");
     xtask()
         .args(["handout", "--out"])
         .arg(&handout)
@@ -142,6 +149,7 @@ fn hand_out_grade_and_put_the_solutions_back() {
     assert!(lab02.contains("shared::unfinished!(") && !lab02.contains("into_par_iter"));
 
     // The hand-out as given: no exercise check passes.
+    step("grading the hand-out (the first grade builds the grader's cache: minutes)");
     let tests = grade(
         &[handout.to_str().unwrap()],
         &scratch.path().join("handout.json"),
@@ -158,6 +166,7 @@ fn hand_out_grade_and_put_the_solutions_back() {
 
     // The hand-out (just built by the grader, in the same target folder) builds without a
     // warning, is formatted, and lab01's tests pass in it.
+    step("building the hand-out as a student would, and running lab01's tests in it");
     let build = cargo_in(&handout)
         .args([
             "build",
@@ -206,6 +215,7 @@ fn hand_out_grade_and_put_the_solutions_back() {
 
     // The hand-out with the solutions put back (the solution, as a student would hand it
     // in): every mark.
+    step("grading the solved hand-out");
     let tests = grade(
         &[solved.to_str().unwrap()],
         &scratch.path().join("solved.json"),

@@ -310,7 +310,13 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
     let mut failures = Vec::new();
     let mut written = Vec::new();
     let mut table = String::from("submission | points here | seconds\n");
-    for (name, submission) in &corpus {
+    for (n, (name, submission)) in corpus.iter().enumerate() {
+        // A line on the terminal per grade (libtest keeps `eprintln!` back until the end).
+        shared::cli::eprint_line(&format!(
+            "corpus: grading {} of {}: {name}",
+            n + 1,
+            corpus.len()
+        ));
         let dir = scratch.path().join(name);
         lay_out(submission, &bases, &dir, port);
         let results = scratch.path().join(format!("{name}.json"));
