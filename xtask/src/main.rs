@@ -22,6 +22,7 @@ mod regions;
 // END INSTRUCTOR
 mod run;
 mod runner;
+mod sanitize;
 mod test;
 mod verify;
 
@@ -46,6 +47,8 @@ enum Command {
     Dist(dist::Args),
     /// Regenerate the READMEs' tables of figures from the recorded runs in docs/*.csv
     Docs(docs::Args),
+    /// Run each GPU lab under compute-sanitizer (memcheck; racecheck and synccheck on lab06)
+    Sanitize(sanitize::Args),
     // BEGIN INSTRUCTOR
     /// Write the student's workspace: every solution region replaced by its stub
     Handout(handout::Args),
@@ -75,6 +78,7 @@ fn main() -> ExitCode {
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),
         Command::Docs(args) => docs::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Sanitize(args) => sanitize::run(args).map(|()| ExitCode::SUCCESS),
         Command::Dist(args) => dist::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),

@@ -1,0 +1,338 @@
+//! `cargo xtask sanitize [LAB] [-- ARGS]`: each GPU lab under NVIDIA's compute-sanitizer,
+//! one small run per tool, and a table of what each tool found.
+//!
+//! A kernel can read past its buffer, race on shared memory or miss a barrier and still
+//! give the right answer on the sizes tried: the sanitizer checks every access instead.
+//! memcheck (out-of-bounds and misaligned accesses, leaks) runs over every GPU lab;
+//! racecheck (shared-memory hazards) and synccheck (barriers) over lab06, whose reduction is
+//! the labs' only use of shared memory. Runs are small: memcheck slows a kernel by 10 to
+//! 100 times. ARGS, after `--`, replace the named lab's run (with `--kernel FILE`, a kernel
+//! of your own runs under the same tools).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::bins::Bins;
+use crate::labs::{self, Lab};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// One lab (lab03 ... lab06); all the GPU labs if left out
+    lab: Option<String>,
+    /// Use the binaries in this folder (from `cargo xtask dist`) instead of building
+    #[arg(long, value_name = "DIR")]
+    bin_dir: Option<PathBuf>,
+    /// Arguments for the lab's run instead of the small run it is given, after `--` (needs
+    /// LAB)
+    #[arg(last = true, requires = "lab")]
+    args: Vec<String>,
+}
+
+/// A compute-sanitizer tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    Memcheck,
+    Racecheck,
+    Synccheck,
+}
+
+impl Tool {
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Memcheck => "memcheck",
+            Tool::Racecheck => "racecheck",
+            Tool::Synccheck => "synccheck",
+        }
+    }
+}
+
+/// How one lab is sanitized: a small run of it, and the tools that apply.
+#[derive(Debug)]
+struct Plan {
+    lab: &'static str,
+    args: &'static [&'static str],
+    /// The file name its image goes to, in a scratch folder (`--output`), if it writes one.
+    output: Option<&'static str>,
+    tools: &'static [Tool],
+}
+
+/// An odd, non-square image keeps the edge blocks partly outside it, where an unchecked
+/// store would land; lab05 and lab06 run a few hundred thousand samples and floats.
+const PLANS: &[Plan] = &[
+    Plan {
+        lab: "lab03",
+        args: &["333", "201"],
+        output: Some("lab03.ppm"),
+        tools: &[Tool::Memcheck],
+    },
+    Plan {
+        lab: "lab04",
+        args: &[
+            "333", "201", "--cx", "-0.74364", "--cy", "0.13182", "--scale", "1e-5",
+        ],
+        output: Some("lab04.ppm"),
+        tools: &[Tool::Memcheck],
+    },
+    Plan {
+        lab: "lab05",
+        args: &[
+            "--backend",
+            "gpu",
+            "--samples",
+            "300000",
+            "--width",
+            "301",
+            "--height",
+            "199",
+        ],
+        output: Some("lab05.png"),
+        tools: &[Tool::Memcheck],
+    },
+    Plan {
+        lab: "lab06",
+        args: &["--gpu-only", "--n", "1000003", "--reps", "1"],
+        output: None,
+        tools: &[Tool::Memcheck, Tool::Racecheck, Tool::Synccheck],
+    },
+];
+
+/// What one tool found in one run.
+#[derive(Debug, PartialEq, Eq)]
+struct Finding {
+    errors: u64,
+    /// The first line that names a problem, for the table.
+    first: Option<String>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let plans: Vec<&Plan> = match &args.lab {
+        Some(name) => {
+            let lab = labs::find(name)?;
+            vec![plan_of(lab)?]
+        }
+        None => PLANS.iter().collect(),
+    };
+    let sanitizer = find_sanitizer().context(
+        "compute-sanitizer not found (on PATH or in /usr/local/cuda/bin): it comes with the \
+         CUDA toolkit (https://developer.nvidia.com/cuda-downloads) on a machine with an \
+         NVIDIA GPU",
+    )?;
+    let labs: Vec<&Lab> = plans
+        .iter()
+        .map(|plan| labs::find(plan.lab))
+        .collect::<Result<_>>()?;
+    let bins = Bins::locate(args.bin_dir, labs.iter().copied())?;
+    let scratch = tempfile::tempdir().context("cannot make a scratch folder")?;
+
+    let mut rows = vec![
+        "| lab | tool | errors | first report |".to_string(),
+        "|---|---|---:|---|".to_string(),
+    ];
+    let mut failed = 0;
+    for (plan, lab) in plans.iter().zip(&labs) {
+        for &tool in plan.tools {
+            shared::cli::eprint_line(&format!("xtask: {} under {} ...", plan.lab, tool.name()));
+            let mut command = Command::new(&sanitizer);
+            command
+                .args(["--tool", tool.name(), "--print-limit", "20"])
+                .arg(bins.path(lab.name))
+                .stdin(std::process::Stdio::null());
+            if args.args.is_empty() {
+                command.args(plan.args);
+            } else {
+                command.args(&args.args);
+            }
+            // The image goes to a scratch folder, not into the folder the command is run from.
+            if let Some(name) = plan.output {
+                command.arg("--output").arg(scratch.path().join(name));
+            }
+            let ran = command
+                .output()
+                .with_context(|| format!("cannot run {}", sanitizer.display()))?;
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&ran.stdout),
+                String::from_utf8_lossy(&ran.stderr)
+            );
+            let Some(finding) = read_report(&text) else {
+                bail!(
+                    "{} under {} printed no summary (exit {}): {}",
+                    plan.lab,
+                    tool.name(),
+                    ran.status,
+                    last_lines(&text)
+                );
+            };
+            if finding.errors > 0 {
+                failed += 1;
+            }
+            rows.push(format!(
+                "| {} | {} | {} | {} |",
+                plan.lab,
+                tool.name(),
+                finding.errors,
+                finding.first.as_deref().unwrap_or("clean")
+            ));
+            if !ran.status.success() && finding.errors == 0 {
+                bail!(
+                    "{} failed under {} with no sanitizer error ({}): {}",
+                    plan.lab,
+                    tool.name(),
+                    ran.status,
+                    last_lines(&text)
+                );
+            }
+        }
+    }
+    shared::cli::print_line(&rows.join("\n"))?;
+    if failed > 0 {
+        bail!(
+            "the sanitizer reported errors in {failed} run(s): the table's first reports say where"
+        );
+    }
+    Ok(())
+}
+
+fn plan_of(lab: &Lab) -> Result<&'static Plan> {
+    match PLANS.iter().find(|plan| plan.lab == lab.name) {
+        Some(plan) => Ok(plan),
+        None => bail!(
+            "{} runs no kernel; the GPU labs are {}",
+            lab.name,
+            PLANS.iter().map(|p| p.lab).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// compute-sanitizer on PATH, else in the CUDA toolkit's usual place.
+fn find_sanitizer() -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .chain([PathBuf::from("/usr/local/cuda/bin")])
+        .map(|dir| dir.join("compute-sanitizer"))
+        .find(|p| p.is_file())
+}
+
+/// The errors compute-sanitizer counted (`ERROR SUMMARY: N errors`; racecheck's `RACECHECK
+/// SUMMARY: N hazards displayed (E errors, W warnings)`; the larger where both are printed),
+/// and its first report line.
+fn read_report(text: &str) -> Option<Finding> {
+    let mut errors: Option<u64> = None;
+    let mut first = None;
+    let mut count = |n: u64| errors = Some(errors.map_or(n, |e| e.max(n)));
+    for line in text.lines() {
+        let body = line.trim_start_matches("========= ").trim();
+        if let Some(rest) = body.strip_prefix("ERROR SUMMARY: ") {
+            count(leading_number(rest)?);
+        } else if let Some(rest) = body.strip_prefix("RACECHECK SUMMARY: ") {
+            let inside = rest.split_once('(').map_or("", |(_, r)| r);
+            count(leading_number(inside).unwrap_or(0));
+        } else if first.is_none() && line.starts_with("========= ") && is_problem(body) {
+            first = Some(body.chars().take(120).collect());
+        }
+    }
+    errors.map(|errors| Finding { errors, first })
+}
+
+fn is_problem(body: &str) -> bool {
+    [
+        "Invalid ",
+        "Error",
+        "Race ",
+        "Barrier ",
+        "Leaked ",
+        "Misaligned ",
+        "Warning: ",
+    ]
+    .iter()
+    .any(|start| body.starts_with(start))
+}
+
+fn leading_number(text: &str) -> Option<u64> {
+    let digits: String = text
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// The last few lines of a run, for a message.
+fn last_lines(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(3)..].join(" / ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clean_run_counts_no_errors() {
+        let text =
+            "========= COMPUTE-SANITIZER\nlab04: 333x201 ...\n========= ERROR SUMMARY: 0 errors\n";
+        assert_eq!(
+            read_report(text),
+            Some(Finding {
+                errors: 0,
+                first: None
+            })
+        );
+    }
+
+    #[test]
+    fn memcheck_errors_are_counted_with_the_first_report() {
+        let text = "========= COMPUTE-SANITIZER\n\
+                    ========= Invalid __global__ write of size 1 bytes\n\
+                    =========     at escape_colour+0x1f0\n\
+                    ========= Invalid __global__ write of size 1 bytes\n\
+                    ========= ERROR SUMMARY: 2 errors\n";
+        let finding = read_report(text).expect("a summary");
+        assert_eq!(finding.errors, 2);
+        assert_eq!(
+            finding.first.as_deref(),
+            Some("Invalid __global__ write of size 1 bytes")
+        );
+    }
+
+    #[test]
+    fn racecheck_hazards_count_as_errors() {
+        let text = "========= Error: Race reported between Write access at add_block_total+0x90\n\
+                    ========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n";
+        let finding = read_report(text).expect("a summary");
+        assert_eq!(finding.errors, 1);
+        assert!(finding
+            .first
+            .as_deref()
+            .is_some_and(|l| l.starts_with("Error: Race")));
+        let clean = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n";
+        assert_eq!(read_report(clean).map(|f| f.errors), Some(0));
+    }
+
+    #[test]
+    fn no_summary_is_no_report() {
+        assert_eq!(read_report("lab06: no usable GPU\n"), None);
+    }
+
+    #[test]
+    fn every_plan_is_a_gpu_lab_and_only_those() {
+        for plan in PLANS {
+            let lab = labs::find(plan.lab).expect("a lab");
+            assert!(
+                lab.variants.iter().any(|v| v.device != labs::Device::Cpu),
+                "{}",
+                plan.lab
+            );
+            assert!(plan.tools.contains(&Tool::Memcheck), "{}", plan.lab);
+        }
+        let error = plan_of(labs::find("lab01").expect("lab01"))
+            .expect_err("lab01 runs no kernel")
+            .to_string();
+        assert!(error.starts_with("lab01 runs no kernel"), "{error}");
+        let exercise = crate::bins::workspace_root()
+            .join(labs::find("lab06").expect("lab06").package)
+            .join("kernels/exercise-race.cu");
+        assert!(exercise.is_file(), "{}", exercise.display());
+    }
+}

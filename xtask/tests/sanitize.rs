@@ -1,0 +1,86 @@
+//! `cargo xtask sanitize` on a GPU machine: every GPU lab clean under each of its tools, and
+//! lab06's sanitizer exercise caught. The lab binaries are those built beside this test (or
+//! in the `cargo xtask dist` folder it runs from).
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+
+/// The folder holding the lab binaries this test was built with.
+fn bin_dir() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("lab06")
+        .parent()
+        .expect("a folder")
+        .to_path_buf()
+}
+
+fn sanitize(args: &[&str]) -> Command {
+    let mut command = Command::cargo_bin("xtask").expect("the xtask binary");
+    command.arg("sanitize").arg("--bin-dir").arg(bin_dir());
+    command.args(args);
+    command
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_gpu_lab_is_clean_under_the_sanitizer() {
+    let output = sanitize(&[]).output().expect("xtask runs");
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{table}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for row in [
+        "| lab03 | memcheck | 0 | clean |",
+        "| lab04 | memcheck | 0 | clean |",
+        "| lab05 | memcheck | 0 | clean |",
+        "| lab06 | memcheck | 0 | clean |",
+        "| lab06 | racecheck | 0 | clean |",
+        "| lab06 | synccheck | 0 | clean |",
+    ] {
+        assert!(table.contains(row), "no '{row}' in\n{table}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_sanitizer_finds_the_race_in_lab06s_exercise() {
+    let dir = tempfile::tempdir().expect("a folder");
+    let kernel = dir.path().join("exercise-race.cu");
+    std::fs::write(
+        &kernel,
+        include_str!("../../lab06-generics-vs-virtual/kernels/exercise-race.cu"),
+    )
+    .expect("written");
+    let kernel = kernel.to_string_lossy().into_owned();
+    let output = sanitize(&[
+        "lab06",
+        "--",
+        "--variants",
+        "gpu-plain",
+        "--n",
+        "1000003",
+        "--reps",
+        "1",
+        "--kernel",
+        &kernel,
+    ])
+    .output()
+    .expect("xtask runs");
+    let table = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{table}");
+    assert!(
+        stderr.contains("the sanitizer reported errors"),
+        "{table}{stderr}"
+    );
+    let racecheck = table
+        .lines()
+        .find(|l| l.starts_with("| lab06 | racecheck | "))
+        .unwrap_or_else(|| panic!("no racecheck row in\n{table}"));
+    assert!(
+        !racecheck.starts_with("| lab06 | racecheck | 0 |"),
+        "{racecheck}"
+    );
+}
