@@ -1,11 +1,12 @@
 // lab06's sanitizer exercise: the given part of kernels/reduce.cu (the plain sum and the
-// peak) with one line taken out. The sum still comes out right on many runs. Find the
-// missing line with the sanitizer, not by comparing the files:
+// peak) with one number changed. The sum may still come out right, and the lab may fail in
+// ways that do not say why. Find the change with the sanitizer, not by comparing the files:
 //
-//   cargo xtask sanitize lab06 -- --variants gpu-plain --n 1000003 --reps 1 \
-//       --kernel lab06-generics-vs-virtual/kernels/exercise-race.cu
+//   cargo xtask sanitize lab06 --tool memcheck -- --variants gpu-plain --n 1000003 \
+//       --reps 1 --kernel lab06-generics-vs-virtual/kernels/exercise-broken.cu
 //
-// and read which tool reports it, which kind of hazard, and between which two accesses.
+// Read what kind of access it reports, in which memory, in which function, and which
+// threads make it; then say why the launch shapes the lab sweeps make them.
 // Only gpu-plain runs with this file: the other variants' kernels are not in it.
 
 #define UNROLL 4
@@ -18,7 +19,7 @@
 // Five shuffles reduce each warp; warp leaders meet in shared memory; warp 0 adds them up.
 // Block sizes are multiples of 32 (the host only launches such blocks).
 __device__ void add_block_total(float acc, float* total) {
-    __shared__ float warp_totals[32];
+    __shared__ float warp_totals[4];
     const unsigned lane = threadIdx.x % 32;
     const unsigned warp = threadIdx.x / 32;
 
@@ -28,6 +29,7 @@ __device__ void add_block_total(float acc, float* total) {
     if (lane == 0) {
         warp_totals[warp] = acc;
     }
+    __syncthreads();
 
     if (warp == 0) {
         acc = lane < blockDim.x / 32 ? warp_totals[lane] : 0.0f;
