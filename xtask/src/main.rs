@@ -17,6 +17,7 @@ mod handout;
 // END INSTRUCTOR
 mod labs;
 mod ppm;
+mod profile;
 // BEGIN INSTRUCTOR
 mod regions;
 // END INSTRUCTOR
@@ -47,6 +48,8 @@ enum Command {
     Dist(dist::Args),
     /// Regenerate the READMEs' tables of figures from the recorded runs in docs/*.csv
     Docs(docs::Args),
+    /// Run one GPU lab under Nsight Compute (ncu) and print where its kernels' time goes
+    Profile(profile::Args),
     /// Run each GPU lab under compute-sanitizer (memcheck; racecheck and synccheck on lab06)
     Sanitize(sanitize::Args),
     // BEGIN INSTRUCTOR
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),
         Command::Docs(args) => docs::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Profile(args) => profile::run(args).map(|()| ExitCode::SUCCESS),
         Command::Sanitize(args) => sanitize::run(args).map(|()| ExitCode::SUCCESS),
         Command::Dist(args) => dist::run(args)
             .map(|()| ExitCode::SUCCESS)
