@@ -112,7 +112,7 @@ pub fn run(args: Args) -> Result<()> {
     command
         .args(["--csv", "--page", "raw", "--kernel-id", ":::1", "--metrics"])
         .arg(metrics.join(","))
-        .arg(bins.path(lab.name))
+        .arg(std::path::absolute(bins.path(lab.name)).context("cannot find the lab binary")?)
         .current_dir(scratch.path());
     if args.args.is_empty() {
         command.args(*small);
@@ -174,8 +174,10 @@ fn read_csv(text: &str) -> Vec<Row> {
             Some((i, reason.to_string()))
         })
         .collect();
+    let Some(units) = lines.next() else {
+        return Vec::new();
+    };
     lines
-        .skip(1)
         .filter(|cells| cells.len() == heading.len())
         .map(|cells| {
             let mut stalls: Vec<(String, f64)> = stall_columns
@@ -189,7 +191,10 @@ fn read_csv(text: &str) -> Vec<Row> {
                 kernel: cells[kernel].clone(),
                 values: wanted
                     .iter()
-                    .map(|i| i.map_or_else(|| "n/a".to_string(), |i| cells[i].clone()))
+                    .map(|i| match i {
+                        Some(i) => in_us(&cells[*i], units.get(*i).map_or("", String::as_str)),
+                        None => "n/a".to_string(),
+                    })
                     .collect(),
                 stalls,
             }
@@ -218,6 +223,17 @@ fn fields(line: &str) -> Vec<String> {
     out
 }
 
+/// A duration in microseconds, from ncu's value and unit; any other value as it is.
+fn in_us(value: &str, unit: &str) -> String {
+    let scale = match unit {
+        "nsecond" | "ns" => 1e-3,
+        "usecond" | "us" => 1.0,
+        "msecond" | "ms" => 1e3,
+        _ => return value.to_string(),
+    };
+    number(value).map_or_else(|| value.to_string(), |x| format!("{:.1}", x * scale))
+}
+
 /// `1,234.5` as ncu may print it.
 fn number(text: &str) -> Option<f64> {
     text.replace(',', "").trim().parse().ok()
@@ -233,13 +249,8 @@ fn table(rows: &[Row]) -> String {
     text.push_str("---|\n");
     for row in rows {
         text.push_str(&format!("| {} |", row.kernel));
-        for (metric, value) in METRICS.iter().zip(&row.values) {
-            // ncu reports the duration in ns on a raw page.
-            let shown = match (metric.name, number(value)) {
-                ("gpu__time_duration.sum", Some(ns)) => format!("{:.1}", ns / 1000.0),
-                (_, Some(x)) => format!("{x:.1}"),
-                (_, None) => value.clone(),
-            };
+        for value in &row.values {
+            let shown = number(value).map_or_else(|| value.clone(), |x| format!("{x:.1}"));
             text.push_str(&format!(" {shown} |"));
         }
         let stalls: Vec<String> = row
@@ -264,7 +275,7 @@ mod tests {
         let mut row = vec!["\"0\"".to_string(), "\"escape_colour\"".to_string()];
         for (i, metric) in METRICS.iter().enumerate() {
             heading.push(format!("\"{}\"", metric.name));
-            units.push("\"%\"".to_string());
+            units.push(if i == 0 { "\"nsecond\"" } else { "\"%\"" }.to_string());
             row.push(format!(
                 "\"{}\"",
                 if i == 0 { "1,234,000" } else { "61.25" }
@@ -292,7 +303,7 @@ mod tests {
         let rows = read_csv(&sample());
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].kernel, "escape_colour");
-        assert_eq!(rows[0].values[0], "1,234,000");
+        assert_eq!(rows[0].values[0], "1234.0", "microseconds");
         assert_eq!(
             rows[0].stalls,
             vec![
