@@ -86,7 +86,7 @@ pub fn files(keep: Keep) -> Result<(Vec<File>, usize)> {
     let root = workspace_root();
     let mut files = Vec::new();
     let mut regions = 0;
-    for relative in source_files(&root)? {
+    for relative in tracked_files(&root)? {
         if is_instructor_only(&relative) {
             continue;
         }
@@ -128,13 +128,14 @@ fn refuse_non_empty(out: &Path) -> Result<()> {
 
 /// The files git tracks in `root`, and only those: an untracked file (an answer key left by
 /// an earlier `--solved`, a rubric's backup with the hidden checks) never reaches a student.
-/// Tracked files deleted from the working tree are skipped.
-fn source_files(root: &Path) -> Result<Vec<PathBuf>> {
+/// Tracked files deleted from the working tree are skipped. The autograder's zip takes the
+/// same files.
+pub fn tracked_files(root: &Path) -> Result<Vec<PathBuf>> {
     let output = Command::new("git")
         .args(["ls-files", "-z", "--cached"])
         .current_dir(root)
         .output()
-        .context("cannot run git (the hand-out takes the files git tracks)")?;
+        .context("cannot run git (the hand-out and the autograder take the files git tracks)")?;
     if !output.status.success() {
         bail!(
             "git ls-files failed in {}: {}",
@@ -195,7 +196,7 @@ mod tests {
         fs::write(dir.path().join("answer-key/lab02.rs"), "fn row_jobs() {}").unwrap();
         fs::write(dir.path().join("rubric.toml.orig"), "hidden").unwrap();
         assert_eq!(
-            source_files(dir.path()).unwrap(),
+            tracked_files(dir.path()).unwrap(),
             [PathBuf::from("tracked.rs")]
         );
     }

@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut output = shared::output::Output::create(&args.out)?;
     let rust = rust_version()?;
     let root = workspace_root();
-    let files = tracked_files(&root)?;
+    let files = crate::handout::tracked_files(&root)?;
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let options = |mode: u32| {
         zip::write::SimpleFileOptions::default()
@@ -88,33 +88,6 @@ pub fn run(args: Args) -> Result<()> {
         files.len()
     ));
     Ok(())
-}
-
-/// The files git tracks in `root` (what `git ls-files` lists and the working tree holds).
-fn tracked_files(root: &Path) -> Result<Vec<PathBuf>> {
-    let output = Command::new("git")
-        .args(["ls-files", "-z", "--cached"])
-        .current_dir(root)
-        .output()
-        .context("cannot run git (the autograder takes the files git tracks)")?;
-    if !output.status.success() {
-        bail!(
-            "git ls-files failed in {}: {}",
-            root.display(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    let mut files: Vec<PathBuf> = output
-        .stdout
-        .split(|&b| b == 0)
-        .filter(|name| !name.is_empty())
-        .map(|name| PathBuf::from(String::from_utf8_lossy(name).into_owned()))
-        // A tracked file deleted in the working tree is not part of it.
-        .filter(|path| fs::symlink_metadata(root.join(path)).is_ok())
-        .collect();
-    files.sort();
-    files.dedup();
-    Ok(files)
 }
 
 /// The version of the Rust this zip is made with (`1.95.0`): Gradescope installs the same.
