@@ -13,7 +13,9 @@
 //! `FILE; COLUMN=VALUE,VALUE; ...; columns=A,B`: the rows of FILE whose COLUMN holds one of
 //! the VALUEs (every such filter must hold), in the file's order, showing columns A and B.
 //! `cargo xtask docs` rewrites every such table; `--check` only says which are out of date
-//! (the test suite runs it, so a CSV and its READMEs cannot drift apart).
+//! (the test suite runs it, so a CSV and its READMEs cannot drift apart). Each recorded
+//! profile, `docs/profile-NAME.csv` (`cargo xtask profile --save`), is drawn the same way as
+//! a roofline chart, `docs/roofline-NAME.svg`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::bins::workspace_root;
+use crate::profile::roofline;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -45,6 +48,11 @@ pub fn run(args: Args) -> Result<()> {
             changed.push((readme, generated));
         }
     }
+    for (chart, generated) in rooflines(&root)? {
+        if fs::read_to_string(&chart).ok().as_ref() != Some(&generated) {
+            changed.push((chart, generated));
+        }
+    }
     if args.check {
         if !changed.is_empty() {
             let stale: Vec<String> = changed
@@ -58,7 +66,7 @@ pub fn run(args: Args) -> Result<()> {
                 })
                 .collect();
             bail!(
-                "tables out of date with docs/*.csv in {}: run `cargo xtask docs`",
+                "out of date with docs/*.csv: {}; run `cargo xtask docs`",
                 stale.join(", ")
             );
         }
@@ -86,6 +94,33 @@ fn readmes(root: &Path) -> Result<Vec<PathBuf>> {
     }
     found.sort();
     Ok(found)
+}
+
+/// Each recorded profile's roofline: `docs/roofline-NAME.svg` for `docs/profile-NAME.csv`.
+fn rooflines(root: &Path) -> Result<Vec<(PathBuf, String)>> {
+    let docs = root.join("docs");
+    let entries = fs::read_dir(&docs).with_context(|| format!("cannot list {}", docs.display()))?;
+    let mut charts = Vec::new();
+    for entry in entries {
+        let name = entry
+            .context("cannot list docs/")?
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        let Some(stem) = name
+            .strip_prefix("profile-")
+            .and_then(|n| n.strip_suffix(".csv"))
+        else {
+            continue;
+        };
+        let file = format!("docs/{name}");
+        let csv =
+            fs::read_to_string(docs.join(&name)).with_context(|| format!("cannot read {file}"))?;
+        let chart = roofline::svg(&roofline::inputs(&file, &csv)?)?;
+        charts.push((docs.join(format!("roofline-{stem}.svg")), chart));
+    }
+    charts.sort();
+    Ok(charts)
 }
 
 /// `text` with every table regenerated from its CSV (files relative to `root`).
@@ -216,7 +251,7 @@ impl Request {
 /// Every record of a CSV file, checked: each has the header's number of fields, quotes are
 /// balanced, no cell holds `|` (it would split a Markdown cell), and the numeric columns hold
 /// finite numbers or nothing. An error names the file, the line and what is wrong.
-fn records(file: &str, csv: &str) -> Result<Vec<Vec<String>>> {
+pub fn records(file: &str, csv: &str) -> Result<Vec<Vec<String>>> {
     let mut records: Vec<Vec<String>> = Vec::new();
     for (index, line) in csv.lines().enumerate() {
         let at = || format!("{file} line {}", index + 1);
@@ -382,6 +417,42 @@ mod tests {
         assert!(request.table(CSV).is_err(), "unknown column");
         let request = Request::parse("docs/x.csv; lab=lab09; columns=lab").unwrap();
         assert!(request.table(CSV).is_err(), "no row");
+    }
+
+    #[test]
+    fn each_recorded_profile_is_drawn_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("docs")).unwrap();
+        fs::write(dir.path().join("docs/x.csv"), CSV).unwrap();
+        assert!(rooflines(dir.path()).unwrap().is_empty());
+        let profile = "lab,kernel,device,fp64_ops,fp32_ops,time_us,dram_bytes,fp64_peak_gflops_no_fma,fp32_peak_gflops_fma,dram_peak_gbps\nlab04,escape_colour,H100,1e10,0,1000,8e8,16727,66908,3352\n";
+        fs::write(dir.path().join("docs/profile-h100.csv"), profile).unwrap();
+        let charts = rooflines(dir.path()).unwrap();
+        assert_eq!(charts.len(), 1);
+        assert_eq!(charts[0].0, dir.path().join("docs/roofline-h100.svg"));
+        assert!(charts[0].1.contains("lab04 escape_colour"));
+        fs::write(
+            dir.path().join("docs/profile-bad.csv"),
+            "lab,kernel\nlab04\n",
+        )
+        .unwrap();
+        let error = format!("{:#}", rooflines(dir.path()).unwrap_err());
+        assert!(error.contains("docs/profile-bad.csv line 2"), "{error}");
+    }
+
+    /// Each roofline is its profile's figures: edit the CSV, and this fails until
+    /// `cargo xtask docs` has redrawn it.
+    #[test]
+    fn every_roofline_is_up_to_date() {
+        let root = workspace_root();
+        for (chart, generated) in rooflines(&root).unwrap() {
+            let text = fs::read_to_string(&chart).unwrap_or_default();
+            assert!(
+                generated == text,
+                "{} is out of date: run `cargo xtask docs`",
+                chart.display()
+            );
+        }
     }
 
     /// The READMEs' tables are the CSVs' figures: edit a CSV, and this fails until
