@@ -303,16 +303,53 @@ fn fields(line: &str) -> Option<Vec<String>> {
     (!quoted).then_some(fields)
 }
 
-/// A column's heading: `compute_ms` as "compute ms", `speedup_vs_lab01` as "vs lab01".
+/// A column's heading: `compute_ms` as "compute ms", `speedup_vs_lab01` as "vs lab01",
+/// `dram_pct_of_peak` as "DRAM % of peak".
 fn heading(column: &str) -> String {
     column
         .strip_prefix("speedup_")
         .unwrap_or(column)
-        .replace('_', " ")
+        .split('_')
+        .map(|word| match word {
+            "pct" => "%",
+            "us" => "µs",
+            "gbps" => "GB/s",
+            "gflops" => "GFLOP/s",
+            "ghz" => "GHz",
+            "fp64" => "FP64",
+            "fp32" => "FP32",
+            "fma" => "FMA",
+            "dram" => "DRAM",
+            "l2" => "L2",
+            "s" => "second",
+            other => other,
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
+/// The columns of figures: right-aligned, and checked to hold numbers.
 fn is_numeric(column: &str) -> bool {
-    column.ends_with("_ms") || column.starts_with("speedup_") || column == "median"
+    const FIGURES: &[&str] = &[
+        "_ms",
+        "_us",
+        "_pct",
+        "_gbps",
+        "_gflops",
+        "_ghz",
+        "_ops",
+        "_bytes",
+        "_bodies",
+        "_per_s",
+        "_sectors",
+        "_active",
+        "_fma",
+        "_of_peak",
+        "_per_dram_byte",
+    ];
+    FIGURES.iter().any(|s| column.ends_with(s))
+        || column.starts_with("speedup_")
+        || column == "median"
 }
 
 /// A cell as a person reads it: milliseconds to about three figures, speedups as `12.3x`,
@@ -393,6 +430,17 @@ mod tests {
             let error = format!("{:#}", request.table(csv).unwrap_err());
             assert!(error.contains(said), "{csv:?}: {error}");
         }
+    }
+
+    #[test]
+    fn headings_read_as_words() {
+        assert_eq!(heading("compute_ms"), "compute ms");
+        assert_eq!(heading("speedup_vs_lab02_best_CPU"), "vs lab02 best CPU");
+        assert_eq!(heading("dram_pct_of_peak"), "DRAM % of peak");
+        assert_eq!(heading("fp64_gflops"), "FP64 GFLOP/s");
+        assert_eq!(heading("atomics_per_s"), "atomics per second");
+        assert!(is_numeric("time_us") && is_numeric("lab01_loop_bodies"));
+        assert!(!is_numeric("kernel") && !is_numeric("top_stalls"));
     }
 
     #[test]

@@ -202,7 +202,7 @@ fn table(launches: &[ncu::Launch]) -> String {
     for metric in ncu::SHOWN {
         text.push_str(&format!(" {} |", metric.heading));
     }
-    text.push_str(" top stalls (cycles per issue) |\n|---|");
+    text.push_str(" top stalls (cycles per instruction) |\n|---|");
     text.push_str(&"---:|".repeat(ncu::SHOWN.len()));
     text.push_str("---|\n");
     for launch in launches {

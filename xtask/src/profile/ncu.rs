@@ -71,7 +71,7 @@ pub const FP32_PER_CYCLE: &str = "sm__sass_thread_inst_executed_op_ffma_pred_on.
 pub const DRAM_BYTES_PER_CYCLE: &str = "dram__bytes.sum.peak_sustained";
 pub const DRAM_CLOCK: &str = "dram__cycles_elapsed.avg.per_second";
 
-/// The stall reasons: ncu's cycles per issued instruction that warps spent waiting on each.
+/// The stall reasons: ncu's cycles that warps spent waiting on each, per instruction sent.
 const STALL_PREFIX: &str = "smsp__average_warps_issue_stalled_";
 const STALL_SUFFIX: &str = "_per_issue_active.ratio";
 
