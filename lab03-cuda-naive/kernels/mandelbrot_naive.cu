@@ -5,7 +5,7 @@
 // as an ordinary pointer into global memory, and NVRTC compiles with its default options,
 // which let it fuse a multiply and an add into one FMA instruction. An FMA rounds once
 // where lab01 rounds twice, so some pixels come out differently: `cargo xtask verify`
-// counts them, and lab04 fixes it with --fmad=false.
+// counts them, and lab04 makes every multiply and add round on its own again.
 
 extern "C" __global__ void escape_colour_naive(unsigned char *image,
                                                const unsigned char *palette,

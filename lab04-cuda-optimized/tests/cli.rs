@@ -26,8 +26,8 @@ fn nvrtc_compiles_every_build_for_sm80_and_sm90() {
     assert_kernels_compile(&kernel_builds());
 }
 
-/// The lesson of lab04: with `--fmad=false` no multiply is fused with an add in the escape
-/// loop, so every rounding is lab01's. (`hypot`, before the loop, may use fma: libdevice
+/// The lesson of lab04: with the right NVRTC options no multiply is fused with an add in the
+/// escape loop, so every rounding is lab01's. (`hypot`, before the loop, may use fma: libdevice
 /// writes it with explicit fused operations, exact by design, and it matches lab01's here.)
 #[test]
 #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
@@ -133,11 +133,16 @@ fn json_report_names_the_gpu_and_its_kernel_time() {
         report.device
     );
     assert!(report.phases_ms.get("kernel").is_some_and(|&ms| ms > 0.0));
+    // The options the kernel was compiled with, as src/lib.rs gives them.
+    let options = lab04_cuda_optimized::kernel_file(true, false)
+        .options
+        .join(" ");
     assert_eq!(
         report.metrics["nvrtc_options"]
             .as_str()
-            .map(|o| o.contains("--fmad=false")),
-        Some(true)
+            .map(|o| o.starts_with(&options)),
+        Some(true),
+        "{options}"
     );
 }
 

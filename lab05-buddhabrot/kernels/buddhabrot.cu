@@ -1,9 +1,9 @@
 // lab05: the Buddhabrot kernel.
 //
 // Every function here has a twin in src/rng.rs or src/orbit.rs, written with the same f32
-// operations in the same order. Compiled with --fmad=false (so no multiply is fused with an
-// add, as on the CPU) and without --use_fast_math (which would also fuse, and flush tiny
-// values to zero), each orbit point is bit-for-bit the CPU's, and so is the canvas.
+// operations in the same order. Compiled so that no multiply is fused with an add, as on the
+// CPU (the options are in src/gpu.rs), and without fast math (which would flush tiny values
+// to zero), each orbit point is bit-for-bit the CPU's, and so is the canvas.
 //
 // GRID_LOG2 and VISIT_LOG2 (the stratification cells) are passed by the host with -D, from
 // the same Rust constants the CPU backend uses.

@@ -3,7 +3,7 @@
 //!
 //! `kernels/buddhabrot.cu` repeats these functions in CUDA C++ with the same operations in
 //! the same order. Both sides use f32 and never fuse a multiply with an add (Rust does not
-//! contract; NVRTC is told `--fmad=false`), so every orbit point, and therefore every pixel
+//! contract, and NVRTC is told not to, as in lab04), so every orbit point, and therefore every pixel
 //! index, is bit-for-bit the same on both backends. The canvas is a sum of integer
 //! increments, and integer addition does not care about order, so the two canvases are
 //! identical even though the GPU adds its counts in whatever order its atomics land.

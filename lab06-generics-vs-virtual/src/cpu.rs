@@ -78,7 +78,7 @@ fn add(acc: f32, x: f32) -> f32 {
 ///   the `&dyn` variant would silently become the generic one. Whether it does depends on
 ///   the code around the call: here, where `op` reaches the loop through a closure and
 ///   rayon, rustc 1.95 kept the indirect calls even without `black_box`; in a program that
-///   calls `sum_dyn(data, &Add)` from one place, it removed them (README, "black_box").
+///   calls `sum_dyn(data, &Add)` from one place, it removed them.
 /// - around `data`, it hides that the same unchanged buffer is summed in every
 ///   repetition, so no repetition can be answered from an earlier one.
 pub fn sum(sum: CpuSum, cores: Cores, data: &[f32]) -> f32 {
@@ -111,7 +111,7 @@ fn split(cores: Cores, data: &[f32], sum: impl Fn(&[f32]) -> f32 + Sync) -> f32 
 }
 
 // Each variant is its own function, kept out of its caller (`inline(never)`), so that each
-// is one symbol in the assembly (`--emit asm`) and the README can show what it compiled to.
+// is one symbol in the assembly (`--emit asm`), where what it compiled to can be read.
 
 /// Plain: the loop written out by hand.
 #[inline(never)]
@@ -170,6 +170,13 @@ fn sum_fn_ptr(data: &[f32], op: fn(f32, f32) -> f32) -> f32 {
 }
 
 // BEGIN SOLUTION
+// stub: /// The walk every abstract variant shares: `LANES` running values, each step
+// stub: /// `combine(value, element)`, then the tail (the elements after the last whole row of
+// stub: /// `LANES`), then the lanes combined into one. `sum_plain` is this walk with `+`.
+// stub: #[allow(dead_code)] // until the variants above call it
+// stub: fn fold(data: &[f32], combine: impl Fn(f32, f32) -> f32) -> f32 {
+// stub:     shared::unfinished!("fold: the walk the abstract variants share", data, combine)
+// stub: }
 /// The walk every abstract variant shares: `LANES` running sums, each step `combine`.
 /// `combine` is a type parameter, so this is copied for each caller with that caller's
 /// closure inlined: the only call left per element is whatever the closure itself calls.

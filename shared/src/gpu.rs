@@ -120,7 +120,7 @@ impl Gpu {
     ///
     /// A hand-out's kernel stub is refused first, with its place (`exercise::check_kernel`).
     /// `options` are the lab's own NVRTC flags, passed through as written (cudarc's
-    /// `use_fast_math` field would pass `--fmad=true` instead of `--use_fast_math`). The
+    /// `use_fast_math` field does not pass `--use_fast_math` itself). The
     /// architecture is added here: compiling to a cubin for this device's own `sm_XX` uses
     /// every instruction it has, and avoids the PTX-version mismatch an NVRTC newer than the
     /// driver would cause.

@@ -3,7 +3,7 @@
 //! This is the reference: lab01 and lab02 call it, and the CUDA kernels of lab03 and lab04
 //! are transcriptions of it. Every floating-point operation here is one IEEE operation in a
 //! fixed order (Rust never fuses a multiply and an add), which is what lets lab04 reproduce
-//! it bit for bit once NVRTC is told not to fuse either (`--fmad=false`).
+//! it bit for bit once NVRTC is told not to fuse either.
 
 use crate::palette::MAX_ITER;
 

@@ -279,7 +279,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temp folder");
         let file = dir.path().join("mine.cu");
         std::fs::write(&file, "__global__ void k() {}").expect("written");
-        let given = KernelFile::new("k.cu", "built in", &["--fmad=false"]);
+        let given = KernelFile::new("k.cu", "built in", &["--std=c++17"]);
         let kernel = KernelArg {
             path: Some(file.clone()),
         }
@@ -310,10 +310,10 @@ mod tests {
 
     #[test]
     fn options_get_the_architecture_last() {
-        let kernel = KernelFile::new("k.cu", "", &["--fmad=false"]).with_option("-DX=1");
+        let kernel = KernelFile::new("k.cu", "", &["--std=c++17"]).with_option("-DX=1");
         assert_eq!(
             kernel.options_for("sm_90"),
-            ["--fmad=false", "-DX=1", "--gpu-architecture=sm_90"]
+            ["--std=c++17", "-DX=1", "--gpu-architecture=sm_90"]
         );
     }
 }

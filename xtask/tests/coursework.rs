@@ -129,8 +129,10 @@ fn hand_out_grade_and_put_the_solutions_back() {
 
     // Instructor-only files stay behind, and no marker or solution comment leaks.
     for gone in [
+        "xtask/answers.toml",
         "xtask/rubric.toml",
         "xtask/src/grade",
+        "xtask/src/handout",
         "xtask/tests/coursework.rs",
     ] {
         assert!(!handout.join(gone).exists(), "{gone} is in the hand-out");

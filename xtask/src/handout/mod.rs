@@ -5,6 +5,12 @@
 //! With `--solved`, the regions keep their solutions instead: the same workspace as a
 //! student who finished every exercise would have it (an answer key to publish after the
 //! deadline, and what CI grades to prove that skeleton and solution fit together).
+//!
+//! Either way it is written only if every reference in it resolves (`references`), and,
+//! without `--solved`, only if no file gives an exercise's answer away (`answers`).
+
+mod answers;
+mod references;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -19,9 +25,10 @@ use crate::regions::{self, Keep};
 /// What the student never sees: the grader, its rubric and hidden checks, this command and
 /// the test that proves the loop. A path ending in `/` is a folder.
 pub const INSTRUCTOR_ONLY: &[&str] = &[
+    "xtask/answers.toml",
     "xtask/rubric.toml",
     "xtask/src/grade/",
-    "xtask/src/handout.rs",
+    "xtask/src/handout/",
     "xtask/src/regions.rs",
     "xtask/tests/class.rs",
     "xtask/tests/coursework.rs",
@@ -47,6 +54,10 @@ pub fn run(args: Args) -> Result<()> {
         Keep::Stub
     };
     let (files, regions) = files(keep)?;
+    references::check(&files)?;
+    if !args.solved {
+        answers::check(&files, &answers::load(&workspace_root())?)?;
+    }
     for file in &files {
         let to = args.out.join(&file.path);
         if let Some(dir) = to.parent() {
