@@ -601,12 +601,31 @@ mod tests {
         }
     }
 
-    /// The hand-out as the course ships it, and its answer key: every reference resolves.
+    /// The hand-out as the course ships it, and its answer key: every reference resolves;
+    /// and a dangling one planted in a README is refused with its line.
     #[test]
-    fn every_reference_in_the_hand_out_resolves() {
+    fn every_reference_in_the_hand_out_resolves_and_a_planted_one_is_refused() {
         for keep in [Keep::Stub, Keep::Solution] {
-            let (files, _) = super::super::files(keep).unwrap();
+            let (mut files, _) = super::super::files(keep).unwrap();
             check(&files).unwrap();
+            let readme = files
+                .iter()
+                .position(|f| f.path == Path::new("lab02-rayon/README.md"))
+                .unwrap();
+            let given = files[readme].bytes.clone();
+            for planted in [
+                "The figures below say so.",
+                "See `src/gone.rs`.",
+                "See [the key](#the-answer-key).",
+                "Set `NVRTC_OPTIONS`.",
+            ] {
+                files[readme].bytes = [&given[..], b"\n", planted.as_bytes(), b"\n"].concat();
+                let error = check(&files).unwrap_err().to_string();
+                assert!(
+                    error.contains("lab02-rayon/README.md:"),
+                    "{planted}: {error}"
+                );
+            }
         }
     }
 
