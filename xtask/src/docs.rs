@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::bins::workspace_root;
+use crate::csv::fields;
 use crate::profile::roofline;
 
 #[derive(clap::Args)]
@@ -288,21 +289,6 @@ pub fn records(file: &str, csv: &str) -> Result<Vec<Vec<String>>> {
     Ok(records)
 }
 
-/// The fields of one CSV line; a field in double quotes may hold commas (`"CPU, 2 threads"`).
-/// `None` if a quote is left open.
-fn fields(line: &str) -> Option<Vec<String>> {
-    let mut fields = vec![String::new()];
-    let mut quoted = false;
-    for c in line.chars() {
-        match c {
-            '"' => quoted = !quoted,
-            ',' if !quoted => fields.push(String::new()),
-            _ => fields.last_mut()?.push(c),
-        }
-    }
-    (!quoted).then_some(fields)
-}
-
 /// A column's heading: `compute_ms` as "compute ms", `speedup_vs_lab01` as "vs lab01",
 /// `dram_pct_of_peak` as "DRAM % of peak".
 fn heading(column: &str) -> String {
@@ -441,18 +427,6 @@ mod tests {
         assert_eq!(heading("atomics_per_s"), "atomics per second");
         assert!(is_numeric("time_us") && is_numeric("lab01_loop_bodies"));
         assert!(!is_numeric("kernel") && !is_numeric("top_stalls"));
-    }
-
-    #[test]
-    fn quoted_fields_keep_their_commas() {
-        assert_eq!(
-            fields("lab01,\"CPU, 2 threads\",5"),
-            Some(vec![
-                "lab01".to_string(),
-                "CPU, 2 threads".to_string(),
-                "5".to_string()
-            ])
-        );
     }
 
     #[test]

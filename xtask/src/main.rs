@@ -8,6 +8,7 @@
 
 mod bench;
 mod bins;
+mod csv;
 mod dist;
 mod docs;
 mod gpu;

@@ -7,6 +7,9 @@
 //! `cargo xtask dist --tests`, run by `xtask test --bin-dir`), the labs are read from the
 //! folder that holds xtask, where `dist` put them.
 
+#[path = "../src/csv.rs"]
+mod csv;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -62,23 +65,9 @@ fn lab_bin_dir() -> PathBuf {
         .expect("cargo names the lab executables")
 }
 
-/// The fields of one CSV line, quotes removed (a quoted field may hold commas).
+/// The fields of one line of a CSV file the program wrote, every quote closed.
 fn fields(line: &str) -> Vec<String> {
-    let mut fields = vec![String::new()];
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                chars.next();
-                fields.last_mut().expect("a field").push('"');
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => fields.push(String::new()),
-            _ => fields.last_mut().expect("a field").push(c),
-        }
-    }
-    fields
+    csv::fields(line).expect("every quote closed")
 }
 
 #[test]

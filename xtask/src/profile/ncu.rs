@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::csv::fields;
+
 /// A column of the printed table: its heading and the ncu metric behind it.
 pub struct Metric {
     pub heading: &'static str,
@@ -122,7 +124,7 @@ pub fn read_csv(text: &str) -> Vec<Launch> {
     let mut lines = text
         .lines()
         .skip_while(|l| !l.starts_with("\"ID\""))
-        .map(fields);
+        .filter_map(fields);
     let Some(heading) = lines.next() else {
         return Vec::new();
     };
@@ -163,27 +165,6 @@ pub fn read_csv(text: &str) -> Vec<Launch> {
             }
         })
         .collect()
-}
-
-/// The fields of one CSV line as ncu writes it: every field in double quotes.
-fn fields(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => out.push(std::mem::take(&mut field)),
-            _ => field.push(c),
-        }
-    }
-    out.push(field);
-    out
 }
 
 /// `1,234.5` as ncu may print it.
@@ -306,11 +287,7 @@ pub mod tests {
     }
 
     #[test]
-    fn quoted_fields_keep_their_commas() {
-        assert_eq!(
-            fields("\"a\",\"1,234.5\",\"say \"\"x\"\"\""),
-            ["a", "1,234.5", "say \"x\""]
-        );
+    fn numbers_keep_their_thousands_separators() {
         assert_eq!(number("1,234.5"), Some(1234.5));
     }
 
