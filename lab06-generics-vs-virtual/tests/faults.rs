@@ -5,7 +5,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use shared::fault_testing::{
-    assert_closed_stderr_is_quiet, assert_one_line_failure, lab_command, UNPRIVILEGED,
+    assert_closed_stderr_is_quiet, assert_one_line_failure, assert_one_line_under_a_thread_limit,
+    lab_command,
 };
 
 const QUICK: &[&str] = &["--n", "4Ki", "--reps", "1", "--cpu-only"];
@@ -51,28 +52,9 @@ fn closed_and_full_stdout() {
 
 #[test]
 fn a_process_limit_is_one_line() {
-    use std::os::unix::process::CommandExt;
     let mut command = lab_command("lab06");
     command.args(QUICK);
-    // SAFETY: setrlimit, setgid and setuid are async-signal-safe and touch only the child.
-    // As root the limit does not bind, so the run drops to an unprivileged user.
-    unsafe {
-        command.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: 1,
-                rlim_max: 1,
-            };
-            libc::setrlimit(libc::RLIMIT_NPROC, &limit);
-            if libc::getuid() == 0
-                && (libc::setgid(UNPRIVILEGED) != 0 || libc::setuid(UNPRIVILEGED) != 0)
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let line = assert_one_line_failure(&command.output().expect("lab06 starts"), "lab06");
-    assert!(line.contains("threads"), "{line}");
+    assert_one_line_under_a_thread_limit("lab06", command);
 }
 
 #[test]

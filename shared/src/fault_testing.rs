@@ -349,12 +349,17 @@ pub fn assert_closed_stderr_is_quiet(lab: &str, command: &mut Command) {
 /// The user a test drops to when it runs as root: not nobody (65534), under which the
 /// grader's sandbox runs student code, since a process limit counts every process of the
 /// user, a grade's included; a uid with no name is as unprivileged.
-pub const UNPRIVILEGED: u32 = 65533;
+const UNPRIVILEGED: u32 = 65533;
 
-/// A process limit that leaves no room for worker threads is one error line. As root the
-/// limit does not bind, so the run drops to an unprivileged user first.
+/// A process limit that leaves no room for worker threads is one error line.
 pub fn assert_thread_limit_is_one_line(lab: &str, args: &[&str]) {
-    let mut command = run_to(lab, args, Path::new("/dev/null"));
+    assert_one_line_under_a_thread_limit(lab, run_to(lab, args, Path::new("/dev/null")));
+}
+
+/// `command` under a process limit that leaves no room for worker threads ends in one error
+/// line that names threads. As root the limit does not bind, so the run drops to an
+/// unprivileged user first.
+pub fn assert_one_line_under_a_thread_limit(lab: &str, mut command: Command) {
     // SAFETY: setrlimit, setgid and setuid are async-signal-safe and touch only the child.
     unsafe {
         command.pre_exec(|| {

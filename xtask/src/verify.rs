@@ -128,8 +128,12 @@ pub fn run(args: Args) -> Result<()> {
         keep: args.keep,
     };
 
-    let mut cases: Vec<Case> = args
-        .sizes
+    let sizes = if args.sizes.is_empty() {
+        &SIZES[..]
+    } else {
+        &args.sizes[..]
+    };
+    let mut cases: Vec<Case> = sizes
         .iter()
         .map(|&(width, height)| Case {
             width,
@@ -137,15 +141,7 @@ pub fn run(args: Args) -> Result<()> {
             view: &[],
         })
         .collect();
-    if cases.is_empty() {
-        cases = SIZES
-            .iter()
-            .map(|&(width, height)| Case {
-                width,
-                height,
-                view: &[],
-            })
-            .collect();
+    if args.sizes.is_empty() {
         if gpu.is_ok() {
             let side = REFERENCE.stand_in_from.isqrt() as u32;
             cases.push(Case {

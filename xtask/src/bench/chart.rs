@@ -89,7 +89,7 @@ fn milliseconds(ms: f64) -> String {
 }
 
 /// Each value once, in the order first seen.
-fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+pub fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
     let mut seen = Vec::new();
     for value in values {
         if !seen.contains(&value) {

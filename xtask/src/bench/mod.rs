@@ -9,7 +9,7 @@
 //! series. lab05 and lab06 (`--include`) are not Mandelbrot renderers: they run with their
 //! own defaults and their numeric metrics go into a second table, `extras.csv`.
 
-mod chart;
+pub(crate) mod chart;
 mod report;
 pub use report::ms;
 mod summary;

@@ -116,20 +116,9 @@ fn words(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
     use crate::bins::workspace_root;
     use crate::regions::Keep;
-
-    fn file(path: &str, text: &str) -> File {
-        File {
-            path: PathBuf::from(path),
-            bytes: text.as_bytes().to_vec(),
-            mode: 0o644,
-            writable: false,
-        }
-    }
 
     fn exercise(phrases: &[&str]) -> Exercise {
         Exercise {
@@ -147,7 +136,7 @@ mod tests {
             "FMAD off",
             "let c = LaunchConfig {\n    grid_dim:  (view.height,\n 1, 1),",
         ] {
-            let error = check(&[file("a/README.md", text)], &exercises).unwrap_err();
+            let error = check(&[File::text("a/README.md", text)], &exercises).unwrap_err();
             assert!(error.to_string().contains("a/README.md:"), "{error}");
         }
     }
@@ -156,7 +145,10 @@ mod tests {
     fn a_phrase_matches_whole_words_only() {
         let exercises = [exercise(&["fmad"])];
         for text in ["the assembly has no `vfmadd`", "fmadness", "f mad"] {
-            assert!(check(&[file("a.rs", text)], &exercises).is_ok(), "{text}");
+            assert!(
+                check(&[File::text("a.rs", text)], &exercises).is_ok(),
+                "{text}"
+            );
         }
     }
 

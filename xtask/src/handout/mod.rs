@@ -92,6 +92,19 @@ pub struct File {
     pub writable: bool,
 }
 
+#[cfg(test)]
+impl File {
+    /// A text file the student does not write in, for the checks' tests.
+    pub fn text(path: &str, text: &str) -> File {
+        File {
+            path: PathBuf::from(path),
+            bytes: text.as_bytes().to_vec(),
+            mode: 0o644,
+            writable: false,
+        }
+    }
+}
+
 /// The hand-out's files, in memory, and how many regions were replaced or kept.
 pub fn files(keep: Keep) -> Result<(Vec<File>, usize)> {
     let root = workspace_root();

@@ -498,15 +498,6 @@ mod tests {
     use super::*;
     use crate::regions::Keep;
 
-    fn file(path: &str, text: &str) -> File {
-        File {
-            path: PathBuf::from(path),
-            bytes: text.as_bytes().to_vec(),
-            mode: 0o644,
-            writable: false,
-        }
-    }
-
     fn errors(files: &[File]) -> String {
         check(files)
             .err()
@@ -516,12 +507,12 @@ mod tests {
 
     fn lab(readme: &str) -> Vec<File> {
         vec![
-            file("lab04/README.md", readme),
-            file(
+            File::text("lab04/README.md", readme),
+            File::text(
                 "lab04/src/main.rs",
                 "// See the README, \"Exercise\".\nconst CHUNK_BUFFERS: usize = 4;\n",
             ),
-            file("README.md", "# Top\n\n## The journey\n"),
+            File::text("README.md", "# Top\n\n## The journey\n"),
         ]
     }
 
@@ -588,9 +579,9 @@ mod tests {
             ("/// as `src/main.rs` does\n", ""),
         ] {
             let files = [
-                file("lab04/README.md", readme),
-                file("lab04/kernels/k.cu", comment),
-                file("lab04/src/main.rs", ""),
+                File::text("lab04/README.md", readme),
+                File::text("lab04/kernels/k.cu", comment),
+                File::text("lab04/src/main.rs", ""),
             ];
             let found = errors(&files);
             if expected.is_empty() {
@@ -632,7 +623,7 @@ mod tests {
     #[test]
     fn a_glossary_word_is_linked_where_a_readme_first_uses_it() {
         let glossary = || {
-            file(
+            File::text(
                 "docs/GLOSSARY.md",
                 "# Glossary\n\n## NVRTC\n\n## grid-stride loop\n",
             )
@@ -656,7 +647,7 @@ mod tests {
                 "",
             ),
         ] {
-            let files = [glossary(), file("lab04/README.md", readme)];
+            let files = [glossary(), File::text("lab04/README.md", readme)];
             let found = errors(&files);
             if expected.is_empty() {
                 assert_eq!(found, "", "{readme}");

@@ -13,6 +13,8 @@
 use anyhow::{anyhow, bail, Context, Result};
 use plotters::prelude::*;
 
+use crate::bench::chart::distinct;
+
 /// One kernel on the chart.
 #[derive(Debug, PartialEq)]
 pub struct Point {
@@ -298,17 +300,6 @@ fn close(a: f64, b: f64) -> bool {
 
 fn lab_of(label: &str) -> &str {
     label.split(' ').next().unwrap_or(label)
-}
-
-/// Each value once, in the order first seen.
-fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut seen = Vec::new();
-    for value in values {
-        if !seen.contains(&value) {
-            seen.push(value);
-        }
-    }
-    seen
 }
 
 /// A number to three figures with an SI prefix: 16.7 T, 3.35 T, 0.25.
