@@ -141,6 +141,8 @@ pub fn run(args: Args) -> Result<()> {
             view: &[],
         })
         .collect();
+    // Without --sizes, also the reference's stand-in size (GPU only, see SIZES) and the
+    // zoom where one rounding difference most often changes a pixel.
     if args.sizes.is_empty() {
         if gpu.is_ok() {
             let side = REFERENCE.stand_in_from.isqrt() as u32;

@@ -124,6 +124,7 @@ pub fn read_csv(text: &str) -> Vec<Launch> {
     let mut lines = text
         .lines()
         .skip_while(|l| !l.starts_with("\"ID\""))
+        // A line with a quote left open is no launch, as a line with too few fields is not.
         .filter_map(fields);
     let Some(heading) = lines.next() else {
         return Vec::new();
