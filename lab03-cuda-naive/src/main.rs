@@ -16,8 +16,8 @@ use cudarc::driver::{sys, LaunchConfig, PushKernelArg};
 // END SOLUTION
 use shared::error::{try_alloc_bytes, CudaResultExt};
 // BEGIN SOLUTION
-// stub: use shared::gpu::Gpu;
-use shared::gpu::{elapsed_ms, Gpu};
+// stub: use shared::gpu::{DeviceArg, Gpu};
+use shared::gpu::{elapsed_ms, DeviceArg, Gpu};
 // END SOLUTION
 use shared::output::ImageFile;
 use shared::palette::PALETTE;
@@ -35,6 +35,9 @@ use shared::Result;
 struct Args {
     #[command(flatten)]
     mandelbrot: MandelbrotArgs,
+
+    #[command(flatten)]
+    device: DeviceArg,
 }
 
 fn main() -> ExitCode {
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
+    args.device.select()?;
     let args = args.mandelbrot;
     let mut timer = Timer::start("lab03", args.width, args.height);
     let view = args.view();

@@ -20,8 +20,8 @@ use cudarc::driver::{sys, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use lab04_cuda_optimized::Chunks;
 use shared::error::{try_with_capacity, CudaResultExt};
 // BEGIN SOLUTION
-// stub: use shared::gpu::Gpu;
-use shared::gpu::{elapsed_ms, Gpu};
+// stub: use shared::gpu::{DeviceArg, Gpu};
+use shared::gpu::{elapsed_ms, DeviceArg, Gpu};
 // END SOLUTION
 use shared::nvrtc::KernelArg;
 use shared::output::ImageFile;
@@ -63,6 +63,9 @@ struct Args {
 
     #[command(flatten)]
     kernel: KernelArg,
+
+    #[command(flatten)]
+    device: DeviceArg,
 }
 
 /// Pinned buffers in flight: while the host writes one, the device fills the others.
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
+    args.device.select()?;
     let mut timer = Timer::start("lab04", args.mandelbrot.width, args.mandelbrot.height);
     let view = args.mandelbrot.view();
     // Opened before the work, so that a path that cannot be written fails now.

@@ -154,6 +154,9 @@ pub struct Args {
 
     #[command(flatten)]
     pub kernel: shared::nvrtc::KernelArg,
+
+    #[command(flatten)]
+    pub device: shared::gpu::DeviceArg,
 }
 
 impl Args {

@@ -17,6 +17,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
+    args.device.select()?;
     let mut timer = Timer::start("lab05", args.width, args.height);
     let params = args.params()?;
     let gpus = args.gpus()?;

@@ -56,6 +56,9 @@ pub struct Args {
 
     #[command(flatten)]
     pub kernel: shared::nvrtc::KernelArg,
+
+    #[command(flatten)]
+    pub device: shared::gpu::DeviceArg,
 }
 
 /// One way of writing the sum, on one kind of processor.

@@ -35,6 +35,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<()> {
+    args.device.select()?;
     let mut timer = Timer::start("lab06", args.n as u32, 1);
     let selection = args.selection();
     let reps = usize::from(args.reps);

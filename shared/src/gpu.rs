@@ -1,13 +1,19 @@
 //! The GPU plumbing every GPU lab shares: find the driver and NVRTC without panicking, open
 //! the device, compile a kernel file for this device's own architecture, time with events.
+//!
+//! `--emulate` ([`DeviceArg`]) swaps the driver for the CPU device (the `cpu-device` crate):
+//! a library that answers the same driver calls on the CPU, running the kernel's PTX in an
+//! interpreter. The lab's code does not change; only the compile step does, to PTX.
 
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaModule, CudaStream};
 use cudarc::nvrtc::{self, Ptx};
 
 use crate::error::CudaResultExt;
-use crate::nvrtc::compile_cubin;
+use crate::nvrtc::{compile_cubin, compile_ptx};
 use crate::{Error, Result};
 
 /// The driver functions cudarc calls for the labs, in CUDA 12.0's names (found by running
@@ -40,6 +46,7 @@ const DRIVER_FUNCTIONS: &[&str] = &[
     "cuModuleGetFunction",
     "cuModuleGetGlobal_v2",
     "cuModuleUnload",
+    "cuFuncGetAttribute",
     "cuLaunchKernel",
     "cuOccupancyMaxPotentialBlockSizeWithFlags",
     "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
@@ -73,6 +80,8 @@ pub struct Gpu {
     pub name: String,
     /// The device's own architecture, e.g. "sm_90": kernels are compiled for it.
     pub arch: String,
+    /// Whether this is the CPU device (`--emulate`): its times are the CPU's, not a GPU's.
+    pub emulated: bool,
 }
 
 /// A compiled kernel file and the NVRTC options it was compiled with.
@@ -108,11 +117,17 @@ impl Gpu {
             .cuda("reading the compute capability")?;
         let name = ctx.name().cuda("reading the device name")?;
         let stream = ctx.default_stream();
+        let emulated = EMULATED.load(Ordering::Relaxed);
         Ok(Gpu {
             ctx,
             stream,
             name,
-            arch: format!("sm_{major}{minor}"),
+            arch: if emulated {
+                format!("compute_{major}{minor}")
+            } else {
+                format!("sm_{major}{minor}")
+            },
+            emulated,
         })
     }
 
@@ -133,10 +148,16 @@ impl Gpu {
         crate::exercise::check_kernel(file_name, source)?;
         let mut all: Vec<String> = options.iter().map(|o| o.as_ref().to_string()).collect();
         all.push(format!("--gpu-architecture={}", self.arch));
-        let cubin = compile_cubin(file_name, source, &all)?;
+        // The CPU device runs PTX: the same compilation, to the virtual architecture of the
+        // same name (`compute_90` for `sm_90`), stopped before ptxas.
+        let image = if self.emulated {
+            Ptx::from_src(compile_ptx(file_name, source, &all)?)
+        } else {
+            Ptx::from_binary(compile_cubin(file_name, source, &all)?)
+        };
         let module = self
             .ctx
-            .load_module(Ptx::from_binary(cubin))
+            .load_module(image)
             .cuda("loading the compiled kernels")?;
         Ok(Kernels {
             module,
@@ -264,9 +285,9 @@ pub fn elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f64> {
 /// What is missing, what to do about it, and what runs without a GPU.
 fn no_gpu(what: &str, fix: &str) -> Error {
     Error::NoGpu(format!(
-        "no usable GPU: {what}; {fix}. Without a GPU, lab01 and lab02 run on the CPU alone, \
-         as do lab05 --backend cpu and lab06 --cpu-only; `cargo xtask dist` packs the labs \
-         for a machine that has a GPU."
+        "no usable GPU: {what}; {fix}. Without a GPU, add --emulate to run the kernels on the \
+         CPU device (same PTX, same output, slower); `cargo xtask dist` packs the labs for a \
+         machine that has a GPU."
     ))
 }
 
@@ -277,4 +298,86 @@ fn missing_symbol(library: &libloading::Library, names: &[&str]) -> Option<Strin
         // SAFETY: the symbol is only looked up, never called or read.
         .find(|name| unsafe { library.get::<*const ()>(name.as_bytes()) }.is_err())
         .map(|name| name.to_string())
+}
+
+/// `--emulate`, shared by the GPU labs.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct DeviceArg {
+    /// Run the kernels on the CPU device instead of a GPU: NVRTC's PTX, interpreted on every
+    /// core, to the same output (its times are the CPU's, not a GPU's)
+    #[arg(long)]
+    pub emulate: bool,
+}
+
+/// Set once the CPU device is loaded in place of the driver.
+static EMULATED: AtomicBool = AtomicBool::new(false);
+
+/// The CPU device's library, as cargo names it.
+const CPU_DEVICE_LIBRARY: &str = "libcpu_device.so";
+
+impl DeviceArg {
+    /// With `--emulate`, load the CPU device so that every driver call from here on goes to
+    /// it; without, nothing. Call it before anything opens the GPU.
+    pub fn select(&self) -> Result<()> {
+        if self.emulate {
+            use_cpu_device()?;
+        }
+        Ok(())
+    }
+}
+
+/// Load the CPU device in place of the NVIDIA driver.
+///
+/// The library names itself `libcuda.so` (its soname), so once it is loaded the dynamic
+/// loader hands it out to cudarc's own `dlopen("libcuda.so")` instead of looking for the
+/// driver: cudarc, and the lab, talk to it unchanged. `CPU_DEVICE_LIBRARY` names the file;
+/// otherwise it is looked for beside the program, where cargo builds it.
+pub fn use_cpu_device() -> Result<()> {
+    let path = match std::env::var_os("CPU_DEVICE_LIBRARY") {
+        Some(path) => PathBuf::from(path),
+        None => find_cpu_device()?,
+    };
+    // SAFETY: loading the CPU device runs no initialisation code of its own (no
+    // constructors); RTLD_GLOBAL keeps it for the loader's later look-ups by soname.
+    let library = unsafe {
+        libloading::os::unix::Library::open(
+            Some(&path),
+            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+        )
+    }
+    .map_err(|e| {
+        Error::NoGpu(format!(
+            "the CPU device ({}) did not load: {e}; rebuild it with `cargo build --release -p cpu-device`",
+            path.display()
+        ))
+    })?;
+    // Kept loaded for the life of the process: cudarc holds its functions.
+    std::mem::forget(library);
+    EMULATED.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Where cargo leaves the CPU device: beside the program (`target/release/`), or one folder
+/// up for a test binary (`target/release/deps/`).
+fn find_cpu_device() -> Result<PathBuf> {
+    let exe = std::env::current_exe().map_err(|e| {
+        Error::NoGpu(format!("cannot find the CPU device: where is this program? ({e})"))
+    })?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    [dir.join(CPU_DEVICE_LIBRARY), dir.join("..").join(CPU_DEVICE_LIBRARY)]
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            Error::NoGpu(format!(
+                "the CPU device ({CPU_DEVICE_LIBRARY}) is not built beside {}: build it with \
+                 `cargo build --release -p cpu-device` (`cargo xtask` builds it with the labs), \
+                 or name it with CPU_DEVICE_LIBRARY",
+                dir.display()
+            ))
+        })
+}
+
+/// Whether the CPU device is the one in use (`--emulate`).
+pub fn emulated() -> bool {
+    EMULATED.load(Ordering::Relaxed)
 }

@@ -58,19 +58,7 @@ impl KernelFile {
     /// Compile to PTX for a virtual architecture such as `compute_90`: the readable
     /// assembly, before the device's own instruction selection.
     pub fn ptx(&self, virtual_arch: &str) -> Result<String> {
-        let program = Program::new(self.name, &self.source)?;
-        program.compile(self.name, &self.options_for(virtual_arch))?;
-        let mut size = 0usize;
-        // SAFETY: `program` is live and compiled; `size` is a valid out-pointer.
-        unsafe { nvrtc::sys::nvrtcGetPTXSize(program.0, &mut size) }
-            .result()
-            .map_err(|e| Error::Compile(format!("NVRTC produced no PTX: {e:?}")))?;
-        let mut ptx = vec![0 as c_char; size];
-        // SAFETY: `ptx` has the `size` bytes NVRTC asked for.
-        unsafe { nvrtc::sys::nvrtcGetPTX(program.0, ptx.as_mut_ptr()) }
-            .result()
-            .map_err(|e| Error::Compile(format!("NVRTC produced no PTX: {e:?}")))?;
-        Ok(c_chars_to_string(&ptx))
+        compile_ptx(self.name, &self.source, &self.options_for(virtual_arch))
     }
 
     fn options_for(&self, arch: &str) -> Vec<String> {
@@ -165,6 +153,23 @@ pub fn loops(ptx: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// NVRTC: source to PTX, or the options and the compiler's log as the error.
+pub(crate) fn compile_ptx(file_name: &str, source: &str, options: &[String]) -> Result<String> {
+    let program = Program::new(file_name, source)?;
+    program.compile(file_name, options)?;
+    let mut size = 0usize;
+    // SAFETY: `program` is live and compiled; `size` is a valid out-pointer.
+    unsafe { nvrtc::sys::nvrtcGetPTXSize(program.0, &mut size) }
+        .result()
+        .map_err(|e| Error::Compile(format!("NVRTC produced no PTX: {e:?}")))?;
+    let mut ptx = vec![0 as c_char; size];
+    // SAFETY: `ptx` has the `size` bytes NVRTC asked for.
+    unsafe { nvrtc::sys::nvrtcGetPTX(program.0, ptx.as_mut_ptr()) }
+        .result()
+        .map_err(|e| Error::Compile(format!("NVRTC produced no PTX: {e:?}")))?;
+    Ok(c_chars_to_string(&ptx))
 }
 
 /// NVRTC: source to a cubin, or the options and the compiler's log as the error.

@@ -1,0 +1,6 @@
+//! The library answers to the name cudarc asks the dynamic loader for first: once a lab has
+//! loaded it by path (`shared::gpu`, under `--emulate`), the loader hands this library out
+//! for `libcuda.so` instead of looking for the NVIDIA driver.
+fn main() {
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libcuda.so");
+}

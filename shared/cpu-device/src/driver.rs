@@ -1,0 +1,656 @@
+//! The CUDA driver calls the labs make (`shared::gpu::DRIVER_FUNCTIONS`), answered on the
+//! CPU. cudarc calls them through the library it loads as `libcuda.so`; under `--emulate`
+//! that is this one. Everything runs at once and in order: a "stream" is the calling
+//! thread, an event is the moment it was recorded, and a kernel time is wall time here.
+//!
+//! Every function returns a `CUresult` that exists in the driver's own list, and a launch
+//! that faults returns `CUDA_ERROR_ILLEGAL_ADDRESS` (or `_ILLEGAL_INSTRUCTION` for a trap)
+//! with `cuGetErrorString` giving the fault in words: kernel, block, thread, address,
+//! allocation.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use crate::exec::{self, Launch};
+use crate::load::{load, Module};
+use crate::memory::Memory;
+
+type CuResult = c_int;
+const SUCCESS: CuResult = 0;
+const INVALID_VALUE: CuResult = 1;
+const OUT_OF_MEMORY: CuResult = 2;
+const INVALID_DEVICE: CuResult = 101;
+const INVALID_IMAGE: CuResult = 200;
+const INVALID_PTX: CuResult = 218;
+const INVALID_HANDLE: CuResult = 400;
+const NOT_FOUND: CuResult = 500;
+const ILLEGAL_ADDRESS: CuResult = 700;
+const ILLEGAL_INSTRUCTION: CuResult = 715;
+
+/// The device's name, as the labs report it: never mistaken for a GPU's.
+pub const NAME: &str = "CPU device (PTX interpreter)";
+
+struct State {
+    memory: Memory,
+    host: Mutex<HashMap<usize, usize>>,
+    /// The last error in words, for `cuGetErrorString`.
+    last: Mutex<Option<(CuResult, CString)>>,
+}
+
+fn state() -> &'static State {
+    static STATE: OnceLock<State> = OnceLock::new();
+    STATE.get_or_init(|| State {
+        memory: Memory::default(),
+        host: Mutex::new(HashMap::new()),
+        last: Mutex::new(None),
+    })
+}
+
+fn fail(code: CuResult, message: String) -> CuResult {
+    if let Ok(mut last) = state().last.lock() {
+        let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
+        *last = Some((code, text));
+    }
+    code
+}
+
+struct ModuleHandle {
+    module: Arc<Module>,
+}
+
+struct FunctionHandle {
+    module: Arc<Module>,
+    index: usize,
+}
+
+struct Event {
+    at: Mutex<Instant>,
+}
+
+/// The one context's handle: any non-null address will do, it is never read.
+fn context() -> *mut c_void {
+    static CONTEXT: u8 = 0;
+    std::ptr::addr_of!(CONTEXT).cast_mut().cast()
+}
+
+/// Host threads the interpreter runs blocks on: every core, or `CPU_DEVICE_THREADS`.
+pub fn threads() -> usize {
+    std::env::var("CPU_DEVICE_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// # Safety
+/// `p` must be null or valid for one write of `T`.
+unsafe fn put<T>(p: *mut T, v: T) -> CuResult {
+    if p.is_null() {
+        return INVALID_VALUE;
+    }
+    // SAFETY: the caller's promise, and not null.
+    unsafe { p.write(v) };
+    SUCCESS
+}
+
+#[no_mangle]
+pub extern "C" fn cuInit(_flags: c_uint) -> CuResult {
+    SUCCESS
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CuResult {
+    if ordinal != 0 {
+        return fail(INVALID_DEVICE, format!("the CPU device is device 0 only (asked for {ordinal})"));
+    }
+    // SAFETY: the caller's pointer.
+    unsafe { put(device, 0) }
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CuResult {
+    // SAFETY: the caller's pointer.
+    unsafe { put(count, 1) }
+}
+
+/// The attributes the labs and cudarc ask for, with an H100's values where one matters to
+/// a launch's shape (so the labs choose the same blocks), and 0 for memory pools (cudarc
+/// then allocates with plain `cuMemAlloc`).
+fn attribute(attrib: c_int) -> c_int {
+    match attrib {
+        1 => 1024,   // max threads per block
+        2 => 1024,   // max block dim x
+        3 => 1024,   // max block dim y
+        4 => 64,     // max block dim z
+        5 => i32::MAX, // max grid dim x
+        6 => 65535,  // max grid dim y
+        7 => 65535,  // max grid dim z
+        8 => 49152,  // max shared memory per block
+        10 => 32,    // warp size
+        12 => 65536, // registers per block
+        16 => 132,   // multiprocessors
+        39 => 2048,  // max threads per multiprocessor
+        75 => 9,     // compute capability major
+        76 => 0,     // compute capability minor
+        81 => 233472, // shared memory per multiprocessor
+        82 => 65536, // registers per multiprocessor
+        _ => 0,
+    }
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetAttribute(pi: *mut c_int, attrib: c_int, _dev: c_int) -> CuResult {
+    // SAFETY: the caller's pointer.
+    unsafe { put(pi, attribute(attrib)) }
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, _dev: c_int) -> CuResult {
+    if name.is_null() || len <= 0 {
+        return INVALID_VALUE;
+    }
+    let text = format!("{NAME}, {} threads", threads());
+    let bytes = text.as_bytes();
+    let n = bytes.len().min(len as usize - 1);
+    // SAFETY: `name` holds `len` bytes, the caller's promise; n + 1 <= len.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), name, n);
+        *name.add(n) = 0;
+    }
+    SUCCESS
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(pctx: *mut *mut c_void, _dev: c_int) -> CuResult {
+    // SAFETY: the caller's pointer.
+    unsafe { put(pctx, context()) }
+}
+
+#[no_mangle]
+pub extern "C" fn cuDevicePrimaryCtxRelease_v2(_dev: c_int) -> CuResult {
+    SUCCESS
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuCtxGetCurrent(pctx: *mut *mut c_void) -> CuResult {
+    // SAFETY: the caller's pointer.
+    unsafe { put(pctx, context()) }
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxSetCurrent(_ctx: *mut c_void) -> CuResult {
+    SUCCESS
+}
+
+#[no_mangle]
+pub extern "C" fn cuCtxSynchronize() -> CuResult {
+    SUCCESS
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuGetErrorString(error: CuResult, p_str: *mut *const c_char) -> CuResult {
+    static GENERIC: &CStr = c"the CPU device failed";
+    let text = match state().last.lock() {
+        Ok(last) => match last.as_ref() {
+            Some((code, text)) if *code == error => text.as_ptr(),
+            _ => GENERIC.as_ptr(),
+        },
+        Err(_) => GENERIC.as_ptr(),
+    };
+    // SAFETY: the caller's pointer. The text lives until the next error replaces it, which
+    // outlasts the error's one message.
+    unsafe { put(p_str, text) }
+}
+
+fn meminfo(key: &str) -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CuResult {
+    let all = meminfo("MemTotal:").unwrap_or(16 << 30);
+    let available = meminfo("MemAvailable:").unwrap_or(all / 2);
+    // SAFETY: the caller's pointers.
+    unsafe {
+        put(free, available);
+        put(total, all)
+    }
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut u64, bytesize: usize) -> CuResult {
+    match state().memory.alloc(bytesize as u64, "") {
+        // SAFETY: the caller's pointer.
+        Ok(region) => unsafe { put(dptr, region.address) },
+        Err(e) => fail(OUT_OF_MEMORY, e),
+    }
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemAllocAsync(dptr: *mut u64, bytesize: usize, _stream: *mut c_void) -> CuResult {
+    // SAFETY: the caller's pointer.
+    unsafe { cuMemAlloc_v2(dptr, bytesize) }
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemFree_v2(dptr: u64) -> CuResult {
+    match state().memory.free(dptr) {
+        Ok(()) => SUCCESS,
+        Err(e) => fail(INVALID_VALUE, e),
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemFreeAsync(dptr: u64, _stream: *mut c_void) -> CuResult {
+    cuMemFree_v2(dptr)
+}
+
+#[no_mangle]
+pub extern "C" fn cuMemsetD8Async(dst: u64, value: u8, n: usize, _stream: *mut c_void) -> CuResult {
+    match state().memory.fill(dst, value, n as u64) {
+        Ok(()) => SUCCESS,
+        Err(e) => fail(INVALID_VALUE, e),
+    }
+}
+
+/// # Safety
+/// A driver call: `src` holds `n` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(dst: u64, src: *const c_void, n: usize, _stream: *mut c_void) -> CuResult {
+    if n == 0 {
+        return SUCCESS;
+    }
+    if src.is_null() {
+        return INVALID_VALUE;
+    }
+    // SAFETY: the caller's promise.
+    let bytes = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
+    match state().memory.write(dst, bytes) {
+        Ok(()) => SUCCESS,
+        Err(e) => fail(INVALID_VALUE, e),
+    }
+}
+
+/// # Safety
+/// A driver call: `dst` holds `n` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: u64, n: usize, _stream: *mut c_void) -> CuResult {
+    if n == 0 {
+        return SUCCESS;
+    }
+    if dst.is_null() {
+        return INVALID_VALUE;
+    }
+    // SAFETY: the caller's promise.
+    let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
+    match state().memory.read(src, out) {
+        Ok(()) => SUCCESS,
+        Err(e) => fail(INVALID_VALUE, e),
+    }
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, _flags: c_uint) -> CuResult {
+    let Ok(layout) = std::alloc::Layout::from_size_align(bytesize.max(1), 64) else {
+        return INVALID_VALUE;
+    };
+    // SAFETY: a non-zero size.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return fail(OUT_OF_MEMORY, format!("out of host memory allocating {bytesize} bytes"));
+    }
+    if let Ok(mut host) = state().host.lock() {
+        host.insert(p as usize, bytesize.max(1));
+    }
+    // SAFETY: the caller's pointer.
+    unsafe { put(pp, p.cast()) }
+}
+
+/// # Safety
+/// A driver call: `p` from `cuMemHostAlloc`.
+#[no_mangle]
+pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CuResult {
+    let size = state().host.lock().ok().and_then(|mut h| h.remove(&(p as usize)));
+    match size.and_then(|s| std::alloc::Layout::from_size_align(s, 64).ok()) {
+        // SAFETY: allocated above with this layout, and removed from the map: freed once.
+        Some(layout) => unsafe {
+            std::alloc::dealloc(p.cast(), layout);
+            SUCCESS
+        },
+        None => INVALID_VALUE,
+    }
+}
+
+/// # Safety
+/// A driver call: `image` is NUL-terminated PTX text.
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleLoadData(module: *mut *mut c_void, image: *const c_void) -> CuResult {
+    if image.is_null() {
+        return INVALID_VALUE;
+    }
+    // SAFETY: the caller's promise: an image; a cubin starts with the ELF magic, PTX text
+    // ends with a NUL.
+    let head = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), 4) };
+    if head == b"\x7fELF" {
+        return fail(
+            INVALID_IMAGE,
+            "the CPU device runs PTX, not a cubin: compile the kernel to PTX (shared::gpu does under --emulate)".to_string(),
+        );
+    }
+    // SAFETY: as above.
+    let text = unsafe { CStr::from_ptr(image.cast::<c_char>()) };
+    let Ok(text) = text.to_str() else {
+        return fail(INVALID_PTX, "the PTX is not UTF-8 text".to_string());
+    };
+    match load(text, &state().memory) {
+        Ok(m) => {
+            let handle = Box::new(ModuleHandle { module: Arc::new(m) });
+            // SAFETY: the caller's pointer.
+            unsafe { put(module, Box::into_raw(handle).cast()) }
+        }
+        Err(e) => fail(INVALID_PTX, format!("the CPU device cannot run this PTX: {e}")),
+    }
+}
+
+/// # Safety
+/// A driver call: `hmod` from `cuModuleLoadData`, `name` NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleGetFunction(hfunc: *mut *mut c_void, hmod: *mut c_void, name: *const c_char) -> CuResult {
+    if hmod.is_null() || name.is_null() {
+        return INVALID_HANDLE;
+    }
+    // SAFETY: a handle this library made, still loaded (the caller's promise).
+    let m = unsafe { &*hmod.cast::<ModuleHandle>() };
+    // SAFETY: NUL-terminated, the caller's promise.
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    match m.module.by_name.get(name.as_ref()) {
+        Some(&i) if m.module.functions[i as usize].entry => {
+            let handle = Box::new(FunctionHandle {
+                module: Arc::clone(&m.module),
+                index: i as usize,
+            });
+            // SAFETY: the caller's pointer. Function handles live as long as the process,
+            // as the driver's do while their module is loaded.
+            unsafe { put(hfunc, Box::into_raw(handle).cast()) }
+        }
+        _ => fail(NOT_FOUND, format!("the module has no kernel named `{name}`")),
+    }
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(dptr: *mut u64, bytes: *mut usize, hmod: *mut c_void, name: *const c_char) -> CuResult {
+    if hmod.is_null() || name.is_null() {
+        return INVALID_HANDLE;
+    }
+    // SAFETY: as in cuModuleGetFunction.
+    let m = unsafe { &*hmod.cast::<ModuleHandle>() };
+    // SAFETY: as in cuModuleGetFunction.
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    match m.module.variables.iter().find(|v| v.name == name && v.space != crate::ir::Space::Shared) {
+        Some(v) => {
+            // SAFETY: the caller's pointers; either may be null.
+            unsafe {
+                if !dptr.is_null() {
+                    put(dptr, v.address);
+                }
+                if !bytes.is_null() {
+                    put(bytes, v.size as usize);
+                }
+            }
+            SUCCESS
+        }
+        None => fail(NOT_FOUND, format!("the module has no global variable named `{name}`")),
+    }
+}
+
+/// # Safety
+/// A driver call: `hmod` from `cuModuleLoadData`, unloaded once.
+#[no_mangle]
+pub unsafe extern "C" fn cuModuleUnload(hmod: *mut c_void) -> CuResult {
+    if hmod.is_null() {
+        return INVALID_HANDLE;
+    }
+    // SAFETY: made by Box::into_raw in cuModuleLoadData, unloaded once.
+    let m = unsafe { Box::from_raw(hmod.cast::<ModuleHandle>()) };
+    for region in &m.module.regions {
+        let _ = state().memory.free(region.address);
+    }
+    SUCCESS
+}
+
+/// # Safety
+/// A driver call: `f` from `cuModuleGetFunction`; `kernel_params` holds a pointer to each
+/// argument, as the kernel's parameters say.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cuLaunchKernel(
+    f: *mut c_void,
+    grid_x: c_uint,
+    grid_y: c_uint,
+    grid_z: c_uint,
+    block_x: c_uint,
+    block_y: c_uint,
+    block_z: c_uint,
+    shared_mem_bytes: c_uint,
+    _stream: *mut c_void,
+    kernel_params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult {
+    if f.is_null() {
+        return INVALID_HANDLE;
+    }
+    if !extra.is_null() {
+        return fail(INVALID_VALUE, "the CPU device takes kernel arguments as kernelParams only".to_string());
+    }
+    // SAFETY: a handle this library made.
+    let handle = unsafe { &*f.cast::<FunctionHandle>() };
+    let module = &handle.module;
+    let function = &module.functions[handle.index];
+    let grid = [grid_x, grid_y, grid_z];
+    let block = [block_x, block_y, block_z];
+    let threads_per_block = u64::from(block_x) * u64::from(block_y) * u64::from(block_z);
+    if grid.contains(&0) || block.contains(&0) || threads_per_block > 1024 || block_z > 64 || grid_y > 65535 || grid_z > 65535 {
+        return fail(INVALID_VALUE, format!(
+            "launching `{}` with grid {grid:?} and block {block:?}: a block holds 1 to 1024 threads, and a grid is at most 65535 blocks in y and z",
+            function.name
+        ));
+    }
+    let size = function.params.iter().map(|&(off, size, _)| off + size).max().unwrap_or(0);
+    let mut params = vec![0u8; size as usize];
+    if !function.params.is_empty() && kernel_params.is_null() {
+        return fail(INVALID_VALUE, format!("`{}` takes arguments, and none were given", function.name));
+    }
+    for (i, &(off, size, _)) in function.params.iter().enumerate() {
+        // SAFETY: the caller's promise: one pointer per parameter, each to its value.
+        let arg = unsafe { *kernel_params.add(i) };
+        if arg.is_null() {
+            return fail(INVALID_VALUE, format!("argument {i} of `{}` is missing", function.name));
+        }
+        // SAFETY: as above, `size` bytes as the kernel declares the parameter.
+        unsafe {
+            std::ptr::copy_nonoverlapping(arg.cast::<u8>(), params.as_mut_ptr().add(off as usize), size as usize);
+        }
+    }
+    let snapshot = match state().memory.snapshot() {
+        Ok(s) => s,
+        Err(e) => return fail(INVALID_VALUE, e),
+    };
+    let launch = Launch {
+        module,
+        function,
+        grid,
+        block,
+        dynamic_shared: shared_mem_bytes,
+        params: &params,
+        memory: &snapshot,
+    };
+    match exec::run(&launch, threads()) {
+        Ok(()) => SUCCESS,
+        Err(fault) => {
+            let code = if fault.message.contains("trapped") { ILLEGAL_INSTRUCTION } else { ILLEGAL_ADDRESS };
+            fail(code, format!(
+                "the CPU device stopped kernel `{}` at block ({}, {}, {}), thread ({}, {}, {}): {}",
+                function.name,
+                fault.block[0], fault.block[1], fault.block[2],
+                fault.thread[0], fault.thread[1], fault.thread[2],
+                fault.message
+            ))
+        }
+    }
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
+    min_grid_size: *mut c_int,
+    block_size: *mut c_int,
+    _func: *mut c_void,
+    _b2d: *mut c_void,
+    _dynamic_smem: usize,
+    limit: c_int,
+    _flags: c_uint,
+) -> CuResult {
+    // An H100's answer for a kernel of few registers: the largest block allowed.
+    let size = if limit > 0 { limit.min(1024) } else { 1024 };
+    // SAFETY: the caller's pointers.
+    unsafe {
+        put(min_grid_size, 132 * (2048 / size));
+        put(block_size, size)
+    }
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    num_blocks: *mut c_int,
+    _func: *mut c_void,
+    block_size: c_int,
+    _dynamic_smem: usize,
+    _flags: c_uint,
+) -> CuResult {
+    // SAFETY: the caller's pointer.
+    unsafe { put(num_blocks, (2048 / block_size.max(1)).clamp(1, 32)) }
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, hfunc: *mut c_void) -> CuResult {
+    if hfunc.is_null() {
+        return INVALID_HANDLE;
+    }
+    // SAFETY: a handle this library made.
+    let handle = unsafe { &*hfunc.cast::<FunctionHandle>() };
+    let function = &handle.module.functions[handle.index];
+    let value = match attrib {
+        0 => 1024,                                           // max threads per block
+        1 => handle.module.shared_bytes as c_int,            // static shared bytes
+        3 => function.local_bytes as c_int,                  // local bytes per thread
+        4 => (function.regs as c_int).clamp(16, 255),       // registers per thread
+        5 | 6 => 90,                                         // PTX and binary versions
+        _ => 0,
+    };
+    // SAFETY: the caller's pointer.
+    unsafe { put(pi, value) }
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamSynchronize(_stream: *mut c_void) -> CuResult {
+    SUCCESS
+}
+
+#[no_mangle]
+pub extern "C" fn cuStreamWaitEvent(_stream: *mut c_void, _event: *mut c_void, _flags: c_uint) -> CuResult {
+    SUCCESS
+}
+
+/// # Safety
+/// A driver call: pointers as the CUDA driver API documents them.
+#[no_mangle]
+pub unsafe extern "C" fn cuEventCreate(ph_event: *mut *mut c_void, _flags: c_uint) -> CuResult {
+    let event = Box::new(Event {
+        at: Mutex::new(Instant::now()),
+    });
+    // SAFETY: the caller's pointer.
+    unsafe { put(ph_event, Box::into_raw(event).cast()) }
+}
+
+/// # Safety
+/// A driver call: `event` from `cuEventCreate`.
+#[no_mangle]
+pub unsafe extern "C" fn cuEventRecord(event: *mut c_void, _stream: *mut c_void) -> CuResult {
+    if event.is_null() {
+        return INVALID_HANDLE;
+    }
+    // SAFETY: a handle this library made.
+    let event = unsafe { &*event.cast::<Event>() };
+    if let Ok(mut at) = event.at.lock() {
+        *at = Instant::now();
+    }
+    SUCCESS
+}
+
+#[no_mangle]
+pub extern "C" fn cuEventSynchronize(_event: *mut c_void) -> CuResult {
+    SUCCESS
+}
+
+/// # Safety
+/// A driver call: events from `cuEventCreate`.
+#[no_mangle]
+pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: *mut c_void, end: *mut c_void) -> CuResult {
+    if start.is_null() || end.is_null() {
+        return INVALID_HANDLE;
+    }
+    // SAFETY: handles this library made.
+    let (start, end) = unsafe { (&*start.cast::<Event>(), &*end.cast::<Event>()) };
+    let (Ok(a), Ok(b)) = (start.at.lock(), end.at.lock()) else {
+        return INVALID_HANDLE;
+    };
+    let elapsed = b.saturating_duration_since(*a).as_secs_f64() * 1e3;
+    // SAFETY: the caller's pointer.
+    unsafe { put(ms, elapsed as f32) }
+}
+
+/// # Safety
+/// A driver call: `event` from `cuEventCreate`, destroyed once.
+#[no_mangle]
+pub unsafe extern "C" fn cuEventDestroy_v2(event: *mut c_void) -> CuResult {
+    if event.is_null() {
+        return INVALID_HANDLE;
+    }
+    // SAFETY: made by Box::into_raw in cuEventCreate, destroyed once.
+    drop(unsafe { Box::from_raw(event.cast::<Event>()) });
+    SUCCESS
+}

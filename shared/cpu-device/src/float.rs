@@ -1,0 +1,480 @@
+//! Floating point as the H100 computes it: IEEE operations in every rounding mode, flush to
+//! zero, the GPU's NaNs, conversions, and the two approximate instructions libdevice uses,
+//! from the H100's own tables.
+//!
+//! Directed rounding is exact: the rounding error of a sum or product is itself a double
+//! (two_sum, two_prod), so the true result's side of the rounded one is known, and the
+//! result moves one step where the mode says.
+
+use std::sync::OnceLock;
+
+use crate::ir::Rnd;
+
+/// The NaN an f32 operation returns (the GPU's canonical NaN).
+pub const NAN32: u32 = 0x7fff_ffff;
+/// The NaN an f64 operation returns.
+pub const NAN64: u64 = 0x7fff_ffff_ffff_ffff;
+/// The NaN the approximate f64 instructions return (their low word is always zero).
+const NAN64_APPROX: u64 = 0x7fff_ffff_0000_0000;
+
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// The sign of the exact sum of `terms` (each a double, the sum possibly not one): the
+/// terms are made a non-overlapping expansion, whose largest part carries the sign.
+fn exact_sign(terms: &[f64]) -> f64 {
+    let mut expansion: Vec<f64> = Vec::with_capacity(terms.len() + 1);
+    for &t in terms {
+        let mut q = t;
+        let mut next = Vec::with_capacity(expansion.len() + 1);
+        for &e in &expansion {
+            let (s, h) = two_sum(q, e);
+            if h != 0.0 {
+                next.push(h);
+            }
+            q = s;
+        }
+        next.push(q);
+        expansion = next;
+    }
+    expansion
+        .iter()
+        .rev()
+        .find(|v| **v != 0.0)
+        .map_or(0.0, |v| v.signum())
+}
+
+/// Move `r`, the rounded-to-nearest result, to the directed rounding of the exact value,
+/// given `side`: the sign of (exact - r).
+fn direct64(r: f64, side: f64, rnd: Rnd) -> f64 {
+    if side == 0.0 || r.is_nan() {
+        return r;
+    }
+    match rnd {
+        Rnd::N => r,
+        Rnd::M if side < 0.0 => r.next_down(),
+        Rnd::P if side > 0.0 => r.next_up(),
+        Rnd::Z if (side < 0.0) == (r > 0.0) && r != 0.0 => {
+            if r > 0.0 {
+                r.next_down()
+            } else {
+                r.next_up()
+            }
+        }
+        _ => r,
+    }
+}
+
+/// A finite exact result that rounded to an infinity: directed modes may stop at the
+/// largest finite value instead.
+fn overflow64(r: f64, rnd: Rnd) -> f64 {
+    match (rnd, r > 0.0) {
+        (Rnd::Z, true) | (Rnd::M, true) => f64::MAX,
+        (Rnd::Z, false) | (Rnd::P, false) => f64::MIN,
+        _ => r,
+    }
+}
+
+pub fn add64(a: f64, b: f64, rnd: Rnd) -> f64 {
+    let s = a + b;
+    if rnd == Rnd::N || s.is_nan() {
+        return s;
+    }
+    if s.is_infinite() {
+        return if a.is_finite() && b.is_finite() {
+            overflow64(s, rnd)
+        } else {
+            s
+        };
+    }
+    if s == 0.0 {
+        // An exact zero sum is -0 when rounding down, unless both terms are +0.
+        let both_positive = a.is_sign_positive() && b.is_sign_positive();
+        return if rnd == Rnd::M && !(a == 0.0 && b == 0.0 && both_positive) {
+            -0.0
+        } else {
+            s
+        };
+    }
+    let (_, e) = two_sum(a, b);
+    direct64(s, e.signum() * f64::from(u8::from(e != 0.0)), rnd)
+}
+
+pub fn mul64(a: f64, b: f64, rnd: Rnd) -> f64 {
+    let p = a * b;
+    if rnd == Rnd::N || !p.is_finite() || p == 0.0 {
+        return if p.is_infinite() && a.is_finite() && b.is_finite() {
+            overflow64(p, rnd)
+        } else {
+            p
+        };
+    }
+    let e = a.mul_add(b, -p);
+    direct64(p, if e == 0.0 { 0.0 } else { e.signum() }, rnd)
+}
+
+pub fn fma64(a: f64, b: f64, c: f64, rnd: Rnd) -> f64 {
+    let r = a.mul_add(b, c);
+    if rnd == Rnd::N || !r.is_finite() {
+        return if r.is_infinite() && a.is_finite() && b.is_finite() && c.is_finite() {
+            overflow64(r, rnd)
+        } else {
+            r
+        };
+    }
+    let p = a * b;
+    let pe = a.mul_add(b, -p);
+    let (s, se) = two_sum(p, c);
+    let (u, ue) = two_sum(s, -r);
+    direct64(r, exact_sign(&[pe, se, ue, u]), rnd)
+}
+
+pub fn div64(a: f64, b: f64, rnd: Rnd) -> f64 {
+    let q = a / b;
+    if rnd == Rnd::N || !q.is_finite() || q == 0.0 {
+        return if q.is_infinite() && a.is_finite() && b != 0.0 {
+            overflow64(q, rnd)
+        } else {
+            q
+        };
+    }
+    let residual = (-q).mul_add(b, a);
+    direct64(q, residual.signum() * b.signum() * f64::from(u8::from(residual != 0.0)), rnd)
+}
+
+pub fn sqrt64(a: f64, rnd: Rnd) -> f64 {
+    let s = a.sqrt();
+    if rnd == Rnd::N || !s.is_finite() || s == 0.0 {
+        return s;
+    }
+    let residual = (-s).mul_add(s, a);
+    direct64(s, if residual == 0.0 { 0.0 } else { residual.signum() }, rnd)
+}
+
+/// Round the exact value `s + e` (`|e|` at most half an ulp of `s`) to an f32.
+pub fn round32(s: f64, e: f64, rnd: Rnd) -> f32 {
+    let c = s as f32;
+    if s.is_nan() {
+        return f32::from_bits(NAN32);
+    }
+    if c.is_infinite() && s.is_finite() {
+        return match (rnd, s > 0.0) {
+            (Rnd::Z, true) | (Rnd::M, true) => f32::MAX,
+            (Rnd::Z, false) | (Rnd::P, false) => f32::MIN,
+            _ => c,
+        };
+    }
+    if c.is_infinite() {
+        return c;
+    }
+    let cf = f64::from(c);
+    let d = s - cf;
+    match rnd {
+        Rnd::N => {
+            let half = (f64::from(c.next_up()) - cf).abs().min((cf - f64::from(c.next_down())).abs()) / 2.0;
+            // A tie at `s` that the rest `e` breaks.
+            let lo_hi = if cf < s { (c, c.next_up()) } else { (c.next_down(), c) };
+            if e != 0.0 && d.abs() == half && d != 0.0 {
+                if e > 0.0 {
+                    lo_hi.1
+                } else {
+                    lo_hi.0
+                }
+            } else {
+                c
+            }
+        }
+        _ => {
+            let side = exact_sign(&[d, e]);
+            if side == 0.0 {
+                return c;
+            }
+            match rnd {
+                Rnd::M if side < 0.0 => c.next_down(),
+                Rnd::P if side > 0.0 => c.next_up(),
+                Rnd::Z if c != 0.0 && (side < 0.0) == (c > 0.0) => {
+                    if c > 0.0 {
+                        c.next_down()
+                    } else {
+                        c.next_up()
+                    }
+                }
+                _ => c,
+            }
+        }
+    }
+}
+
+/// A subnormal f32 as the `.ftz` modifier sees it: zero of the same sign.
+pub fn ftz32(x: f32) -> f32 {
+    if x.is_subnormal() {
+        if x.is_sign_negative() {
+            -0.0
+        } else {
+            0.0
+        }
+    } else {
+        x
+    }
+}
+
+pub fn canonical32(x: f32) -> f32 {
+    if x.is_nan() {
+        f32::from_bits(NAN32)
+    } else {
+        x
+    }
+}
+
+pub fn canonical64(x: f64) -> f64 {
+    if x.is_nan() {
+        f64::from_bits(NAN64)
+    } else {
+        x
+    }
+}
+
+pub fn add32(a: f32, b: f32, rnd: Rnd) -> f32 {
+    if rnd == Rnd::N {
+        return a + b;
+    }
+    let (s, e) = two_sum(f64::from(a), f64::from(b));
+    let r = round32(s, e, rnd);
+    if r == 0.0 && s == 0.0 && e == 0.0 {
+        return add64(f64::from(a), f64::from(b), rnd) as f32;
+    }
+    r
+}
+
+pub fn mul32(a: f32, b: f32, rnd: Rnd) -> f32 {
+    if rnd == Rnd::N {
+        return a * b;
+    }
+    round32(f64::from(a) * f64::from(b), 0.0, rnd)
+}
+
+pub fn fma32(a: f32, b: f32, c: f32, rnd: Rnd) -> f32 {
+    if rnd == Rnd::N {
+        return a.mul_add(b, c);
+    }
+    let p = f64::from(a) * f64::from(b);
+    let (s, e) = two_sum(p, f64::from(c));
+    if s == 0.0 && e == 0.0 {
+        return add64(p, f64::from(c), rnd) as f32;
+    }
+    round32(s, e, rnd)
+}
+
+pub fn div32(a: f32, b: f32, rnd: Rnd) -> f32 {
+    let q = a / b;
+    if rnd == Rnd::N || !q.is_finite() || q == 0.0 {
+        return q;
+    }
+    let residual = f64::from(-q).mul_add(f64::from(b), f64::from(a));
+    let side = residual.signum() * f64::from(b).signum() * f64::from(u8::from(residual != 0.0));
+    round32(f64::from(q), side * f64::from(q).abs() * f64::EPSILON * 0.25, rnd)
+}
+
+pub fn sqrt32(a: f32, rnd: Rnd) -> f32 {
+    let s = a.sqrt();
+    if rnd == Rnd::N || !s.is_finite() || s == 0.0 {
+        return s;
+    }
+    let residual = f64::from(-s).mul_add(f64::from(s), f64::from(a));
+    let side = if residual == 0.0 { 0.0 } else { residual.signum() };
+    round32(f64::from(s), side * f64::from(s) * f64::EPSILON * 0.25, rnd)
+}
+
+/// PTX's min and max: a NaN operand gives the other one; -0 is below +0.
+pub fn min64(a: f64, b: f64) -> f64 {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => f64::from_bits(NAN64),
+        (true, false) => b,
+        (false, true) => a,
+        _ if a == b => {
+            if a.is_sign_negative() {
+                a
+            } else {
+                b
+            }
+        }
+        _ => a.min(b),
+    }
+}
+
+pub fn max64(a: f64, b: f64) -> f64 {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => f64::from_bits(NAN64),
+        (true, false) => b,
+        (false, true) => a,
+        _ if a == b => {
+            if a.is_sign_positive() {
+                a
+            } else {
+                b
+            }
+        }
+        _ => a.max(b),
+    }
+}
+
+/// The H100's `MUFU.RSQ64H` and `MUFU.RCP64H`: an approximation of the high word, read on
+/// an H100 for every mantissa (`tables`), the low word zero. Measured there: the result
+/// depends only on the input's high word, and the exponent shifts it exactly.
+struct Tables {
+    /// rsqrt of [1, 4): index (exponent parity << 20) | the top 20 mantissa bits.
+    rsqrt: Vec<u32>,
+    /// rcp of [1, 2): index the top 20 mantissa bits.
+    rcp: Vec<u32>,
+}
+
+fn tables() -> &'static Tables {
+    static TABLES: OnceLock<Tables> = OnceLock::new();
+    TABLES.get_or_init(|| Tables {
+        rsqrt: inflate(include_bytes!("approx/rsqrt-f64-h100.deflate"), 1 << 21),
+        rcp: inflate(include_bytes!("approx/rcp-f64-h100.deflate"), 1 << 20),
+    })
+}
+
+/// The tables are stored as the first value, 0x3ff00000 (the result for 1.0), and the
+/// differences between neighbours, deflated.
+fn inflate(deflated: &[u8], len: usize) -> Vec<u32> {
+    use std::io::Read;
+    let mut steps = Vec::with_capacity(len);
+    // The data is part of this library; a failure here is a broken build, caught by the
+    // tests, and leaves a table that makes every approximate result wrong and visible.
+    let _ = flate2::read::DeflateDecoder::new(deflated).read_to_end(&mut steps);
+    let mut table = Vec::with_capacity(len);
+    let mut value = 0x3ff0_0000u32;
+    table.push(value);
+    for step in steps.iter().take(len - 1) {
+        value = value.wrapping_sub(u32::from(*step));
+        table.push(value);
+    }
+    table.resize(len, 0);
+    table
+}
+
+pub fn rsqrt_approx(x: f64) -> f64 {
+    let bits = x.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as i64;
+    let negative = bits >> 63 == 1;
+    if x.is_nan() {
+        return f64::from_bits(NAN64_APPROX);
+    }
+    if exponent == 0 {
+        return if negative { f64::NEG_INFINITY } else { f64::INFINITY };
+    }
+    if negative {
+        return f64::from_bits(NAN64_APPROX);
+    }
+    if x.is_infinite() {
+        return 0.0;
+    }
+    let k = exponent - 1023;
+    let parity = k.rem_euclid(2);
+    let index = ((parity as usize) << 20) | ((bits >> 32) & 0xf_ffff) as usize;
+    let high = i64::from(tables().rsqrt[index]) - (((k - parity) / 2) << 20);
+    f64::from_bits((high as u64) << 32)
+}
+
+pub fn rcp_approx(x: f64) -> f64 {
+    let bits = x.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as i64;
+    let sign = bits & (1 << 63);
+    if x.is_nan() {
+        return f64::from_bits(NAN64_APPROX);
+    }
+    if exponent == 0 {
+        return f64::from_bits(sign | f64::INFINITY.to_bits());
+    }
+    if x.is_infinite() {
+        return f64::from_bits(sign);
+    }
+    let k = exponent - 1023;
+    let high = i64::from(tables().rcp[((bits >> 32) & 0xf_ffff) as usize]);
+    let result_exponent = ((high >> 20) & 0x7ff) - k;
+    if result_exponent <= 0 {
+        return f64::from_bits(sign);
+    }
+    let high = (high & 0xf_ffff) | (result_exponent << 20);
+    f64::from_bits(sign | ((high as u64) << 32))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hi(x: f64) -> u64 {
+        x.to_bits() >> 32
+    }
+
+    #[test]
+    fn the_approximations_give_what_the_h100_gave() {
+        // (input, rsqrt.approx.ftz.f64, rcp.approx.ftz.f64), read on an H100.
+        let seen: &[(u64, u64, u64)] = &[
+            (0x0000000000000000, 0x7ff0000000000000, 0x7ff0000000000000),
+            (0x8000000000000000, 0xfff0000000000000, 0xfff0000000000000),
+            (0x3ff0000000000000, 0x3ff0000000000000, 0x3ff0000000000000),
+            (0xbff0000000000000, 0x7fffffff00000000, 0xbff0000000000000),
+            (0x4010000000000000, 0x3fe0000000000000, 0x3fd0000000000000),
+            (0x3fd0000000000000, 0x4000000000000000, 0x4010000000000000),
+            (0x000012688b70e62b, 0x7ff0000000000000, 0x7ff0000000000000),
+            (0x800012688b70e62b, 0xfff0000000000000, 0xfff0000000000000),
+            (0x0010000000000000, 0x5fe0000000000000, 0x7fd0000000000000),
+            (0x7ff0000000000000, 0x0000000000000000, 0x0000000000000000),
+            (0xfff0000000000000, 0x7fffffff00000000, 0x8000000000000000),
+            (0xfff8000000000000, 0x7fffffff00000000, 0x7fffffff00000000),
+            (0x7fefffffffffffff, 0x1ff0000000000000, 0x0000000000000000),
+            (0x7e37e43c8800759c, 0x20ca2fe700000000, 0x01a56e2000000000),
+            (0x01a56e1fc2f8f359, 0x5f138d3500000000, 0x7e37e43d00000000),
+            (0x4008000000000000, 0x3fe279a700000000, 0x3fd5555500000000),
+            (0x3fe8000000000000, 0x3ff279a700000000, 0x3ff5555500000000),
+            (0x3ff8000000000000, 0x3fea20bd00000000, 0x3fe5555500000000),
+            (0x4000000000000000, 0x3fe6a09e00000000, 0x3fe0000000000000),
+            (0x4020000000000000, 0x3fd6a09e00000000, 0x3fc0000000000000),
+        ];
+        for &(x, rsq, rcp) in seen {
+            let x = f64::from_bits(x);
+            assert_eq!(rsqrt_approx(x).to_bits(), rsq, "rsqrt of {x:e}");
+            assert_eq!(rcp_approx(x).to_bits(), rcp, "rcp of {x:e}");
+        }
+        // The approximation is close: within two units of the high word.
+        for i in 0..1000u64 {
+            let x = 1.0 + i as f64 * 0.003;
+            let exact = 1.0 / x.sqrt();
+            assert!((hi(rsqrt_approx(x)) as i64 - hi(exact) as i64).abs() <= 2, "{x}");
+        }
+    }
+
+    #[test]
+    fn directed_rounding_lands_on_the_right_side() {
+        let third = 1.0 / 3.0;
+        assert!(div64(1.0, 3.0, Rnd::P) > third);
+        assert_eq!(div64(1.0, 3.0, Rnd::M), third.min(div64(1.0, 3.0, Rnd::M)));
+        assert!(div64(1.0, 3.0, Rnd::M) <= third && div64(1.0, 3.0, Rnd::P) >= third);
+        assert_eq!(div64(1.0, 3.0, Rnd::P).next_down(), div64(1.0, 3.0, Rnd::M));
+        assert_eq!(add64(1.0, 1e-30, Rnd::P), 1.0f64.next_up());
+        assert_eq!(add64(1.0, 1e-30, Rnd::Z), 1.0);
+        assert_eq!(add64(-1.0, -1e-30, Rnd::Z), -1.0);
+        assert_eq!(add64(-1.0, -1e-30, Rnd::M), (-1.0f64).next_down());
+        assert_eq!(mul64(f64::MAX, 2.0, Rnd::Z), f64::MAX);
+        assert_eq!(fma64(1.0, 1.0, 1e-30, Rnd::P), 1.0f64.next_up());
+        assert_eq!(fma64(1.0, 1.0, -1e-30, Rnd::Z), 1.0f64.next_down());
+        assert_eq!(sqrt64(2.0, Rnd::P), 2.0f64.sqrt().max(sqrt64(2.0, Rnd::P)));
+        assert_eq!(add32(1.0, 1e-20, Rnd::P), 1.0f32.next_up());
+        assert_eq!(add32(1.0, 1e-20, Rnd::M), 1.0);
+        assert_eq!(mul32(3.0, 1.0 / 3.0, Rnd::P), 1.0);
+        assert_eq!(div32(1.0, 3.0, Rnd::P).next_down(), div32(1.0, 3.0, Rnd::M));
+        assert_eq!(add64(1.0, -1.0, Rnd::M).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(add64(1.0, -1.0, Rnd::N).to_bits(), 0.0f64.to_bits());
+        // A tie in f64 that the rest breaks, rounding to f32.
+        let s = 1.0 + f64::from(f32::EPSILON) / 2.0;
+        assert_eq!(round32(s, 1e-30, Rnd::N), 1.0f32.next_up());
+        assert_eq!(round32(s, -1e-30, Rnd::N), 1.0);
+        assert_eq!(round32(s, 0.0, Rnd::N), 1.0);
+    }
+}
