@@ -169,10 +169,16 @@ impl GpuBench {
             .num_regs()
             .cuda("reading a kernel's register count")?;
 
+        // The CPU device's times say nothing of a GPU's: there, one shape checks the sums.
+        let (block_sizes, per_sms) = if self.gpu.emulated {
+            (&BLOCK_SIZES[..1], &BLOCKS_PER_SM[..1])
+        } else {
+            (&BLOCK_SIZES[..], &BLOCKS_PER_SM[..])
+        };
         let mut best: Option<(f64, LaunchConfig)> = None;
         let mut sum = expected as f32;
-        for block in BLOCK_SIZES.into_iter().filter(|&b| b as i32 <= max_threads) {
-            for per_sm in BLOCKS_PER_SM {
+        for &block in block_sizes.iter().filter(|&&b| b as i32 <= max_threads) {
+            for &per_sm in per_sms {
                 let shape = LaunchConfig {
                     grid_dim: (self.multiprocessors * per_sm, 1, 1),
                     block_dim: (block, 1, 1),

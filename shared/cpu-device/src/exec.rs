@@ -1,12 +1,17 @@
 //! Running a kernel: blocks in parallel on every core, the warps of a block in turn, the 32
 //! lanes of a warp in lock-step.
 //!
-//! A warp runs the instruction at the lowest program counter among its live lanes, for
+//! A warp runs the instruction at the lowest program counter among its running lanes, for
 //! every lane there ("min-PC"): lanes that branch away wait while the others catch up, so
 //! lanes meet again where their paths join, as on the GPU, and a shuffle or vote sees every
-//! lane that the GPU would. While all live lanes share one counter (the common case), the
-//! warp keeps just that one. A block whose code has `bar.sync` runs each warp until all its
-//! lanes wait at the barrier, then the next warp; when all have arrived they go on.
+//! lane that the GPU would. The lanes at that counter (the warp's `group`) go on together
+//! until a branch splits them or they reach the counter of lanes that were waiting; only
+//! then are counters compared again. A block whose code has `bar.sync` runs each warp until
+//! all its lanes wait at the barrier, then the next warp; when all have arrived they go on.
+//!
+//! An instruction is decoded once per warp, then applied to its lanes in a tight loop
+//! (`map1` to `map3`): the 32 lanes of a register sit side by side (`regs[slot * 32 +
+//! lane]`), and most instructions compute all 32 at once. That loop is where the time goes.
 //!
 //! Every memory access is checked against what it may touch: its allocation (global and
 //! constant memory), the block's shared memory, the lane's local and parameter memory. A
@@ -15,10 +20,11 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::float::*;
+use crate::float::{NAN32, NAN64};
 use crate::ir::*;
 use crate::load::{mask as type_mask, Module};
 use crate::memory::Snapshot;
+use crate::ops::*;
 
 /// A launch: what to run, on which grid, with which arguments.
 pub struct Launch<'a> {
@@ -47,6 +53,9 @@ const WAITING: u8 = 2;
 /// Frames deeper than this are a runaway recursion.
 const MAX_DEPTH: usize = 64;
 
+/// Below this many lanes, an instruction runs lane by lane; from it on, on all 32 at once.
+const WHOLE_WARP: u32 = 12;
+
 #[derive(Clone, Copy, Default)]
 struct Frame {
     return_pc: u32,
@@ -63,21 +72,26 @@ struct Warp {
     /// The block-linear index of lane 0.
     first: u32,
     status: [u8; 32],
-    /// Live lanes that are running (not exited, not waiting).
+    /// Lanes running (not exited, not waiting at a barrier).
     running: u32,
-    /// When `uniform`, every running lane is at `pc`; otherwise `pcs` holds each lane's.
-    uniform: bool,
+    /// The running lanes at the lowest counter, `pc`; 0 when that must be found again.
+    group: u32,
     pc: u32,
+    /// The lowest counter of the running lanes outside the group (u32::MAX: none).
+    others: u32,
+    /// Each lane's counter, kept for lanes outside the group and lanes at a barrier.
     pcs: [u32; 32],
+    /// No lane is inside a call: register `r` of lane `l` is `regs[r * 32 + l]`.
+    flat: bool,
     /// Registers, slot-major: `regs[slot * 32 + lane]`.
     regs: Vec<u64>,
-    /// Each lane's frame: register, parameter and local bases, and its call stack.
+    /// Each lane's frame: register, parameter and local bases, function, call stack.
     reg_base: [u32; 32],
     param_base: [u32; 32],
     local_base: [u32; 32],
     function: [u32; 32],
     stack: Vec<Vec<Frame>>,
-    /// Each lane's parameter and local memory, `param_size` and `local_size` bytes a lane.
+    /// Each lane's parameter and local memory, `param` and `local` bytes a lane.
     params: Vec<u8>,
     locals: Vec<u8>,
 }
@@ -126,6 +140,7 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
                     if let Err(fault) = worker.block(b) {
                         failed.store(true, Ordering::Relaxed);
                         if let Ok(mut first) = first_fault.lock() {
+                            // The lowest block's fault, so that a run says the same each time.
                             if first.as_ref().is_none_or(|(at, _)| b < *at) {
                                 *first = Some((b, fault));
                             }
@@ -154,6 +169,7 @@ struct Worker<'a> {
     warps: Vec<Warp>,
     shared: Vec<u8>,
     ctaid: [u32; 3],
+    /// The allocation the last global access fell in.
     cache: (u64, u64),
 }
 
@@ -166,25 +182,24 @@ impl<'a> Worker<'a> {
             code: &l.module.code,
             sizes,
             warps: (0..warps)
-                .map(|w| {
-                    let lanes = (threads - w * 32).min(32);
-                    Warp {
-                        lanes,
-                        first: (w * 32) as u32,
-                        status: [EXITED; 32],
-                        running: 0,
-                        uniform: true,
-                        pc: 0,
-                        pcs: [0; 32],
-                        regs: vec![0; sizes.regs.max(1) * 32],
-                        reg_base: [0; 32],
-                        param_base: [0; 32],
-                        local_base: [0; 32],
-                        function: [0; 32],
-                        stack: vec![Vec::new(); 32],
-                        params: vec![0; sizes.param * 32],
-                        locals: vec![0; sizes.local * 32],
-                    }
+                .map(|w| Warp {
+                    lanes: (threads - w * 32).min(32),
+                    first: (w * 32) as u32,
+                    status: [EXITED; 32],
+                    running: 0,
+                    group: 0,
+                    pc: 0,
+                    others: u32::MAX,
+                    pcs: [0; 32],
+                    flat: true,
+                    regs: vec![0; sizes.regs.max(1) * 32],
+                    reg_base: [0; 32],
+                    param_base: [0; 32],
+                    local_base: [0; 32],
+                    function: [0; 32],
+                    stack: vec![Vec::new(); 32],
+                    params: vec![0; sizes.param * 32],
+                    locals: vec![0; sizes.local * 32],
                 })
                 .collect(),
             shared: vec![0; (l.module.shared_bytes + l.dynamic_shared) as usize],
@@ -208,8 +223,10 @@ impl<'a> Worker<'a> {
             w.status = [EXITED; 32];
             w.status[..w.lanes].fill(RUNNING);
             w.running = all;
-            w.uniform = true;
+            w.group = all;
             w.pc = f.start;
+            w.others = u32::MAX;
+            w.flat = true;
             w.reg_base = [0; 32];
             w.param_base = [0; 32];
             w.local_base = [0; 32];
@@ -241,32 +258,29 @@ impl<'a> Worker<'a> {
             }
             // Every live thread of the block waits at a barrier: check they wait at the
             // same one and none has left, then let them all go on.
+            let line = |pc: u32| self.code[pc as usize].line;
             let mut barrier_pc = None;
             for w in warps.iter() {
                 for lane in 0..w.lanes {
-                    let pc = w.pcs[lane];
                     match w.status[lane] {
                         EXITED => {
-                            return Err(self.fault(
-                                w,
-                                lane,
-                                format!(
-                                    "a barrier (bar.sync, line {}) that not every thread of the block reaches: this thread has exited while others wait there",
-                                    self.waiting_line(warps)
-                                ),
-                            ))
+                            let at = warps
+                                .iter()
+                                .find_map(|w| (0..w.lanes).find(|&l| w.status[l] == WAITING).map(|l| w.pcs[l]))
+                                .unwrap_or(0);
+                            return Err(self.fault(w, lane, format!(
+                                "a barrier (bar.sync, line {}) that not every thread of the block reaches: this thread has exited while others wait there",
+                                line(at)
+                            )));
                         }
                         WAITING => match barrier_pc {
-                            None => barrier_pc = Some(pc),
-                            Some(p) if p != pc => {
-                                return Err(self.fault(
-                                    w,
-                                    lane,
-                                    format!(
-                                        "threads of one block wait at different barriers (lines {} and {})",
-                                        self.code[p as usize].line, self.code[pc as usize].line
-                                    ),
-                                ))
+                            None => barrier_pc = Some(w.pcs[lane]),
+                            Some(p) if p != w.pcs[lane] => {
+                                return Err(self.fault(w, lane, format!(
+                                    "threads of one block wait at different barriers (lines {} and {})",
+                                    line(p),
+                                    line(w.pcs[lane])
+                                )))
                             }
                             _ => {}
                         },
@@ -275,7 +289,6 @@ impl<'a> Worker<'a> {
                 }
             }
             for w in warps.iter_mut() {
-                w.uniform = false;
                 for lane in 0..w.lanes {
                     if w.status[lane] == WAITING {
                         w.status[lane] = RUNNING;
@@ -283,19 +296,9 @@ impl<'a> Worker<'a> {
                         w.pcs[lane] += 1;
                     }
                 }
+                w.group = 0;
             }
         }
-    }
-
-    fn waiting_line(&self, warps: &[Warp]) -> u32 {
-        for w in warps {
-            for lane in 0..w.lanes {
-                if w.status[lane] == WAITING {
-                    return self.code[w.pcs[lane] as usize].line;
-                }
-            }
-        }
-        0
     }
 
     fn thread_index(&self, w: &Warp, lane: usize) -> [u32; 3] {
@@ -318,57 +321,35 @@ impl<'a> Worker<'a> {
 
     fn run_warp(&mut self, w: &mut Warp) -> Result<Stop, Fault> {
         loop {
-            let (pc, mask) = if w.uniform {
-                (w.pc, w.running)
-            } else {
-                let mut pc = u32::MAX;
-                let mut mask = 0u32;
-                let mut m = w.running;
-                while m != 0 {
-                    let lane = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let p = w.pcs[lane];
-                    if p < pc {
-                        pc = p;
-                        mask = 1 << lane;
-                    } else if p == pc {
-                        mask |= 1 << lane;
-                    }
-                }
-                if mask == w.running && mask != 0 {
-                    w.uniform = true;
-                    w.pc = pc;
-                }
-                (pc, mask)
-            };
-            if mask == 0 {
+            if w.group == 0 && !w.regroup() {
                 let waiting = w.status[..w.lanes].contains(&WAITING);
                 return Ok(if waiting { Stop::Barrier } else { Stop::Done });
             }
+            let pc = w.pc;
+            let group = w.group;
             let inst = &self.code[pc as usize];
             let exec = match inst.guard {
-                None => mask,
+                None => group,
                 Some((p, negate)) => {
                     let mut on = 0u32;
-                    let mut m = mask;
+                    let mut m = group;
                     while m != 0 {
                         let lane = m.trailing_zeros() as usize;
                         m &= m - 1;
-                        let v = w.regs[w.slot(p, lane)] != 0;
-                        if v != negate {
+                        if (w.get(Src::R(p), lane) != 0) != negate {
                             on |= 1 << lane;
                         }
                     }
                     on
                 }
             };
-            self.step(w, inst, pc, mask, exec)?;
+            self.step(w, inst, pc, group, exec)?;
         }
     }
 
-    /// Run `inst` (at `pc`) for the lanes in `exec`; the lanes in `mask` but not `exec`
-    /// (guard false) just move on.
-    fn step(&mut self, w: &mut Warp, inst: &Inst, pc: u32, mask: u32, exec: u32) -> Result<(), Fault> {
+    /// Run `inst` (at `pc`) for the lanes in `exec`; the rest of the group (guard false)
+    /// just moves on.
+    fn step(&mut self, w: &mut Warp, inst: &Inst, pc: u32, group: u32, exec: u32) -> Result<(), Fault> {
         macro_rules! each {
             (|$lane:ident| $body:block) => {{
                 let mut m = exec;
@@ -380,10 +361,50 @@ impl<'a> Worker<'a> {
             }};
         }
         match &inst.op {
-            Op::Mov { d, a, mask: bits } => each!(|l| {
-                let v = w.get(*a, l) & bits;
-                w.set(*d, l, v);
+            Op::Mov { d, a, mask } => {
+                let mask = *mask;
+                w.map1(exec, *d, *a, |x| x & mask);
+            }
+            Op::Int { op, ty, d, a, b, c, sat } => int_lanes(w, exec, *op, *ty, *d, *a, *b, *c, *sat),
+            Op::Float { op, ty, rnd, ftz, sat, d, a, b, c } => {
+                float_lanes(w, exec, *op, *ty, *rnd, *ftz, *sat, *d, *a, *b, *c)
+            }
+            Op::Setp { cmp, ty, ftz, d, d2: None, a, b, comb: None } => setp_lanes(w, exec, *cmp, *ty, *ftz, *d, *a, *b),
+            Op::Setp { cmp, ty, ftz, d, d2, a, b, comb } => each!(|l| {
+                let mut t = compare(*cmp, *ty, *ftz, w.get(*a, l), w.get(*b, l));
+                let mut f = !t;
+                if let Some((op, p, neg)) = comb {
+                    let q = (w.get(*p, l) != 0) != *neg;
+                    let apply = |x: bool| match op {
+                        BoolOp::And => x && q,
+                        BoolOp::Or => x || q,
+                        BoolOp::Xor => x != q,
+                    };
+                    t = apply(t);
+                    f = apply(f);
+                }
+                w.set(*d, l, u64::from(t));
+                if let Some(d2) = d2 {
+                    w.set(*d2, l, u64::from(f));
+                }
             }),
+            Op::Selp { d, a, b, p, mask } => {
+                let mask = *mask;
+                w.map3(exec, *d, *a, *b, *p, |x, y, p| if p != 0 { x & mask } else { y & mask });
+            }
+            Op::PredLogic { op, d, a, b } => {
+                let (na, nb) = (u64::from(a.1), u64::from(b.1));
+                match op {
+                    IntOp::And => w.map2(exec, *d, a.0, b.0, |x, y| ((x != 0) as u64 ^ na) & ((y != 0) as u64 ^ nb)),
+                    IntOp::Or => w.map2(exec, *d, a.0, b.0, |x, y| ((x != 0) as u64 ^ na) | ((y != 0) as u64 ^ nb)),
+                    IntOp::Xor => w.map2(exec, *d, a.0, b.0, |x, y| ((x != 0) as u64 ^ na) ^ ((y != 0) as u64 ^ nb)),
+                    _ => w.map1(exec, *d, a.0, |x| ((x != 0) as u64 ^ na) ^ 1),
+                }
+            }
+            Op::Cvt { dty, sty, rnd, int_rnd, ftz, sat, d, a } => {
+                let (dty, sty, rnd, int_rnd, ftz, sat) = (*dty, *sty, *rnd, *int_rnd, *ftz, *sat);
+                w.map1(exec, *d, *a, |x| convert(dty, sty, rnd, int_rnd, ftz, sat, x));
+            }
             Op::Special { d, s } => each!(|l| {
                 let v = self.special(w, l, *s);
                 w.set(*d, l, v);
@@ -408,51 +429,6 @@ impl<'a> Worker<'a> {
                 }
                 w.set(*d, l, v);
             }),
-            Op::Int { op, ty, d, a, b, c, sat } => each!(|l| {
-                let v = int_op(*op, *ty, w.get(*a, l), w.get(*b, l), w.get(*c, l), *sat);
-                w.set(*d, l, v);
-            }),
-            Op::Float { op, ty, rnd, ftz, sat, d, a, b, c } => each!(|l| {
-                let v = float_op(*op, *ty, *rnd, *ftz, *sat, w.get(*a, l), w.get(*b, l), w.get(*c, l));
-                w.set(*d, l, v);
-            }),
-            Op::Setp { cmp, ty, ftz, d, d2, a, b, comb } => each!(|l| {
-                let mut t = compare(*cmp, *ty, *ftz, w.get(*a, l), w.get(*b, l));
-                let mut f = !t;
-                if let Some((op, p, neg)) = comb {
-                    let q = (w.get(*p, l) != 0) != *neg;
-                    let apply = |x: bool| match op {
-                        BoolOp::And => x && q,
-                        BoolOp::Or => x || q,
-                        BoolOp::Xor => x != q,
-                    };
-                    t = apply(t);
-                    f = apply(f);
-                }
-                w.set(*d, l, u64::from(t));
-                if let Some(d2) = d2 {
-                    w.set(*d2, l, u64::from(f));
-                }
-            }),
-            Op::Selp { d, a, b, p, mask: bits } => each!(|l| {
-                let v = if w.get(*p, l) != 0 { w.get(*a, l) } else { w.get(*b, l) };
-                w.set(*d, l, v & bits);
-            }),
-            Op::PredLogic { op, d, a, b } => each!(|l| {
-                let x = (w.get(a.0, l) != 0) != a.1;
-                let y = (w.get(b.0, l) != 0) != b.1;
-                let v = match op {
-                    IntOp::And => x && y,
-                    IntOp::Or => x || y,
-                    IntOp::Xor => x != y,
-                    _ => !x,
-                };
-                w.set(*d, l, u64::from(v));
-            }),
-            Op::Cvt { dty, sty, rnd, int_rnd, ftz, sat, d, a } => each!(|l| {
-                let v = convert(*dty, *sty, *rnd, *int_rnd, *ftz, *sat, w.get(*a, l));
-                w.set(*d, l, v);
-            }),
             Op::Cvta { to, space, d, a } => each!(|l| {
                 let v = w.get(*a, l);
                 let base = match space {
@@ -472,8 +448,8 @@ impl<'a> Worker<'a> {
                     m &= m - 1;
                     let p = self.resolve(w, l, *space, *addr, total, false)?;
                     for (i, d) in ds.iter().enumerate() {
-                        // SAFETY: `resolve` checked `total` bytes at `p` lie in memory this
-                        // access may read.
+                        // SAFETY: `resolve` checked that `total` bytes at `p` lie in memory
+                        // this access may read.
                         let raw = unsafe { read(p.add(i * size as usize), size) };
                         if let Some(d) = d {
                             w.set(*d, l, extend(*ty, raw));
@@ -511,26 +487,25 @@ impl<'a> Worker<'a> {
                 }
             }
             Op::Bar => {
-                // Waiting lanes keep their counter in `pcs` (the release steps it past the
-                // barrier); lanes whose guard is false step over it now.
-                let skip = mask & !exec;
-                if skip != 0 {
-                    w.diverge();
-                }
+                // Waiting lanes keep their counter (the release steps it past the barrier);
+                // lanes whose guard is false step over it now.
                 each!(|l| {
                     w.pcs[l] = pc;
                     w.status[l] = WAITING;
                     w.running &= !(1 << l);
                 });
-                self.advance(w, pc, skip);
+                w.group = group & !exec;
+                if w.group != 0 {
+                    w.goto(pc + 1);
+                }
                 return Ok(());
             }
             Op::WarpSync { mask: members } => {
-                let lane = exec.trailing_zeros() as usize;
                 if exec != 0 {
+                    let lane = exec.trailing_zeros() as usize;
                     let want = w.get(*members, lane) as u32 & w.live();
                     if want & !exec != 0 {
-                        let missing = (want & !exec).trailing_zeros() as usize;
+                        let missing = (want & !exec).trailing_zeros();
                         return Err(self.fault(w, lane, format!(
                             "__syncwarp (line {}) names lane {missing}, which does not reach it",
                             inst.line
@@ -538,74 +513,14 @@ impl<'a> Worker<'a> {
                     }
                 }
             }
-            Op::Shfl { mode, d, p, a, b, c, mask: members } => {
-                let mut values = [0u64; 32];
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    values[l] = w.get(*a, l);
-                }
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let member = w.get(*members, l) as u32;
-                    if member & !exec != 0 || member & (1 << l) == 0 {
-                        let missing = (member & !exec).trailing_zeros();
-                        return Err(self.fault(w, l, format!(
-                            "shfl.sync (line {}) with lanes that are not active: its mask 0x{member:08x} names lane {missing}, which is not here",
-                            inst.line
-                        )));
-                    }
-                    let bval = w.get(*b, l) as u32 & 31;
-                    let cval = w.get(*c, l) as u32;
-                    let seg = (cval >> 8) & 31;
-                    let clamp = cval & 31;
-                    let lane = l as u32;
-                    let max_lane = (lane & seg) | (clamp & !seg);
-                    let min_lane = lane & seg;
-                    let (j, ok) = match mode {
-                        ShflMode::Up => {
-                            let j = lane as i32 - bval as i32;
-                            (j, j >= max_lane as i32)
-                        }
-                        ShflMode::Down => {
-                            let j = lane + bval;
-                            (j as i32, j <= max_lane)
-                        }
-                        ShflMode::Bfly => {
-                            let j = lane ^ bval;
-                            (j as i32, j <= max_lane)
-                        }
-                        ShflMode::Idx => {
-                            let j = min_lane | (bval & !seg);
-                            (j as i32, j <= max_lane)
-                        }
-                    };
-                    let j = if ok { j as usize } else { l };
-                    if exec & (1 << j) == 0 {
-                        return Err(self.fault(w, l, format!(
-                            "shfl.sync (line {}) reads lane {j}, which is not active",
-                            inst.line
-                        )));
-                    }
-                    w.set(*d, l, values[j] & 0xffff_ffff);
-                    if let Some(p) = p {
-                        w.set(*p, l, u64::from(ok));
-                    }
-                }
-            }
+            Op::Shfl { mode, d, p, a, b, c, mask: members } => self.shuffle(w, inst.line, exec, *mode, *d, *p, [*a, *b, *c, *members])?,
             Op::Vote { mode, d, a, neg, mask: members } => {
                 let mut ballot = 0u32;
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
+                each!(|l| {
                     if (w.get(*a, l) != 0) != *neg {
                         ballot |= 1 << l;
                     }
-                }
+                });
                 let mut m = exec;
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
@@ -631,39 +546,30 @@ impl<'a> Worker<'a> {
                 w.set(*d, l, u64::from(exec));
             }),
             Op::Bra { target } => {
-                let taken = exec;
-                let stay = mask & !exec;
-                if w.uniform && (stay == 0 || taken == 0) {
-                    w.pc = if taken != 0 { *target } else { pc + 1 };
-                    return Ok(());
+                let stay = group & !exec;
+                if stay == 0 {
+                    w.goto(*target);
+                } else if exec == 0 {
+                    w.goto(pc + 1);
+                } else {
+                    w.split(exec, *target, stay, pc + 1);
                 }
-                w.diverge();
-                let mut m = taken;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    w.pcs[l] = *target;
-                }
-                self.advance(w, pc, stay);
                 return Ok(());
             }
             Op::Call { target, args, ret } => {
-                w.diverge();
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
+                w.scatter();
+                each!(|l| {
                     self.call(w, l, pc, target, args, *ret)?;
+                });
+                w.flat = false;
+                for l in iter_bits(group & !exec) {
+                    w.pcs[l] = pc + 1;
                 }
-                self.advance(w, pc, mask & !exec);
                 return Ok(());
             }
             Op::Ret | Op::Exit => {
-                w.diverge();
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
+                w.scatter();
+                each!(|l| {
                     let frame = if matches!(inst.op, Op::Ret) { w.stack[l].pop() } else { None };
                     match frame {
                         None => {
@@ -672,8 +578,13 @@ impl<'a> Worker<'a> {
                         }
                         Some(f) => self.ret(w, l, f),
                     }
+                });
+                if !w.flat {
+                    w.flat = w.stack.iter().all(Vec::is_empty);
                 }
-                self.advance(w, pc, mask & !exec);
+                for l in iter_bits(group & !exec) {
+                    w.pcs[l] = pc + 1;
+                }
                 return Ok(());
             }
             Op::Trap => {
@@ -684,28 +595,63 @@ impl<'a> Worker<'a> {
             }
             Op::Nop => {}
         }
-        // Everything else falls through to the next instruction.
-        if w.uniform {
-            w.pc = pc + 1;
-        } else {
-            self.advance(w, pc, mask);
-        }
+        // Everything else falls through to the next instruction, the whole group together.
+        w.goto(pc + 1);
         Ok(())
     }
 
-    fn advance(&self, w: &mut Warp, pc: u32, lanes: u32) {
-        if lanes == 0 {
-            return;
+    #[allow(clippy::too_many_arguments)]
+    fn shuffle(&self, w: &mut Warp, line: u32, exec: u32, mode: ShflMode, d: Reg, p: Option<Reg>, srcs: [Src; 4]) -> Result<(), Fault> {
+        let [a, b, c, members] = srcs;
+        let mut values = [0u64; 32];
+        for l in iter_bits(exec) {
+            values[l] = w.get(a, l);
         }
-        if w.uniform {
-            w.diverge();
+        for l in iter_bits(exec) {
+            let member = w.get(members, l) as u32;
+            if member & !exec != 0 || member & (1 << l) == 0 {
+                let missing = (member & !exec).trailing_zeros();
+                return Err(self.fault(w, l, format!(
+                    "shfl.sync (line {line}) with lanes that are not active: its mask 0x{member:08x} names lane {missing}, which is not here"
+                )));
+            }
+            let bval = w.get(b, l) as u32 & 31;
+            let cval = w.get(c, l) as u32;
+            let seg = (cval >> 8) & 31;
+            let clamp = cval & 31;
+            let lane = l as u32;
+            let max_lane = (lane & seg) | (clamp & !seg);
+            let min_lane = lane & seg;
+            let (j, ok) = match mode {
+                ShflMode::Up => {
+                    let j = lane as i32 - bval as i32;
+                    (j, j >= max_lane as i32)
+                }
+                ShflMode::Down => {
+                    let j = lane + bval;
+                    (j as i32, j <= max_lane)
+                }
+                ShflMode::Bfly => {
+                    let j = lane ^ bval;
+                    (j as i32, j <= max_lane)
+                }
+                ShflMode::Idx => {
+                    let j = min_lane | (bval & !seg);
+                    (j as i32, j <= max_lane)
+                }
+            };
+            let j = if ok { j as usize } else { l };
+            if exec & (1 << j) == 0 {
+                return Err(self.fault(w, l, format!(
+                    "shfl.sync (line {line}) reads lane {j}, which is not active"
+                )));
+            }
+            w.set(d, l, values[j] & 0xffff_ffff);
+            if let Some(p) = p {
+                w.set(p, l, u64::from(ok));
+            }
         }
-        let mut m = lanes;
-        while m != 0 {
-            let l = m.trailing_zeros() as usize;
-            m &= m - 1;
-            w.pcs[l] = pc + 1;
-        }
+        Ok(())
     }
 
     fn call(
@@ -913,8 +859,7 @@ impl<'a> Worker<'a> {
 
     #[allow(clippy::too_many_arguments)]
     fn access_fault(&self, w: &Warp, l: usize, space: &str, address: u64, size: u32, write: bool, why: &str) -> Fault {
-        let pc = if w.uniform { w.pc } else { w.pcs[l] };
-        let line = self.code.get(pc as usize).map_or(0, |i| i.line);
+        let line = self.code.get(w.pc as usize).map_or(0, |i| i.line);
         self.fault(w, l, format!(
             "{} {} of {size} bytes at 0x{address:x} in {} (line {line}), {why}",
             space,
@@ -923,6 +868,7 @@ impl<'a> Worker<'a> {
         ))
     }
 }
+
 
 fn space_name(space: Space) -> &'static str {
     match space {
@@ -935,11 +881,25 @@ fn space_name(space: Space) -> &'static str {
     }
 }
 
+fn iter_bits(mask: u32) -> impl Iterator<Item = usize> {
+    let mut m = mask;
+    std::iter::from_fn(move || {
+        if m == 0 {
+            None
+        } else {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            Some(l)
+        }
+    })
+}
+
 impl Warp {
     #[inline(always)]
     fn slot(&self, r: Reg, lane: usize) -> usize {
         ((self.reg_base[lane] + r) as usize) << 5 | lane
     }
+
     #[inline(always)]
     fn get(&self, s: Src, lane: usize) -> u64 {
         match s {
@@ -947,564 +907,241 @@ impl Warp {
             Src::I(v) => v,
         }
     }
+
     #[inline(always)]
     fn set(&mut self, r: Reg, lane: usize, v: u64) {
         let i = self.slot(r, lane);
         self.regs[i] = v;
     }
-    /// Leave the one-counter state: every running lane gets its own copy of the counter.
-    fn diverge(&mut self) {
-        if self.uniform {
-            self.uniform = false;
-            let mut m = self.running;
-            while m != 0 {
-                let l = m.trailing_zeros() as usize;
-                m &= m - 1;
-                self.pcs[l] = self.pc;
+
+    /// All 32 lanes of `s` (a flat warp's register is 32 values side by side).
+    #[inline(always)]
+    fn lanes(&self, s: Src) -> [u64; 32] {
+        match s {
+            Src::R(r) => {
+                let i = (r as usize) << 5;
+                let mut out = [0u64; 32];
+                out.copy_from_slice(&self.regs[i..i + 32]);
+                out
+            }
+            Src::I(v) => [v; 32],
+        }
+    }
+
+    #[inline(always)]
+    fn put(&mut self, d: Reg, exec: u32, values: &[u64; 32]) {
+        let i = (d as usize) << 5;
+        let out = &mut self.regs[i..i + 32];
+        if exec == u32::MAX {
+            out.copy_from_slice(values);
+        } else {
+            for l in iter_bits(exec) {
+                out[l] = values[l];
             }
         }
     }
+
+    #[inline(always)]
+    fn map1(&mut self, exec: u32, d: Reg, a: Src, f: impl Fn(u64) -> u64) {
+        if self.flat && exec.count_ones() >= WHOLE_WARP {
+            let x = self.lanes(a);
+            let mut out = [0u64; 32];
+            for l in 0..32 {
+                out[l] = f(x[l]);
+            }
+            self.put(d, exec, &out);
+        } else {
+            for l in iter_bits(exec) {
+                let v = f(self.get(a, l));
+                self.set(d, l, v);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn map2(&mut self, exec: u32, d: Reg, a: Src, b: Src, f: impl Fn(u64, u64) -> u64) {
+        if self.flat && exec.count_ones() >= WHOLE_WARP {
+            let (x, y) = (self.lanes(a), self.lanes(b));
+            let mut out = [0u64; 32];
+            for l in 0..32 {
+                out[l] = f(x[l], y[l]);
+            }
+            self.put(d, exec, &out);
+        } else {
+            for l in iter_bits(exec) {
+                let v = f(self.get(a, l), self.get(b, l));
+                self.set(d, l, v);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn map3(&mut self, exec: u32, d: Reg, a: Src, b: Src, c: Src, f: impl Fn(u64, u64, u64) -> u64) {
+        if self.flat && exec.count_ones() >= WHOLE_WARP {
+            let (x, y, z) = (self.lanes(a), self.lanes(b), self.lanes(c));
+            let mut out = [0u64; 32];
+            for l in 0..32 {
+                out[l] = f(x[l], y[l], z[l]);
+            }
+            self.put(d, exec, &out);
+        } else {
+            for l in iter_bits(exec) {
+                let v = f(self.get(a, l), self.get(b, l), self.get(c, l));
+                self.set(d, l, v);
+            }
+        }
+    }
+
+    /// Find the lowest counter among running lanes again: that is the group. False when no
+    /// lane is running.
+    fn regroup(&mut self) -> bool {
+        let mut pc = u32::MAX;
+        let mut group = 0u32;
+        let mut others = u32::MAX;
+        for l in iter_bits(self.running) {
+            let p = self.pcs[l];
+            if p < pc {
+                others = pc;
+                pc = p;
+                group = 1 << l;
+            } else if p == pc {
+                group |= 1 << l;
+            } else if p < others {
+                others = p;
+            }
+        }
+        self.pc = pc;
+        self.group = group;
+        self.others = others;
+        group != 0
+    }
+
+    /// The whole group moves to `to`: if that is still below every other lane, it simply
+    /// goes on; where it meets others, they join it; past them, the group is found again.
+    #[inline(always)]
+    fn goto(&mut self, to: u32) {
+        self.pc = to;
+        if to < self.others {
+            return;
+        }
+        self.scatter();
+        self.regroup();
+    }
+
+    /// The group splits: `taken` lanes to `target`, `stay` lanes to `next`.
+    fn split(&mut self, taken: u32, target: u32, stay: u32, next: u32) {
+        for l in iter_bits(taken) {
+            self.pcs[l] = target;
+        }
+        for l in iter_bits(stay) {
+            self.pcs[l] = next;
+        }
+        self.group = 0;
+    }
+
+    /// Write the group's counter into each of its lanes, and dissolve it.
+    fn scatter(&mut self) {
+        for l in iter_bits(self.group) {
+            self.pcs[l] = self.pc;
+        }
+        self.group = 0;
+    }
+
     /// Lanes not exited.
     fn live(&self) -> u32 {
-        let mut m = 0;
-        for l in 0..self.lanes {
-            if self.status[l] != EXITED {
-                m |= 1 << l;
-            }
-        }
-        m
+        (0..self.lanes)
+            .filter(|&l| self.status[l] != EXITED)
+            .fold(0, |m, l| m | 1 << l)
     }
 }
 
-fn mask_bits(bits: u32) -> u64 {
-    if bits >= 64 {
-        u64::MAX
+#[inline(always)]
+fn f64_of(x: u64) -> f64 {
+    f64::from_bits(x)
+}
+
+#[inline(always)]
+fn f32_of(x: u64) -> f32 {
+    f32::from_bits(x as u32)
+}
+
+#[inline(always)]
+fn bits64(r: f64) -> u64 {
+    if r.is_nan() {
+        NAN64
     } else {
-        (1u64 << bits) - 1
+        r.to_bits()
     }
 }
 
-/// # Safety
-/// `p` must be valid for `size` bytes.
-unsafe fn read(p: *const u8, size: u32) -> u64 {
-    // SAFETY: the caller's promise.
-    unsafe {
-        match size {
-            1 => u64::from(*p),
-            2 => u64::from(p.cast::<u16>().read_unaligned()),
-            4 => u64::from(p.cast::<u32>().read_unaligned()),
-            _ => p.cast::<u64>().read_unaligned(),
-        }
-    }
-}
-
-/// # Safety
-/// `p` must be valid for `size` bytes of writes.
-unsafe fn write(p: *mut u8, size: u32, v: u64) {
-    // SAFETY: the caller's promise.
-    unsafe {
-        match size {
-            1 => *p = v as u8,
-            2 => p.cast::<u16>().write_unaligned(v as u16),
-            4 => p.cast::<u32>().write_unaligned(v as u32),
-            _ => p.cast::<u64>().write_unaligned(v),
-        }
-    }
-}
-
-/// A loaded value as its register holds it: signed types sign-extended.
-fn extend(ty: Ty, raw: u64) -> u64 {
-    match ty {
-        Ty::S8 => raw as u8 as i8 as i64 as u64,
-        Ty::S16 => raw as u16 as i16 as i64 as u64,
-        Ty::S32 => raw as u32 as i32 as i64 as u64,
-        _ => raw,
-    }
-}
-
-/// # Safety
-/// `p` must be valid, aligned to `ty`'s size, and touched by other threads only atomically.
-unsafe fn atomic(p: *mut u8, op: AtomOp, ty: Ty, b: u64, c: u64) -> u64 {
-    use std::sync::atomic::AtomicU64 as A64;
-    if ty.bytes() == 4 {
-        // SAFETY: the caller's promise.
-        let cell = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) };
-        let mut old = cell.load(Ordering::Relaxed);
-        loop {
-            let new = atom_value(op, ty, u64::from(old), b, c) as u32;
-            match cell.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return u64::from(old),
-                Err(now) => old = now,
-            }
-        }
+#[inline(always)]
+fn bits32(r: f32) -> u64 {
+    if r.is_nan() {
+        u64::from(NAN32)
     } else {
-        // SAFETY: the caller's promise.
-        let cell = unsafe { A64::from_ptr(p.cast::<u64>()) };
-        let mut old = cell.load(Ordering::Relaxed);
-        loop {
-            let new = atom_value(op, ty, old, b, c);
-            match cell.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return old,
-                Err(now) => old = now,
-            }
-        }
+        u64::from(r.to_bits())
     }
 }
 
-fn atom_value(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
-    let bits = type_mask(ty);
-    match (op, ty) {
-        (AtomOp::Add, Ty::F32) => {
-            // atom.add.f32 rounds to nearest and flushes subnormals to zero.
-            let r = ftz32(ftz32(f32::from_bits(old as u32)) + ftz32(f32::from_bits(b as u32)));
-            u64::from(canonical32(r).to_bits())
-        }
-        (AtomOp::Add, Ty::F64) => canonical64(f64::from_bits(old) + f64::from_bits(b)).to_bits(),
-        (AtomOp::Add, _) => old.wrapping_add(b) & bits,
-        (AtomOp::Min, _) if ty.signed() => {
-            if sext(old, ty) <= sext(b, ty) {
-                old
-            } else {
-                b & bits
-            }
-        }
-        (AtomOp::Max, _) if ty.signed() => {
-            if sext(old, ty) >= sext(b, ty) {
-                old
-            } else {
-                b & bits
-            }
-        }
-        (AtomOp::Min, _) => old.min(b & bits),
-        (AtomOp::Max, _) => old.max(b & bits),
-        (AtomOp::Inc, _) => {
-            if old >= b & bits {
-                0
-            } else {
-                old + 1
-            }
-        }
-        (AtomOp::Dec, _) => {
-            if old == 0 || old > b & bits {
-                b & bits
-            } else {
-                old - 1
-            }
-        }
-        (AtomOp::And, _) => old & b,
-        (AtomOp::Or, _) => old | b,
-        (AtomOp::Xor, _) => old ^ b,
-        (AtomOp::Exch, _) => b & bits,
-        (AtomOp::Cas, _) => {
-            if old == b & bits {
-                c & bits
-            } else {
-                old
-            }
-        }
-    }
-}
-
-fn sext(v: u64, ty: Ty) -> i64 {
-    match ty.bits() {
-        8 => v as u8 as i8 as i64,
-        16 => v as u16 as i16 as i64,
-        32 => v as u32 as i32 as i64,
-        _ => v as i64,
-    }
-}
-
-fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
-    let bits = ty.bits();
-    let m = type_mask(ty);
-    let signed = ty.signed();
-    let sa = sext(a, ty);
-    let sb = sext(b, ty);
-    match op {
-        IntOp::Add if sat => (sa as i128 + sb as i128).clamp(i32::MIN as i128, i32::MAX as i128) as i64 as u64 & m,
-        IntOp::Sub if sat => (sa as i128 - sb as i128).clamp(i32::MIN as i128, i32::MAX as i128) as i64 as u64 & m,
-        IntOp::Add => a.wrapping_add(b) & m,
-        IntOp::Sub => a.wrapping_sub(b) & m,
-        IntOp::MulLo => a.wrapping_mul(b) & m,
-        IntOp::MulHi => {
-            let p = if signed {
-                (sa as i128 * sb as i128) as u128
-            } else {
-                (a & m) as u128 * (b & m) as u128
-            };
-            (p >> bits) as u64 & m
-        }
-        IntOp::MulWide => {
-            let wide = if bits == 32 { u64::MAX } else { (1u64 << (2 * bits)) - 1 };
-            if signed {
-                (sa.wrapping_mul(sb)) as u64 & wide
-            } else {
-                (a & m).wrapping_mul(b & m) & wide
-            }
-        }
-        IntOp::MadLo => a.wrapping_mul(b).wrapping_add(c) & m,
-        IntOp::MadHi => {
-            let p = if signed {
-                (sa as i128 * sb as i128) as u128
-            } else {
-                (a & m) as u128 * (b & m) as u128
-            };
-            ((p >> bits) as u64).wrapping_add(c) & m
-        }
-        IntOp::MadWide => {
-            let wide = if bits == 32 { u64::MAX } else { (1u64 << (2 * bits)) - 1 };
-            let p = if signed { sa.wrapping_mul(sb) as u64 } else { (a & m).wrapping_mul(b & m) };
-            p.wrapping_add(c) & wide
-        }
-        IntOp::Div => {
-            if b & m == 0 {
-                // What the GPU gives: all ones.
-                m
-            } else if signed {
-                sa.wrapping_div(sb) as u64 & m
-            } else {
-                (a & m) / (b & m)
-            }
-        }
-        IntOp::Rem => {
-            if b & m == 0 {
-                a & m
-            } else if signed {
-                sa.wrapping_rem(sb) as u64 & m
-            } else {
-                (a & m) % (b & m)
-            }
-        }
-        IntOp::Min => {
-            if signed {
-                sa.min(sb) as u64 & m
-            } else {
-                (a & m).min(b & m)
-            }
-        }
-        IntOp::Max => {
-            if signed {
-                sa.max(sb) as u64 & m
-            } else {
-                (a & m).max(b & m)
-            }
-        }
-        IntOp::Abs => sa.wrapping_abs() as u64 & m,
-        IntOp::Neg => sa.wrapping_neg() as u64 & m,
-        IntOp::And => a & b & m,
-        IntOp::Or => (a | b) & m,
-        IntOp::Xor => (a ^ b) & m,
-        IntOp::Not => !a & m,
-        IntOp::CNot => u64::from(a & m == 0),
-        IntOp::Shl => {
-            let s = b as u32;
-            if s >= bits {
-                0
-            } else {
-                (a << s) & m
-            }
-        }
-        IntOp::Shr => {
-            let s = (b as u32).min(bits);
-            if signed {
-                if s >= bits {
-                    (if sa < 0 { -1i64 } else { 0 }) as u64 & m
-                } else {
-                    (sa >> s) as u64 & m
-                }
-            } else if s >= bits {
-                0
-            } else {
-                (a & m) >> s
-            }
-        }
-        IntOp::Popc => u64::from((a & m).count_ones()),
-        IntOp::Clz => u64::from((a & m).leading_zeros() - (64 - bits)),
-        IntOp::Brev => ((a & m).reverse_bits() >> (64 - bits)) & m,
-        IntOp::Bfe => {
-            let pos = (b & 0xff) as u32;
-            let len = (c & 0xff) as u32;
-            let msb = bits - 1;
-            let sign_bit = if len == 0 || !signed {
-                false
-            } else {
-                let at = (pos + len - 1).min(msb);
-                (a >> at) & 1 == 1
-            };
-            let mut out = 0u64;
-            for i in 0..bits {
-                let bit = if i < len && pos + i <= msb {
-                    (a >> (pos + i)) & 1 == 1
-                } else {
-                    sign_bit
-                };
-                if bit {
-                    out |= 1 << i;
-                }
-            }
-            out & m
-        }
-        IntOp::Bfi => {
-            let pos = (c & 0xff) as u32;
-            let len = ((c >> 32) & 0xff) as u32;
-            let mut out = b & m;
-            for i in 0..len {
-                if pos + i >= bits {
-                    break;
-                }
-                out &= !(1 << (pos + i));
-                out |= ((a >> i) & 1) << (pos + i);
-            }
-            out & m
-        }
-        IntOp::Prmt => {
-            let bytes = [a as u32, b as u32];
-            let all = u64::from(bytes[0]) | u64::from(bytes[1]) << 32;
-            let mut out = 0u32;
-            for i in 0..4 {
-                let sel = (c >> (4 * i)) as u32 & 0xf;
-                let byte = (all >> ((sel & 7) * 8)) as u8;
-                let byte = if sel & 8 != 0 {
-                    if byte & 0x80 != 0 {
-                        0xff
-                    } else {
-                        0
-                    }
-                } else {
-                    byte
-                };
-                out |= u32::from(byte) << (8 * i);
-            }
-            u64::from(out)
-        }
-        IntOp::Sad => {
-            let d = if signed { (sa - sb).unsigned_abs() } else { (a & m).abs_diff(b & m) };
-            d.wrapping_add(c) & m
-        }
-    }
-}
-
-fn f32_in(v: u64, ftz: bool) -> f32 {
-    let x = f32::from_bits(v as u32);
-    if ftz {
-        ftz32(x)
-    } else {
-        x
-    }
-}
-
+/// Integer instructions, the common ones as tight loops of their own.
 #[allow(clippy::too_many_arguments)]
-fn float_op(op: FloatOp, ty: Ty, rnd: Rnd, ftz: bool, sat: bool, a: u64, b: u64, c: u64) -> u64 {
-    if ty == Ty::F64 {
-        let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
-        let r = match op {
-            FloatOp::Add => add64(x, y, rnd),
-            FloatOp::Sub => add64(x, -y, rnd),
-            FloatOp::Mul => mul64(x, y, rnd),
-            FloatOp::Fma => fma64(x, y, z, rnd),
-            FloatOp::Div => div64(x, y, rnd),
-            FloatOp::Sqrt => sqrt64(x, rnd),
-            FloatOp::Rcp => div64(1.0, x, rnd),
-            FloatOp::Abs => return a & !(1 << 63),
-            FloatOp::Neg => return a ^ (1 << 63),
-            FloatOp::Min => return min64(x, y).to_bits(),
-            FloatOp::Max => return max64(x, y).to_bits(),
-            FloatOp::Copysign => return (b & !(1 << 63)) | (a & (1 << 63)),
-            FloatOp::RcpApprox => return rcp_approx(x).to_bits(),
-            FloatOp::RsqrtApprox => return rsqrt_approx(x).to_bits(),
-        };
-        let r = if sat { saturate64(r) } else { r };
-        return canonical64(r).to_bits();
-    }
-    let (x, y, z) = (f32_in(a, ftz), f32_in(b, ftz), f32_in(c, ftz));
-    let r = match op {
-        FloatOp::Add => add32(x, y, rnd),
-        FloatOp::Sub => add32(x, -y, rnd),
-        FloatOp::Mul => mul32(x, y, rnd),
-        FloatOp::Fma => fma32(x, y, z, rnd),
-        FloatOp::Div => div32(x, y, rnd),
-        FloatOp::Sqrt => sqrt32(x, rnd),
-        FloatOp::Rcp => div32(1.0, x, rnd),
-        FloatOp::Abs => return u64::from(x.to_bits() & 0x7fff_ffff),
-        FloatOp::Neg => return u64::from(x.to_bits() ^ 0x8000_0000),
-        FloatOp::Min => min64(f64::from(x), f64::from(y)) as f32,
-        FloatOp::Max => max64(f64::from(x), f64::from(y)) as f32,
-        FloatOp::Copysign => return u64::from((b as u32 & 0x7fff_ffff) | (a as u32 & 0x8000_0000)),
-        FloatOp::RcpApprox | FloatOp::RsqrtApprox => f32::NAN,
-    };
-    let r = if ftz { ftz32(r) } else { r };
-    let r = if sat { saturate64(f64::from(r)) as f32 } else { r };
-    u64::from(canonical32(r).to_bits())
-}
-
-/// `.sat`: clamp to [0, 1], NaN to 0.
-fn saturate64(x: f64) -> f64 {
-    if x.is_nan() {
-        0.0
-    } else {
-        x.clamp(0.0, 1.0)
-    }
-}
-
-fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
-    if ty.float() {
-        let (x, y) = if ty == Ty::F64 {
-            (f64::from_bits(a), f64::from_bits(b))
-        } else {
-            (f64::from(f32_in(a, ftz)), f64::from(f32_in(b, ftz)))
-        };
-        let unordered = x.is_nan() || y.is_nan();
-        return match cmp {
-            Cmp::Eq => !unordered && x == y,
-            Cmp::Ne => !unordered && x != y,
-            Cmp::Lt | Cmp::Lo => !unordered && x < y,
-            Cmp::Le | Cmp::Ls => !unordered && x <= y,
-            Cmp::Gt | Cmp::Hi => !unordered && x > y,
-            Cmp::Ge | Cmp::Hs => !unordered && x >= y,
-            Cmp::Equ => unordered || x == y,
-            Cmp::Neu => unordered || x != y,
-            Cmp::Ltu => unordered || x < y,
-            Cmp::Leu => unordered || x <= y,
-            Cmp::Gtu => unordered || x > y,
-            Cmp::Geu => unordered || x >= y,
-            Cmp::Num => !unordered,
-            Cmp::Nan => unordered,
-        };
-    }
+fn int_lanes(w: &mut Warp, exec: u32, op: IntOp, ty: Ty, d: Reg, a: Src, b: Src, c: Src, sat: bool) {
     let m = type_mask(ty);
-    let (ua, ub) = (a & m, b & m);
-    let (sa, sb) = (sext(a, ty), sext(b, ty));
-    let signed = ty.signed();
-    match cmp {
-        Cmp::Eq | Cmp::Equ => ua == ub,
-        Cmp::Ne | Cmp::Neu => ua != ub,
-        Cmp::Lt | Cmp::Ltu => if signed { sa < sb } else { ua < ub },
-        Cmp::Le | Cmp::Leu => if signed { sa <= sb } else { ua <= ub },
-        Cmp::Gt | Cmp::Gtu => if signed { sa > sb } else { ua > ub },
-        Cmp::Ge | Cmp::Geu => if signed { sa >= sb } else { ua >= ub },
-        Cmp::Lo => ua < ub,
-        Cmp::Ls => ua <= ub,
-        Cmp::Hi => ua > ub,
-        Cmp::Hs => ua >= ub,
-        Cmp::Num | Cmp::Nan => false,
+    match (op, sat) {
+        (IntOp::Add, false) => w.map2(exec, d, a, b, |x, y| x.wrapping_add(y) & m),
+        (IntOp::Sub, false) => w.map2(exec, d, a, b, |x, y| x.wrapping_sub(y) & m),
+        (IntOp::MulLo, _) => w.map2(exec, d, a, b, |x, y| x.wrapping_mul(y) & m),
+        (IntOp::And, _) => w.map2(exec, d, a, b, |x, y| x & y & m),
+        (IntOp::Or, _) => w.map2(exec, d, a, b, |x, y| (x | y) & m),
+        (IntOp::Xor, _) => w.map2(exec, d, a, b, |x, y| (x ^ y) & m),
+        (IntOp::MulWide, _) if ty == Ty::S32 => {
+            w.map2(exec, d, a, b, |x, y| (i64::from(x as i32) * i64::from(y as i32)) as u64)
+        }
+        (IntOp::MulWide, _) if ty == Ty::U32 => {
+            w.map2(exec, d, a, b, |x, y| u64::from(x as u32) * u64::from(y as u32))
+        }
+        (IntOp::MadLo, _) => w.map3(exec, d, a, b, c, |x, y, z| x.wrapping_mul(y).wrapping_add(z) & m),
+        _ => w.map3(exec, d, a, b, c, |x, y, z| int_op(op, ty, x, y, z, sat)),
     }
 }
 
-fn round_integral(x: f64, r: Rnd) -> f64 {
-    match r {
-        Rnd::N => x.round_ties_even(),
-        Rnd::Z => x.trunc(),
-        Rnd::M => x.floor(),
-        Rnd::P => x.ceil(),
-    }
-}
-
-fn int_range(ty: Ty) -> (i128, i128) {
-    let bits = ty.bits();
-    if ty.signed() {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-    } else {
-        (0, (1i128 << bits) - 1)
-    }
-}
-
-/// `cvt`, every combination the interpreter accepts.
+/// Floating-point instructions: round-to-nearest f64 and f32 as tight loops of their own,
+/// everything else (directed rounding, flush to zero, saturation) through `float_op`.
 #[allow(clippy::too_many_arguments)]
-fn convert(dty: Ty, sty: Ty, rnd: Option<Rnd>, int_rnd: Option<Rnd>, ftz: bool, sat: bool, v: u64) -> u64 {
-    let dm = type_mask(dty);
-    match (sty.float(), dty.float()) {
-        (false, false) => {
-            let x: i128 = if sty.signed() { i128::from(sext(v, sty)) } else { i128::from(v & type_mask(sty)) };
-            if sat {
-                let (lo, hi) = int_range(dty);
-                (x.clamp(lo, hi) as u64) & dm
-            } else {
-                (x as u64) & dm
-            }
+fn float_lanes(w: &mut Warp, exec: u32, op: FloatOp, ty: Ty, rnd: Rnd, ftz: bool, sat: bool, d: Reg, a: Src, b: Src, c: Src) {
+    let plain = rnd == Rnd::N && !ftz && !sat;
+    match (ty, op, plain) {
+        (Ty::F64, FloatOp::Add, true) => w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) + f64_of(y))),
+        (Ty::F64, FloatOp::Sub, true) => w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) - f64_of(y))),
+        (Ty::F64, FloatOp::Mul, true) => w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) * f64_of(y))),
+        (Ty::F64, FloatOp::Fma, true) => {
+            w.map3(exec, d, a, b, c, |x, y, z| bits64(f64_of(x).mul_add(f64_of(y), f64_of(z))))
         }
-        (true, false) => {
-            let x = if sty == Ty::F64 { f64::from_bits(v) } else { f64::from(f32_in(v, ftz)) };
-            if x.is_nan() {
-                return 0;
-            }
-            let r = round_integral(x, int_rnd.unwrap_or(Rnd::Z));
-            let (lo, hi) = int_range(dty);
-            let clamped = if r <= lo as f64 { lo } else if r >= hi as f64 { hi } else { r as i128 };
-            (clamped as u64) & dm
+        (Ty::F64, FloatOp::Abs, _) => w.map1(exec, d, a, |x| x & !(1 << 63)),
+        (Ty::F64, FloatOp::Neg, _) => w.map1(exec, d, a, |x| x ^ (1 << 63)),
+        (Ty::F32, FloatOp::Add, true) => w.map2(exec, d, a, b, |x, y| bits32(f32_of(x) + f32_of(y))),
+        (Ty::F32, FloatOp::Sub, true) => w.map2(exec, d, a, b, |x, y| bits32(f32_of(x) - f32_of(y))),
+        (Ty::F32, FloatOp::Mul, true) => w.map2(exec, d, a, b, |x, y| bits32(f32_of(x) * f32_of(y))),
+        (Ty::F32, FloatOp::Fma, true) => {
+            w.map3(exec, d, a, b, c, |x, y, z| bits32(f32_of(x).mul_add(f32_of(y), f32_of(z))))
         }
-        (false, true) => {
-            let x: i128 = if sty.signed() { i128::from(sext(v, sty)) } else { i128::from(v & type_mask(sty)) };
-            let rnd = rnd.unwrap_or(Rnd::N);
-            if dty == Ty::F64 {
-                let r = x as f64;
-                let side = (x - r as i128).signum() as f64;
-                let r = direct_int64(r, side, rnd);
-                r.to_bits()
-            } else {
-                let r = x as f64;
-                let e = (x - r as i128) as f64;
-                let out = round32(r, e, rnd);
-                u64::from((if ftz { ftz32(out) } else { out }).to_bits())
-            }
-        }
-        (true, true) => {
-            let out = match (sty, dty) {
-                (Ty::F32, Ty::F64) => {
-                    let x = f64::from(f32_in(v, ftz));
-                    let x = match int_rnd {
-                        Some(r) => round_integral(x, r),
-                        None => x,
-                    };
-                    let x = if sat { saturate64(x) } else { x };
-                    canonical64(x).to_bits()
-                }
-                (Ty::F64, Ty::F32) => {
-                    let x = f64::from_bits(v);
-                    let r = round32(x, 0.0, rnd.unwrap_or(Rnd::N));
-                    let r = if ftz { ftz32(r) } else { r };
-                    let r = if sat { saturate64(f64::from(r)) as f32 } else { r };
-                    u64::from(canonical32(r).to_bits())
-                }
-                (Ty::F64, _) => {
-                    let x = f64::from_bits(v);
-                    let x = match int_rnd {
-                        Some(r) => round_integral(x, r),
-                        None => x,
-                    };
-                    let x = if sat { saturate64(x) } else { x };
-                    canonical64(x).to_bits()
-                }
-                _ => {
-                    let x = f32_in(v, ftz);
-                    let x = match int_rnd {
-                        Some(r) => round_integral(f64::from(x), r) as f32,
-                        None => x,
-                    };
-                    let x = if ftz { ftz32(x) } else { x };
-                    let x = if sat { saturate64(f64::from(x)) as f32 } else { x };
-                    u64::from(canonical32(x).to_bits())
-                }
-            };
-            out & dm
-        }
+        _ => w.map3(exec, d, a, b, c, |x, y, z| float_op(op, ty, rnd, ftz, sat, x, y, z)),
     }
 }
 
-fn direct_int64(r: f64, side: f64, rnd: Rnd) -> f64 {
-    if side == 0.0 {
-        return r;
-    }
-    match rnd {
-        Rnd::N => r,
-        Rnd::M if side < 0.0 => r.next_down(),
-        Rnd::P if side > 0.0 => r.next_up(),
-        Rnd::Z if (side < 0.0) == (r > 0.0) => {
-            if r > 0.0 {
-                r.next_down()
-            } else {
-                r.next_up()
-            }
+/// Comparisons into a predicate, the common ones as tight loops of their own.
+#[allow(clippy::too_many_arguments)]
+fn setp_lanes(w: &mut Warp, exec: u32, cmp: Cmp, ty: Ty, ftz: bool, d: Reg, a: Src, b: Src) {
+    let m = type_mask(ty);
+    match (ty, cmp) {
+        (Ty::F64, Cmp::Lt) => w.map2(exec, d, a, b, |x, y| u64::from(f64_of(x) < f64_of(y))),
+        (Ty::F64, Cmp::Ge) => w.map2(exec, d, a, b, |x, y| u64::from(f64_of(x) >= f64_of(y))),
+        (Ty::S32, Cmp::Lt) => w.map2(exec, d, a, b, |x, y| u64::from((x as i32) < (y as i32))),
+        (Ty::S32, Cmp::Ge) => w.map2(exec, d, a, b, |x, y| u64::from((x as i32) >= (y as i32))),
+        (Ty::U32 | Ty::U64 | Ty::B32 | Ty::B64, Cmp::Lt | Cmp::Lo) => {
+            w.map2(exec, d, a, b, |x, y| u64::from(x & m < y & m))
         }
-        _ => r,
+        (_, Cmp::Eq) if !ty.float() => w.map2(exec, d, a, b, |x, y| u64::from(x & m == y & m)),
+        _ => w.map2(exec, d, a, b, |x, y| u64::from(compare(cmp, ty, ftz, x, y))),
     }
 }

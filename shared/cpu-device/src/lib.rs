@@ -20,3 +20,4 @@ pub mod ir;
 pub mod lex;
 pub mod load;
 pub mod memory;
+pub mod ops;

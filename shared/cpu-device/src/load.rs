@@ -506,6 +506,8 @@ enum Name {
     FrameParam(u32),
     KernelParam(u32),
     Local(u32),
+    /// A shared variable declared inside the function: its offset in shared memory.
+    Shared(u64),
 }
 
 struct Scope {
@@ -519,6 +521,8 @@ struct FnDecoder<'m> {
     regs: u32,
     param_bytes: u32,
     local_bytes: u32,
+    /// Where the next shared variable declared inside a function goes.
+    shared_end: u64,
     function: String,
     line: u32,
 }
@@ -576,6 +580,7 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
         regs: 0,
         param_bytes: 0,
         local_bytes: 0,
+        shared_end: u64::from(module.shared_bytes),
         function: h.name.clone(),
         line: 0,
     };
@@ -688,9 +693,14 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
                 continue;
             }
             ".shared" => {
-                return Err(d.err(
-                    "shared variables declared inside a function are not supported; NVRTC declares them at module level",
-                ))
+                // A `static __shared__` used by one kernel: laid out after the module's.
+                let v = decl(&mut c)?;
+                c.expect_punct(';')?;
+                let align = u64::from(v.align.max(1));
+                let at = d.shared_end.div_ceil(align) * align;
+                d.shared_end = at + v.bytes();
+                d.declare(&v.name, Name::Shared(at));
+                continue;
             }
             ".pragma" => {
                 c.skip_to_semicolon()?;
@@ -738,6 +748,8 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
     f.regs = d.regs;
     f.param_bytes = d.param_bytes;
     f.local_bytes = d.local_bytes;
+    let shared_end = d.shared_end;
+    module.shared_bytes = u32::try_from(shared_end).map_err(|_| "too much shared memory")?;
     module.code.extend(code);
     f.end = module.code.len() as u32;
     Ok(f)
@@ -892,6 +904,7 @@ impl FnDecoder<'_> {
             }
             Operand::Name(n) => match self.lookup(n) {
                 Some(Name::Reg(r)) => Ok(Src::R(r)),
+                Some(Name::Shared(at)) => Ok(Src::I(at)),
                 Some(_) => Err(self.err(format!(
                     "`{n}` is a parameter or local variable used as a value"
                 ))),
@@ -913,6 +926,7 @@ impl FnDecoder<'_> {
                 Some(Name::KernelParam(at)) => Ok(Addr::KernelParam(add(at, *offset))),
                 Some(Name::FrameParam(at)) => Ok(Addr::FrameParam(add(at, *offset))),
                 Some(Name::Local(at)) => Ok(Addr::FrameLocal(add(at, *offset))),
+                Some(Name::Shared(at)) => Ok(Addr::Abs(at.wrapping_add(*offset as u64))),
                 None => {
                     let at = symbol_address(self.module, n)
                         .ok_or_else(|| self.err(format!("`{n}` is not defined")))?;

@@ -1,0 +1,541 @@
+//! One lane's arithmetic: what each instruction computes from its operands' bits, in
+//! PTX's words (integer widths and signs, IEEE rounding, the GPU's NaNs, saturation).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::float::*;
+use crate::ir::*;
+use crate::load::mask as type_mask;
+
+pub fn mask_bits(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+/// # Safety
+/// `p` must be valid for `size` bytes.
+pub unsafe fn read(p: *const u8, size: u32) -> u64 {
+    // SAFETY: the caller's promise.
+    unsafe {
+        match size {
+            1 => u64::from(*p),
+            2 => u64::from(p.cast::<u16>().read_unaligned()),
+            4 => u64::from(p.cast::<u32>().read_unaligned()),
+            _ => p.cast::<u64>().read_unaligned(),
+        }
+    }
+}
+
+/// # Safety
+/// `p` must be valid for `size` bytes of writes.
+pub unsafe fn write(p: *mut u8, size: u32, v: u64) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        match size {
+            1 => *p = v as u8,
+            2 => p.cast::<u16>().write_unaligned(v as u16),
+            4 => p.cast::<u32>().write_unaligned(v as u32),
+            _ => p.cast::<u64>().write_unaligned(v),
+        }
+    }
+}
+
+/// A loaded value as its register holds it: signed types sign-extended.
+pub fn extend(ty: Ty, raw: u64) -> u64 {
+    match ty {
+        Ty::S8 => raw as u8 as i8 as i64 as u64,
+        Ty::S16 => raw as u16 as i16 as i64 as u64,
+        Ty::S32 => raw as u32 as i32 as i64 as u64,
+        _ => raw,
+    }
+}
+
+/// # Safety
+/// `p` must be valid, aligned to `ty`'s size, and touched by other threads only atomically.
+pub unsafe fn atomic(p: *mut u8, op: AtomOp, ty: Ty, b: u64, c: u64) -> u64 {
+    use std::sync::atomic::AtomicU64 as A64;
+    if ty.bytes() == 4 {
+        // SAFETY: the caller's promise.
+        let cell = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) };
+        let mut old = cell.load(Ordering::Relaxed);
+        loop {
+            let new = atom_value(op, ty, u64::from(old), b, c) as u32;
+            match cell.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return u64::from(old),
+                Err(now) => old = now,
+            }
+        }
+    } else {
+        // SAFETY: the caller's promise.
+        let cell = unsafe { A64::from_ptr(p.cast::<u64>()) };
+        let mut old = cell.load(Ordering::Relaxed);
+        loop {
+            let new = atom_value(op, ty, old, b, c);
+            match cell.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return old,
+                Err(now) => old = now,
+            }
+        }
+    }
+}
+
+pub fn atom_value(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
+    let bits = type_mask(ty);
+    match (op, ty) {
+        (AtomOp::Add, Ty::F32) => {
+            // atom.add.f32 rounds to nearest and flushes subnormals to zero.
+            let r = ftz32(ftz32(f32::from_bits(old as u32)) + ftz32(f32::from_bits(b as u32)));
+            u64::from(canonical32(r).to_bits())
+        }
+        (AtomOp::Add, Ty::F64) => canonical64(f64::from_bits(old) + f64::from_bits(b)).to_bits(),
+        (AtomOp::Add, _) => old.wrapping_add(b) & bits,
+        (AtomOp::Min, _) if ty.signed() => {
+            if sext(old, ty) <= sext(b, ty) {
+                old
+            } else {
+                b & bits
+            }
+        }
+        (AtomOp::Max, _) if ty.signed() => {
+            if sext(old, ty) >= sext(b, ty) {
+                old
+            } else {
+                b & bits
+            }
+        }
+        (AtomOp::Min, _) => old.min(b & bits),
+        (AtomOp::Max, _) => old.max(b & bits),
+        (AtomOp::Inc, _) => {
+            if old >= b & bits {
+                0
+            } else {
+                old + 1
+            }
+        }
+        (AtomOp::Dec, _) => {
+            if old == 0 || old > b & bits {
+                b & bits
+            } else {
+                old - 1
+            }
+        }
+        (AtomOp::And, _) => old & b,
+        (AtomOp::Or, _) => old | b,
+        (AtomOp::Xor, _) => old ^ b,
+        (AtomOp::Exch, _) => b & bits,
+        (AtomOp::Cas, _) => {
+            if old == b & bits {
+                c & bits
+            } else {
+                old
+            }
+        }
+    }
+}
+
+pub fn sext(v: u64, ty: Ty) -> i64 {
+    match ty.bits() {
+        8 => v as u8 as i8 as i64,
+        16 => v as u16 as i16 as i64,
+        32 => v as u32 as i32 as i64,
+        _ => v as i64,
+    }
+}
+
+pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
+    let bits = ty.bits();
+    let m = type_mask(ty);
+    let signed = ty.signed();
+    let sa = sext(a, ty);
+    let sb = sext(b, ty);
+    match op {
+        IntOp::Add if sat => (sa as i128 + sb as i128).clamp(i32::MIN as i128, i32::MAX as i128) as i64 as u64 & m,
+        IntOp::Sub if sat => (sa as i128 - sb as i128).clamp(i32::MIN as i128, i32::MAX as i128) as i64 as u64 & m,
+        IntOp::Add => a.wrapping_add(b) & m,
+        IntOp::Sub => a.wrapping_sub(b) & m,
+        IntOp::MulLo => a.wrapping_mul(b) & m,
+        IntOp::MulHi => {
+            let p = if signed {
+                (sa as i128 * sb as i128) as u128
+            } else {
+                (a & m) as u128 * (b & m) as u128
+            };
+            (p >> bits) as u64 & m
+        }
+        IntOp::MulWide => {
+            let wide = if bits == 32 { u64::MAX } else { (1u64 << (2 * bits)) - 1 };
+            if signed {
+                (sa.wrapping_mul(sb)) as u64 & wide
+            } else {
+                (a & m).wrapping_mul(b & m) & wide
+            }
+        }
+        IntOp::MadLo => a.wrapping_mul(b).wrapping_add(c) & m,
+        IntOp::MadHi => {
+            let p = if signed {
+                (sa as i128 * sb as i128) as u128
+            } else {
+                (a & m) as u128 * (b & m) as u128
+            };
+            ((p >> bits) as u64).wrapping_add(c) & m
+        }
+        IntOp::MadWide => {
+            let wide = if bits == 32 { u64::MAX } else { (1u64 << (2 * bits)) - 1 };
+            let p = if signed { sa.wrapping_mul(sb) as u64 } else { (a & m).wrapping_mul(b & m) };
+            p.wrapping_add(c) & wide
+        }
+        IntOp::Div => {
+            if b & m == 0 {
+                // What the GPU gives: all ones.
+                m
+            } else if signed {
+                sa.wrapping_div(sb) as u64 & m
+            } else {
+                (a & m) / (b & m)
+            }
+        }
+        IntOp::Rem => {
+            if b & m == 0 {
+                a & m
+            } else if signed {
+                sa.wrapping_rem(sb) as u64 & m
+            } else {
+                (a & m) % (b & m)
+            }
+        }
+        IntOp::Min => {
+            if signed {
+                sa.min(sb) as u64 & m
+            } else {
+                (a & m).min(b & m)
+            }
+        }
+        IntOp::Max => {
+            if signed {
+                sa.max(sb) as u64 & m
+            } else {
+                (a & m).max(b & m)
+            }
+        }
+        IntOp::Abs => sa.wrapping_abs() as u64 & m,
+        IntOp::Neg => sa.wrapping_neg() as u64 & m,
+        IntOp::And => a & b & m,
+        IntOp::Or => (a | b) & m,
+        IntOp::Xor => (a ^ b) & m,
+        IntOp::Not => !a & m,
+        IntOp::CNot => u64::from(a & m == 0),
+        IntOp::Shl => {
+            let s = b as u32;
+            if s >= bits {
+                0
+            } else {
+                (a << s) & m
+            }
+        }
+        IntOp::Shr => {
+            let s = (b as u32).min(bits);
+            if signed {
+                if s >= bits {
+                    (if sa < 0 { -1i64 } else { 0 }) as u64 & m
+                } else {
+                    (sa >> s) as u64 & m
+                }
+            } else if s >= bits {
+                0
+            } else {
+                (a & m) >> s
+            }
+        }
+        IntOp::Popc => u64::from((a & m).count_ones()),
+        IntOp::Clz => u64::from((a & m).leading_zeros() - (64 - bits)),
+        IntOp::Brev => ((a & m).reverse_bits() >> (64 - bits)) & m,
+        IntOp::Bfe => {
+            let pos = (b & 0xff) as u32;
+            let len = (c & 0xff) as u32;
+            let msb = bits - 1;
+            let sign_bit = if len == 0 || !signed {
+                false
+            } else {
+                let at = (pos + len - 1).min(msb);
+                (a >> at) & 1 == 1
+            };
+            let mut out = 0u64;
+            for i in 0..bits {
+                let bit = if i < len && pos + i <= msb {
+                    (a >> (pos + i)) & 1 == 1
+                } else {
+                    sign_bit
+                };
+                if bit {
+                    out |= 1 << i;
+                }
+            }
+            out & m
+        }
+        IntOp::Bfi => {
+            let pos = (c & 0xff) as u32;
+            let len = ((c >> 32) & 0xff) as u32;
+            let mut out = b & m;
+            for i in 0..len {
+                if pos + i >= bits {
+                    break;
+                }
+                out &= !(1 << (pos + i));
+                out |= ((a >> i) & 1) << (pos + i);
+            }
+            out & m
+        }
+        IntOp::Prmt => {
+            let bytes = [a as u32, b as u32];
+            let all = u64::from(bytes[0]) | u64::from(bytes[1]) << 32;
+            let mut out = 0u32;
+            for i in 0..4 {
+                let sel = (c >> (4 * i)) as u32 & 0xf;
+                let byte = (all >> ((sel & 7) * 8)) as u8;
+                let byte = if sel & 8 != 0 {
+                    if byte & 0x80 != 0 {
+                        0xff
+                    } else {
+                        0
+                    }
+                } else {
+                    byte
+                };
+                out |= u32::from(byte) << (8 * i);
+            }
+            u64::from(out)
+        }
+        IntOp::Sad => {
+            let d = if signed { (sa - sb).unsigned_abs() } else { (a & m).abs_diff(b & m) };
+            d.wrapping_add(c) & m
+        }
+    }
+}
+
+pub fn f32_in(v: u64, ftz: bool) -> f32 {
+    let x = f32::from_bits(v as u32);
+    if ftz {
+        ftz32(x)
+    } else {
+        x
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn float_op(op: FloatOp, ty: Ty, rnd: Rnd, ftz: bool, sat: bool, a: u64, b: u64, c: u64) -> u64 {
+    if ty == Ty::F64 {
+        let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
+        let r = match op {
+            FloatOp::Add => add64(x, y, rnd),
+            FloatOp::Sub => add64(x, -y, rnd),
+            FloatOp::Mul => mul64(x, y, rnd),
+            FloatOp::Fma => fma64(x, y, z, rnd),
+            FloatOp::Div => div64(x, y, rnd),
+            FloatOp::Sqrt => sqrt64(x, rnd),
+            FloatOp::Rcp => div64(1.0, x, rnd),
+            FloatOp::Abs => return a & !(1 << 63),
+            FloatOp::Neg => return a ^ (1 << 63),
+            FloatOp::Min => return min64(x, y).to_bits(),
+            FloatOp::Max => return max64(x, y).to_bits(),
+            FloatOp::Copysign => return (b & !(1 << 63)) | (a & (1 << 63)),
+            FloatOp::RcpApprox => return rcp_approx(x).to_bits(),
+            FloatOp::RsqrtApprox => return rsqrt_approx(x).to_bits(),
+        };
+        let r = if sat { saturate64(r) } else { r };
+        return canonical64(r).to_bits();
+    }
+    let (x, y, z) = (f32_in(a, ftz), f32_in(b, ftz), f32_in(c, ftz));
+    let r = match op {
+        FloatOp::Add => add32(x, y, rnd),
+        FloatOp::Sub => add32(x, -y, rnd),
+        FloatOp::Mul => mul32(x, y, rnd),
+        FloatOp::Fma => fma32(x, y, z, rnd),
+        FloatOp::Div => div32(x, y, rnd),
+        FloatOp::Sqrt => sqrt32(x, rnd),
+        FloatOp::Rcp => div32(1.0, x, rnd),
+        FloatOp::Abs => return u64::from(x.to_bits() & 0x7fff_ffff),
+        FloatOp::Neg => return u64::from(x.to_bits() ^ 0x8000_0000),
+        FloatOp::Min => min64(f64::from(x), f64::from(y)) as f32,
+        FloatOp::Max => max64(f64::from(x), f64::from(y)) as f32,
+        FloatOp::Copysign => return u64::from((b as u32 & 0x7fff_ffff) | (a as u32 & 0x8000_0000)),
+        FloatOp::RcpApprox | FloatOp::RsqrtApprox => f32::NAN,
+    };
+    let r = if ftz { ftz32(r) } else { r };
+    let r = if sat { saturate64(f64::from(r)) as f32 } else { r };
+    u64::from(canonical32(r).to_bits())
+}
+
+/// `.sat`: clamp to [0, 1], NaN to 0.
+pub fn saturate64(x: f64) -> f64 {
+    if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(0.0, 1.0)
+    }
+}
+
+pub fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
+    if ty.float() {
+        let (x, y) = if ty == Ty::F64 {
+            (f64::from_bits(a), f64::from_bits(b))
+        } else {
+            (f64::from(f32_in(a, ftz)), f64::from(f32_in(b, ftz)))
+        };
+        let unordered = x.is_nan() || y.is_nan();
+        return match cmp {
+            Cmp::Eq => !unordered && x == y,
+            Cmp::Ne => !unordered && x != y,
+            Cmp::Lt | Cmp::Lo => !unordered && x < y,
+            Cmp::Le | Cmp::Ls => !unordered && x <= y,
+            Cmp::Gt | Cmp::Hi => !unordered && x > y,
+            Cmp::Ge | Cmp::Hs => !unordered && x >= y,
+            Cmp::Equ => unordered || x == y,
+            Cmp::Neu => unordered || x != y,
+            Cmp::Ltu => unordered || x < y,
+            Cmp::Leu => unordered || x <= y,
+            Cmp::Gtu => unordered || x > y,
+            Cmp::Geu => unordered || x >= y,
+            Cmp::Num => !unordered,
+            Cmp::Nan => unordered,
+        };
+    }
+    let m = type_mask(ty);
+    let (ua, ub) = (a & m, b & m);
+    let (sa, sb) = (sext(a, ty), sext(b, ty));
+    let signed = ty.signed();
+    match cmp {
+        Cmp::Eq | Cmp::Equ => ua == ub,
+        Cmp::Ne | Cmp::Neu => ua != ub,
+        Cmp::Lt | Cmp::Ltu => if signed { sa < sb } else { ua < ub },
+        Cmp::Le | Cmp::Leu => if signed { sa <= sb } else { ua <= ub },
+        Cmp::Gt | Cmp::Gtu => if signed { sa > sb } else { ua > ub },
+        Cmp::Ge | Cmp::Geu => if signed { sa >= sb } else { ua >= ub },
+        Cmp::Lo => ua < ub,
+        Cmp::Ls => ua <= ub,
+        Cmp::Hi => ua > ub,
+        Cmp::Hs => ua >= ub,
+        Cmp::Num | Cmp::Nan => false,
+    }
+}
+
+pub fn round_integral(x: f64, r: Rnd) -> f64 {
+    match r {
+        Rnd::N => x.round_ties_even(),
+        Rnd::Z => x.trunc(),
+        Rnd::M => x.floor(),
+        Rnd::P => x.ceil(),
+    }
+}
+
+pub fn int_range(ty: Ty) -> (i128, i128) {
+    let bits = ty.bits();
+    if ty.signed() {
+        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        (0, (1i128 << bits) - 1)
+    }
+}
+
+/// `cvt`, every combination the interpreter accepts.
+#[allow(clippy::too_many_arguments)]
+pub fn convert(dty: Ty, sty: Ty, rnd: Option<Rnd>, int_rnd: Option<Rnd>, ftz: bool, sat: bool, v: u64) -> u64 {
+    let dm = type_mask(dty);
+    match (sty.float(), dty.float()) {
+        (false, false) => {
+            let x: i128 = if sty.signed() { i128::from(sext(v, sty)) } else { i128::from(v & type_mask(sty)) };
+            if sat {
+                let (lo, hi) = int_range(dty);
+                (x.clamp(lo, hi) as u64) & dm
+            } else {
+                (x as u64) & dm
+            }
+        }
+        (true, false) => {
+            let x = if sty == Ty::F64 { f64::from_bits(v) } else { f64::from(f32_in(v, ftz)) };
+            if x.is_nan() {
+                return 0;
+            }
+            let r = round_integral(x, int_rnd.unwrap_or(Rnd::Z));
+            let (lo, hi) = int_range(dty);
+            let clamped = if r <= lo as f64 { lo } else if r >= hi as f64 { hi } else { r as i128 };
+            (clamped as u64) & dm
+        }
+        (false, true) => {
+            let x: i128 = if sty.signed() { i128::from(sext(v, sty)) } else { i128::from(v & type_mask(sty)) };
+            let rnd = rnd.unwrap_or(Rnd::N);
+            if dty == Ty::F64 {
+                let r = x as f64;
+                let side = (x - r as i128).signum() as f64;
+                let r = direct_int64(r, side, rnd);
+                r.to_bits()
+            } else {
+                let r = x as f64;
+                let e = (x - r as i128) as f64;
+                let out = round32(r, e, rnd);
+                u64::from((if ftz { ftz32(out) } else { out }).to_bits())
+            }
+        }
+        (true, true) => {
+            let out = match (sty, dty) {
+                (Ty::F32, Ty::F64) => {
+                    let x = f64::from(f32_in(v, ftz));
+                    let x = match int_rnd {
+                        Some(r) => round_integral(x, r),
+                        None => x,
+                    };
+                    let x = if sat { saturate64(x) } else { x };
+                    canonical64(x).to_bits()
+                }
+                (Ty::F64, Ty::F32) => {
+                    let x = f64::from_bits(v);
+                    let r = round32(x, 0.0, rnd.unwrap_or(Rnd::N));
+                    let r = if ftz { ftz32(r) } else { r };
+                    let r = if sat { saturate64(f64::from(r)) as f32 } else { r };
+                    u64::from(canonical32(r).to_bits())
+                }
+                (Ty::F64, _) => {
+                    let x = f64::from_bits(v);
+                    let x = match int_rnd {
+                        Some(r) => round_integral(x, r),
+                        None => x,
+                    };
+                    let x = if sat { saturate64(x) } else { x };
+                    canonical64(x).to_bits()
+                }
+                _ => {
+                    let x = f32_in(v, ftz);
+                    let x = match int_rnd {
+                        Some(r) => round_integral(f64::from(x), r) as f32,
+                        None => x,
+                    };
+                    let x = if ftz { ftz32(x) } else { x };
+                    let x = if sat { saturate64(f64::from(x)) as f32 } else { x };
+                    u64::from(canonical32(x).to_bits())
+                }
+            };
+            out & dm
+        }
+    }
+}
+
+pub fn direct_int64(r: f64, side: f64, rnd: Rnd) -> f64 {
+    if side == 0.0 {
+        return r;
+    }
+    match rnd {
+        Rnd::N => r,
+        Rnd::M if side < 0.0 => r.next_down(),
+        Rnd::P if side > 0.0 => r.next_up(),
+        Rnd::Z if (side < 0.0) == (r > 0.0) => {
+            if r > 0.0 {
+                r.next_down()
+            } else {
+                r.next_up()
+            }
+        }
+        _ => r,
+    }
+}
