@@ -332,15 +332,17 @@ impl<'a> Worker<'a> {
                 None => group,
                 Some((p, negate)) => {
                     let mut on = 0u32;
-                    let mut m = group;
-                    while m != 0 {
-                        let lane = m.trailing_zeros() as usize;
-                        m &= m - 1;
-                        if (w.get(Src::R(p), lane) != 0) != negate {
-                            on |= 1 << lane;
+                    if w.flat {
+                        let base = (p as usize) << 5;
+                        for (l, v) in w.regs[base..base + 32].iter().enumerate() {
+                            on |= u32::from(*v != 0) << l;
+                        }
+                    } else {
+                        for lane in iter_bits(group) {
+                            on |= u32::from(w.get(Src::R(p), lane) != 0) << lane;
                         }
                     }
-                    on
+                    (if negate { !on } else { on }) & group
                 }
             };
             self.step(w, inst, pc, group, exec)?;
@@ -881,6 +883,22 @@ fn space_name(space: Space) -> &'static str {
     }
 }
 
+/// The 32 lanes of `s` in a flat warp: a register's own slots, or `scratch` filled with an
+/// immediate.
+#[inline(always)]
+fn lanes<'r>(regs: &'r [u64], s: Src, scratch: &'r mut [u64; 32]) -> &'r [u64; 32] {
+    match s {
+        Src::R(r) => {
+            let i = (r as usize) << 5;
+            regs[i..i + 32].try_into().unwrap_or(scratch)
+        }
+        Src::I(v) => {
+            *scratch = [v; 32];
+            scratch
+        }
+    }
+}
+
 fn iter_bits(mask: u32) -> impl Iterator<Item = usize> {
     let mut m = mask;
     std::iter::from_fn(move || {
@@ -914,45 +932,32 @@ impl Warp {
         self.regs[i] = v;
     }
 
-    /// All 32 lanes of `s` (a flat warp's register is 32 values side by side).
+    /// `d = f(a, b, c)` on the lanes in `exec`: on all 32 at once where enough lanes run
+    /// (a flat warp's register is 32 values side by side, so the loop is a vector loop;
+    /// lanes outside `exec` keep their value), lane by lane where few do.
     #[inline(always)]
-    fn lanes(&self, s: Src) -> [u64; 32] {
-        match s {
-            Src::R(r) => {
-                let i = (r as usize) << 5;
-                let mut out = [0u64; 32];
-                out.copy_from_slice(&self.regs[i..i + 32]);
-                out
-            }
-            Src::I(v) => [v; 32],
-        }
-    }
-
-    #[inline(always)]
-    fn put(&mut self, d: Reg, exec: u32, values: &[u64; 32]) {
-        let i = (d as usize) << 5;
-        let out = &mut self.regs[i..i + 32];
-        if exec == u32::MAX {
-            out.copy_from_slice(values);
-        } else {
-            for l in iter_bits(exec) {
-                out[l] = values[l];
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn map1(&mut self, exec: u32, d: Reg, a: Src, f: impl Fn(u64) -> u64) {
+    fn map3(&mut self, exec: u32, d: Reg, a: Src, b: Src, c: Src, f: impl Fn(u64, u64, u64) -> u64) {
         if self.flat && exec.count_ones() >= WHOLE_WARP {
-            let x = self.lanes(a);
             let mut out = [0u64; 32];
+            let (mut ka, mut kb, mut kc) = ([0u64; 32], [0u64; 32], [0u64; 32]);
+            let x = lanes(&self.regs, a, &mut ka);
+            let y = lanes(&self.regs, b, &mut kb);
+            let z = lanes(&self.regs, c, &mut kc);
             for l in 0..32 {
-                out[l] = f(x[l]);
+                out[l] = f(x[l], y[l], z[l]);
             }
-            self.put(d, exec, &out);
+            let i = (d as usize) << 5;
+            let dst = &mut self.regs[i..i + 32];
+            if exec == u32::MAX {
+                dst.copy_from_slice(&out);
+            } else {
+                for l in iter_bits(exec) {
+                    dst[l] = out[l];
+                }
+            }
         } else {
             for l in iter_bits(exec) {
-                let v = f(self.get(a, l));
+                let v = f(self.get(a, l), self.get(b, l), self.get(c, l));
                 self.set(d, l, v);
             }
         }
@@ -961,12 +966,22 @@ impl Warp {
     #[inline(always)]
     fn map2(&mut self, exec: u32, d: Reg, a: Src, b: Src, f: impl Fn(u64, u64) -> u64) {
         if self.flat && exec.count_ones() >= WHOLE_WARP {
-            let (x, y) = (self.lanes(a), self.lanes(b));
             let mut out = [0u64; 32];
+            let (mut ka, mut kb) = ([0u64; 32], [0u64; 32]);
+            let x = lanes(&self.regs, a, &mut ka);
+            let y = lanes(&self.regs, b, &mut kb);
             for l in 0..32 {
                 out[l] = f(x[l], y[l]);
             }
-            self.put(d, exec, &out);
+            let i = (d as usize) << 5;
+            let dst = &mut self.regs[i..i + 32];
+            if exec == u32::MAX {
+                dst.copy_from_slice(&out);
+            } else {
+                for l in iter_bits(exec) {
+                    dst[l] = out[l];
+                }
+            }
         } else {
             for l in iter_bits(exec) {
                 let v = f(self.get(a, l), self.get(b, l));
@@ -976,20 +991,8 @@ impl Warp {
     }
 
     #[inline(always)]
-    fn map3(&mut self, exec: u32, d: Reg, a: Src, b: Src, c: Src, f: impl Fn(u64, u64, u64) -> u64) {
-        if self.flat && exec.count_ones() >= WHOLE_WARP {
-            let (x, y, z) = (self.lanes(a), self.lanes(b), self.lanes(c));
-            let mut out = [0u64; 32];
-            for l in 0..32 {
-                out[l] = f(x[l], y[l], z[l]);
-            }
-            self.put(d, exec, &out);
-        } else {
-            for l in iter_bits(exec) {
-                let v = f(self.get(a, l), self.get(b, l), self.get(c, l));
-                self.set(d, l, v);
-            }
-        }
+    fn map1(&mut self, exec: u32, d: Reg, a: Src, f: impl Fn(u64) -> u64) {
+        self.map2(exec, d, a, Src::I(0), |x, _| f(x));
     }
 
     /// Find the lowest counter among running lanes again: that is the group. False when no
