@@ -126,12 +126,7 @@ fn shortcuts_switched_off_or_on_change_no_pixel() {
 fn json_report_names_the_gpu_and_its_kernel_time() {
     let report = json_report("lab04", &["256", "128"]);
     assert_eq!(report.lab, "lab04");
-    // CPU labs report their thread count here ("... CPU with N hardware threads").
-    assert!(
-        !report.device.is_empty() && !report.device.contains("CPU"),
-        "not a GPU: {:?}",
-        report.device
-    );
+    shared::testing::assert_names_the_device(&report.device);
     assert!(report.phases_ms.get("kernel").is_some_and(|&ms| ms > 0.0));
     // The options the kernel was compiled with, as src/lib.rs gives them.
     let options = lab04_cuda_optimized::kernel_file(true, false)

@@ -497,6 +497,7 @@ pub fn assert_fake_driver_is_one_line(lab: &str, args: &[&str]) {
     let output = output_of(
         lab_command(lab)
             .args(args)
+            .env_remove(crate::gpu::EMULATE_VARIABLE)
             .env("LD_LIBRARY_PATH", dir.path()),
     );
     let line = assert_one_line_failure(&output, lab);

@@ -305,9 +305,13 @@ fn missing_symbol(library: &libloading::Library, names: &[&str]) -> Option<Strin
 pub struct DeviceArg {
     /// Run the kernels on the CPU device instead of a GPU: NVRTC's PTX, interpreted on every
     /// core, to the same output (its times are the CPU's, not a GPU's)
-    #[arg(long)]
+    #[arg(long, env = EMULATE_VARIABLE, value_parser = clap::builder::FalseyValueParser::new())]
     pub emulate: bool,
 }
+
+/// Set to 1, every GPU lab runs on the CPU device, as if given `--emulate` (`cargo xtask
+/// test` runs the GPU tests so where no GPU opens).
+pub const EMULATE_VARIABLE: &str = "LABS_EMULATE";
 
 /// Set once the CPU device is loaded in place of the driver.
 static EMULATED: AtomicBool = AtomicBool::new(false);
@@ -361,20 +365,25 @@ pub fn use_cpu_device() -> Result<()> {
 /// up for a test binary (`target/release/deps/`).
 fn find_cpu_device() -> Result<PathBuf> {
     let exe = std::env::current_exe().map_err(|e| {
-        Error::NoGpu(format!("cannot find the CPU device: where is this program? ({e})"))
+        Error::NoGpu(format!(
+            "cannot find the CPU device: where is this program? ({e})"
+        ))
     })?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    [dir.join(CPU_DEVICE_LIBRARY), dir.join("..").join(CPU_DEVICE_LIBRARY)]
-        .into_iter()
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            Error::NoGpu(format!(
-                "the CPU device ({CPU_DEVICE_LIBRARY}) is not built beside {}: build it with \
+    [
+        dir.join(CPU_DEVICE_LIBRARY),
+        dir.join("..").join(CPU_DEVICE_LIBRARY),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+    .ok_or_else(|| {
+        Error::NoGpu(format!(
+            "the CPU device ({CPU_DEVICE_LIBRARY}) is not built beside {}: build it with \
                  `cargo build --release -p cpu-device` (`cargo xtask` builds it with the labs), \
                  or name it with CPU_DEVICE_LIBRARY",
-                dir.display()
-            ))
-        })
+            dir.display()
+        ))
+    })
 }
 
 /// Whether the CPU device is the one in use (`--emulate`).

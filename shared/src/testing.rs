@@ -90,11 +90,35 @@ pub fn assert_explains_missing_gpu(lab: &str) {
     let mut command = Command::cargo_bin(lab).expect("the lab binary should be built");
     command
         .env("CUDA_VISIBLE_DEVICES", "")
+        .env_remove(crate::gpu::EMULATE_VARIABLE)
         .args(["16", "16", "-o"])
         .arg(dir.path().join("out.ppm"));
     let message = assert_fails_cleanly(&mut command, lab, dir.path());
     assert!(message.contains("no usable GPU"), "{message}");
-    assert!(message.contains("lab01 and lab02"), "{message}");
+    assert!(message.contains("--emulate"), "{message}");
+}
+
+/// Whether the GPU tests run on the CPU device (`LABS_EMULATE=1`, as `cargo xtask test`
+/// sets it where no GPU opens): their labs then report the CPU device, not a GPU.
+pub fn on_cpu_device() -> bool {
+    std::env::var(crate::gpu::EMULATE_VARIABLE)
+        .is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"))
+}
+
+/// A report's device as the run should name it: a GPU's name, or the CPU device's under
+/// [`on_cpu_device`]; never a CPU lab's "CPU with N hardware threads".
+pub fn assert_names_the_device(device: &str) {
+    if on_cpu_device() {
+        assert!(
+            device.starts_with("CPU device"),
+            "not the CPU device: {device:?}"
+        );
+    } else {
+        assert!(
+            !device.is_empty() && !device.contains("CPU"),
+            "not a GPU: {device:?}"
+        );
+    }
 }
 
 /// Run `lab` with `args` and `-o` into a temporary directory; return the bytes it wrote.

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 
-use crate::labs::{Lab, Program};
+use crate::labs::{Device, Lab, Program};
 
 /// A folder holding the lab binaries.
 #[derive(Debug, Clone)]
@@ -40,8 +40,17 @@ impl Bins {
         cargo
             .args(["build", "--release"])
             .stdout(Stdio::from(std::io::stderr()));
-        for lab in labs {
+        for lab in &labs {
             cargo.args(["--package", lab.package]);
+        }
+        // The CPU device, for the variants that run their kernels on it.
+        let emulated = |lab: &&Lab| {
+            lab.variants
+                .iter()
+                .any(|v| matches!(v.device, Device::CpuDevice(_)))
+        };
+        if labs.iter().any(emulated) {
+            cargo.args(["--package", "cpu-device"]);
         }
         let status = cargo.status().context("cannot run cargo")?;
         if !status.success() {
@@ -64,10 +73,16 @@ impl Bins {
         Command::new(self.path(lab.name))
     }
 
-    /// A command that runs one variant of a lab: its binary and its flags.
+    /// A command that runs one variant of a lab: its binary and its flags (and, on the CPU
+    /// device, the loader's path to NVRTC where it is the workspace's own copy).
     pub fn program(&self, program: Program) -> Command {
         let mut command = self.command(program.lab);
         command.args(program.variant.flags);
+        if program.emulates().is_some() {
+            if let Some(path) = crate::nvrtc::library_path() {
+                command.env("LD_LIBRARY_PATH", path);
+            }
+        }
         command
     }
 

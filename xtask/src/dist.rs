@@ -27,15 +27,26 @@ pub struct Args {
 pub const C_REFERENCE: &str = "lab01-cpu-baseline/reference/mandelbrot.c";
 pub const C_REFERENCE_IN_DIST: &str = "reference/mandelbrot.c";
 
+/// The CPU device's library, as cargo names it.
+const CPU_DEVICE: &str = "libcpu_device.so";
+
 pub fn run(args: Args) -> crate::Result<()> {
     // Checked first: a folder that is not ours fails before minutes of building.
     let previous = previous_files(&args.out)?;
-    run_status(cargo().args(["build", "--release", "--quiet", "--workspace", "--bins"]))?;
+    run_status(cargo().args([
+        "build",
+        "--release",
+        "--quiet",
+        "--workspace",
+        "--bins",
+        "--lib",
+    ]))?;
     let release = target_dir().join("release");
+    // The CPU device beside the labs, where `--emulate` looks for it.
     let mut files: Vec<(PathBuf, PathBuf)> = LABS
         .iter()
         .map(|lab| lab.name)
-        .chain(["xtask"])
+        .chain(["xtask", CPU_DEVICE])
         .map(|name| (release.join(name), PathBuf::from(name)))
         .collect();
     if args.tests {

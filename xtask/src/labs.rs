@@ -24,6 +24,10 @@ pub enum Device {
     Gpu,
     /// Needs this many CUDA GPUs (two or more): skipped, with the reason, where fewer open.
     Gpus(usize),
+    /// The GPU variant labelled so, its kernels run on the CPU device (`--emulate`): runs
+    /// wherever NVRTC is found, GPU or not, and where a GPU opens too, must equal that
+    /// variant's output byte for byte.
+    CpuDevice(&'static str),
 }
 
 /// Whether a lab's output must equal the reference.
@@ -88,16 +92,25 @@ impl Program {
         self.variant.label
     }
 
+    /// Whether it runs GPU code: on a GPU, or on the CPU device.
     pub fn gpu(&self) -> bool {
-        self.gpus() > 0
+        self.variant.device != Device::Cpu
     }
 
     /// The GPUs it needs: none, one, or several.
     pub fn gpus(&self) -> usize {
         match self.variant.device {
-            Device::Cpu => 0,
+            Device::Cpu | Device::CpuDevice(_) => 0,
             Device::Gpu => 1,
             Device::Gpus(n) => n,
+        }
+    }
+
+    /// The GPU variant whose kernels this one runs on the CPU device, if it does.
+    pub fn emulates(&self) -> Option<&'static str> {
+        match self.variant.device {
+            Device::CpuDevice(label) => Some(label),
+            _ => None,
         }
     }
 }
@@ -109,6 +122,9 @@ pub fn cannot_run(
     gpu: &std::result::Result<String, String>,
     gpus: usize,
 ) -> Option<String> {
+    if program.emulates().is_some() {
+        return crate::nvrtc::find().err();
+    }
     match (program.gpus(), gpu) {
         (0, _) => None,
         (_, Err(why)) => Some(why.clone()),
@@ -125,6 +141,19 @@ const fn no_flags(label: &'static str, device: Device) -> Variant {
         label,
         flags: &[],
         device,
+    }
+}
+
+/// A GPU variant's twin on the CPU device: the same flags and `--emulate`.
+const fn on_cpu_device(
+    label: &'static str,
+    of: &'static str,
+    flags: &'static [&'static str],
+) -> Variant {
+    Variant {
+        label,
+        flags,
+        device: Device::CpuDevice(of),
     }
 }
 
@@ -159,14 +188,20 @@ pub static LABS: [Lab; 6] = [
         package: "lab03-cuda-naive",
         work: Work::Mandelbrot,
         exact: Exact::MayDiffer("lab03 keeps NVRTC's fused multiply-adds"),
-        variants: &[no_flags("lab03", Device::Gpu)],
+        variants: &[
+            no_flags("lab03", Device::Gpu),
+            on_cpu_device("lab03 CPU device", "lab03", &["--emulate"]),
+        ],
     },
     Lab {
         name: "lab04",
         package: "lab04-cuda-optimized",
         work: Work::Mandelbrot,
         exact: Exact::Required,
-        variants: &[no_flags("lab04", Device::Gpu)],
+        variants: &[
+            no_flags("lab04", Device::Gpu),
+            on_cpu_device("lab04 CPU device", "lab04", &["--emulate"]),
+        ],
     },
     Lab {
         name: "lab05",
@@ -185,6 +220,11 @@ pub static LABS: [Lab; 6] = [
                 flags: &["--backend", "gpu"],
                 device: Device::Gpu,
             },
+            on_cpu_device(
+                "lab05 CPU device",
+                "lab05 gpu",
+                &["--backend", "gpu", "--emulate"],
+            ),
             // The samples split across several GPUs, the canvases summed: still the CPU's.
             Variant {
                 label: "lab05 2 GPUs",
@@ -208,7 +248,10 @@ pub static LABS: [Lab; 6] = [
         package: "lab06-generics-vs-virtual",
         work: Work::Reduction,
         exact: Exact::Required,
-        variants: &[no_flags("lab06", Device::Gpu)],
+        variants: &[
+            no_flags("lab06", Device::Gpu),
+            on_cpu_device("lab06 CPU device", "lab06", &["--emulate"]),
+        ],
     },
 ];
 

@@ -17,6 +17,7 @@ mod grade;
 mod handout;
 // END INSTRUCTOR
 mod labs;
+mod nvrtc;
 mod ppm;
 mod profile;
 // BEGIN INSTRUCTOR

@@ -2,6 +2,8 @@
 //! - the GPU tests (`#[ignore = "needs a CUDA GPU"]`) where a GPU opens, or always with
 //!   `--require-gpu`, which also fails when none opens;
 //! - among them the tests named `multi_gpu_*`, where two GPUs or more open;
+//! - the GPU tests again on the CPU device (`LABS_EMULATE=1`) wherever NVRTC is found, GPU
+//!   or not (all but compute-sanitizer's);
 //! - the kernel checks (tests named `nvrtc_*`, ignored by plain `cargo test`) wherever NVRTC
 //!   is found: on the system, or in `.nvrtc/`, where `.ci/run` installs it from pip;
 //! - lab01 against the given C program wherever a C compiler is found;
@@ -21,18 +23,16 @@ use std::process::{Command, Stdio};
 
 use crate::bins::cargo;
 use crate::gpu;
-
-/// The name prefix of the tests that need NVRTC but no GPU.
-const NVRTC_TESTS: &str = "nvrtc_";
+use crate::nvrtc::Nvrtc;
 
 /// The name prefix of the GPU tests that need two GPUs or more.
 const MULTI_GPU_TESTS: &str = "multi_gpu_";
 
+/// The names of the tests that run compute-sanitizer, which needs a GPU.
+const SANITIZER_TESTS: &str = "sanitizer";
+
 /// The name prefix of the tests that need Slurm's daemons and client commands.
 const SLURM_TESTS: &str = "slurm_";
-
-/// Where `.ci/run` installs NVRTC (pip's `nvidia-cuda-nvrtc-cu12`), in the workspace root.
-const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
 
 /// lab01's tests compare with the C program unless this says there is no compiler.
 const NO_C_COMPILER: &str = "LAB01_NO_C_COMPILER";
@@ -84,7 +84,7 @@ pub fn run(args: Args) -> crate::Result<()> {
         (true, _) => format!("ran on {gpus} GPUs"),
     };
 
-    let nvrtc = find_nvrtc();
+    let nvrtc = crate::nvrtc::find();
     let nvrtc_line = match &nvrtc {
         Ok(Nvrtc::Folder(dir)) => format!("ran with NVRTC from {}", dir.display()),
         Ok(Nvrtc::System) => "ran with the system's NVRTC".to_string(),
@@ -122,29 +122,24 @@ pub fn run(args: Args) -> crate::Result<()> {
     }
 
     let mut totals = Totals::default();
+    // The tests that need neither a GPU nor the CPU device: Slurm's (only with Slurm), and
+    // those that need two GPUs (only where two open).
+    let mut skips = Vec::new();
+    if gpus < 2 {
+        skips.extend(["--skip", MULTI_GPU_TESTS]);
+    }
+    if slurm.is_err() {
+        skips.extend(["--skip", SLURM_TESTS]);
+    }
     if run_gpu_tests {
-        // Every ignored test, the kernel checks among them; those that need two GPUs only
-        // where two open, the Slurm tests only with Slurm.
-        let mut test_args = vec!["--include-ignored"];
-        if gpus < 2 {
-            test_args.extend(["--skip", MULTI_GPU_TESTS]);
-        }
-        if slurm.is_err() {
-            test_args.extend(["--skip", SLURM_TESTS]);
-        }
+        // Every ignored test, the kernel checks among them.
+        let test_args: Vec<&str> = ["--include-ignored"]
+            .into_iter()
+            .chain(skips.iter().copied())
+            .collect();
         suite.run(&test_args, &env, &mut totals, &mut failed)?;
     } else {
         suite.run(&[], &env, &mut totals, &mut failed)?;
-        if nvrtc.is_ok() {
-            let mut kernel_checks = Totals::default();
-            suite.run(
-                &["--ignored", NVRTC_TESTS],
-                &env,
-                &mut kernel_checks,
-                &mut failed,
-            )?;
-            totals.add_ignored_that_ran(&kernel_checks);
-        }
         if slurm.is_ok() {
             let mut slurm_tests = Totals::default();
             suite.run(
@@ -156,11 +151,38 @@ pub fn run(args: Args) -> crate::Result<()> {
             totals.add_ignored_that_ran(&slurm_tests);
         }
     }
+    // The GPU tests again on the CPU device, wherever NVRTC is: all of them where no GPU
+    // opened (the kernel checks among them), and where one did, to hold the two to the same
+    // tests. compute-sanitizer's tests need a GPU's tools: not on the CPU device.
+    let cpu_device_line = match &nvrtc {
+        Ok(_) => {
+            let mut env = env.clone();
+            env.push((shared::gpu::EMULATE_VARIABLE, "1".into()));
+            let mut test_args = vec![
+                "--ignored",
+                "--skip",
+                SLURM_TESTS,
+                "--skip",
+                MULTI_GPU_TESTS,
+            ];
+            test_args.extend(["--skip", SANITIZER_TESTS]);
+            let mut on_cpu_device = Totals::default();
+            suite.build_cpu_device()?;
+            suite.run(&test_args, &env, &mut on_cpu_device, &mut failed)?;
+            totals.add_ignored_that_ran(&on_cpu_device);
+            format!(
+                "{} ran on the CPU device (LABS_EMULATE=1)",
+                on_cpu_device.passed + on_cpu_device.failed
+            )
+        }
+        Err(why) => format!("skipped: {why}"),
+    };
 
     // The closing summary, its first line in the form CI tools read.
     shared::cli::print_line(&format!(
         "tests: {} passed, {} failed, {} skipped\n  GPU tests: {gpu_line}\n  \
          multi-GPU tests: {multi_gpu_line}\n  \
+         GPU tests on the CPU device: {cpu_device_line}\n  \
          kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}\n  C reference: {c_line}\n  \
          Slurm tests (a one-node cluster of their own): {slurm_line}",
         totals.passed, totals.failed, totals.ignored
@@ -185,6 +207,20 @@ impl Suite {
             None => Suite::Cargo,
             Some(dir) => Suite::Executables(test_executables(&dir.join("deps"))?),
         })
+    }
+
+    /// Build the CPU device beside the labs under test (cargo builds a library for tests
+    /// only where a test links it; a `dist` folder has it already).
+    fn build_cpu_device(&self) -> crate::Result<()> {
+        match self {
+            Suite::Cargo => crate::bins::run_status(cargo().args([
+                "build",
+                "--quiet",
+                "--package",
+                "cpu-device",
+            ])),
+            Suite::Executables(_) => Ok(()),
+        }
     }
 
     /// Run every test executable with `test_args`; record what failed in `failed`.
@@ -225,36 +261,6 @@ impl Suite {
         }
         Ok(())
     }
-}
-
-/// Where NVRTC was found.
-enum Nvrtc {
-    /// The pip package's library folder (added to the tests' `LD_LIBRARY_PATH`).
-    Folder(PathBuf),
-    /// Where the system's dynamic loader finds it.
-    System,
-}
-
-/// NVRTC in the workspace's `.nvrtc/` folder, else on the system; or why not.
-///
-/// cudarc 0.19 (with `cuda-12000`) loads `libnvrtc.so`, `libnvrtc.so.12`, `.11`, ... by
-/// name: the folder must be on `LD_LIBRARY_PATH` when a test process starts, so it is
-/// looked for here and passed down, not loaded in this process.
-fn find_nvrtc() -> Result<Nvrtc, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap_or(Path::new("."));
-    let folder = root.join(NVRTC_FOLDER);
-    if folder.join("libnvrtc.so.12").is_file() {
-        return Ok(Nvrtc::Folder(folder));
-    }
-    if shared::nvrtc::is_present() {
-        return Ok(Nvrtc::System);
-    }
-    Err(format!(
-        "NVRTC not found (no libnvrtc.so.12 on the loader's path or in {NVRTC_FOLDER}); \
-         `.ci/run` installs it there with pip"
-    ))
 }
 
 /// The folder of Slurm's daemons, where `sbatch` is found too; or why not.

@@ -110,13 +110,19 @@ const MARKED_UP_TO: u64 = 4096 * 4096;
 
 /// lab05's run: one seed, enough samples to reach every part of the canvas.
 const BUDDHABROT_RUN: [&str; 4] = ["--samples", "4000000", "--seed", "7"];
+/// lab06's run: a length that is no multiple of anything, one timed batch, its GPU sums
+/// only (each checked exactly by the lab, which exits non-zero on a wrong one).
+const REDUCTION_RUN: [&str; 5] = ["--gpu-only", "--n", "1000003", "--reps", "1"];
+
 /// lab05's default canvas, for its time limit.
 const BUDDHABROT_PIXELS: u64 = 1440 * 2560;
 
 pub fn run(args: Args) -> Result<()> {
     let gpu = gpu::probe();
     let gpus = if gpu.is_ok() { gpu::count() } else { 0 };
-    let checked = labs::doing(Work::Mandelbrot).chain(labs::doing(Work::Buddhabrot));
+    let checked = labs::doing(Work::Mandelbrot)
+        .chain(labs::doing(Work::Buddhabrot))
+        .chain(labs::doing(Work::Reduction));
     let bins = Bins::locate(args.bin_dir.clone(), checked)?;
     let folder = OutFolder::create(&args.out)?;
     let verifier = Verifier {
@@ -161,6 +167,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     for lab in labs::doing(Work::Buddhabrot) {
         rows.extend(verifier.buddhabrot(lab));
+    }
+    for lab in labs::doing(Work::Reduction) {
+        rows.extend(verifier.reduction(lab));
     }
     drop(folder);
 
@@ -236,6 +245,40 @@ impl Verifier<'_> {
                 let (result, failed) = self.compare(program, case, &expected, &file);
                 rows.push(row(program, result, failed));
             }
+        }
+        rows.extend(self.twins(case));
+        rows
+    }
+
+    /// Each CPU device variant against the GPU variant it emulates, where both wrote an
+    /// image: they must be byte-identical, whatever either is against the reference (lab03's
+    /// fused pixels included).
+    fn twins(&self, case: &Case) -> Vec<Row> {
+        let mut rows = Vec::new();
+        for program in labs::programs(Work::Mandelbrot) {
+            let Some(twin) = program.emulates() else {
+                continue;
+            };
+            let Some(gpu) = program.lab.runs().find(|p| p.label() == twin) else {
+                continue;
+            };
+            let (mine, theirs) = (self.image_path(program, case), self.image_path(gpu, case));
+            let (Ok(mine), Ok(theirs)) = (fs::read(mine), fs::read(theirs)) else {
+                continue;
+            };
+            let differing = mine.iter().zip(&theirs).filter(|(a, b)| a != b).count()
+                + mine.len().abs_diff(theirs.len());
+            rows.push(Row {
+                label: program.label(),
+                case: case.describe(),
+                against: gpu.label(),
+                result: if differing == 0 {
+                    "identical".to_string()
+                } else {
+                    format!("{differing} bytes differ from the GPU's image")
+                },
+                failed: differing != 0,
+            });
         }
         rows
     }
@@ -381,6 +424,33 @@ impl Verifier<'_> {
                     )
                 }
                 Err(e) => row(program, format!("did not run: {e:#}"), true),
+            });
+        }
+        rows
+    }
+
+    /// Every GPU variant of a reduction lab: each of its sums must be exact.
+    pub fn reduction(&self, lab: &'static Lab) -> Vec<Row> {
+        let case = REDUCTION_RUN.join(" ");
+        let mut rows = Vec::new();
+        for program in lab.runs().filter(|p| p.gpu()) {
+            let (result, failed) = match labs::cannot_run(program, self.gpu, self.gpus) {
+                Some(why) => (format!("skipped: {why}"), false),
+                None => {
+                    let mut command = self.bins.program(program);
+                    command.args(REDUCTION_RUN);
+                    match runner::run(&mut command, self.limit(0)) {
+                        Ok(_) => ("every sum exact".to_string(), false),
+                        Err(e) => (format!("{e}"), true),
+                    }
+                }
+            };
+            rows.push(Row {
+                label: program.label(),
+                case: case.clone(),
+                against: "its exact total",
+                result,
+                failed,
             });
         }
         rows

@@ -105,7 +105,10 @@ pub extern "C" fn cuInit(_flags: c_uint) -> CuResult {
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CuResult {
     if ordinal != 0 {
-        return fail(INVALID_DEVICE, format!("the CPU device is device 0 only (asked for {ordinal})"));
+        return fail(
+            INVALID_DEVICE,
+            format!("the CPU device is device 0 only (asked for {ordinal})"),
+        );
     }
     // SAFETY: the caller's pointer.
     unsafe { put(device, 0) }
@@ -124,22 +127,22 @@ pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CuResult {
 /// then allocates with plain `cuMemAlloc`).
 fn attribute(attrib: c_int) -> c_int {
     match attrib {
-        1 => 1024,   // max threads per block
-        2 => 1024,   // max block dim x
-        3 => 1024,   // max block dim y
-        4 => 64,     // max block dim z
+        1 => 1024,     // max threads per block
+        2 => 1024,     // max block dim x
+        3 => 1024,     // max block dim y
+        4 => 64,       // max block dim z
         5 => i32::MAX, // max grid dim x
-        6 => 65535,  // max grid dim y
-        7 => 65535,  // max grid dim z
-        8 => 49152,  // max shared memory per block
-        10 => 32,    // warp size
-        12 => 65536, // registers per block
-        16 => 132,   // multiprocessors
-        39 => 2048,  // max threads per multiprocessor
-        75 => 9,     // compute capability major
-        76 => 0,     // compute capability minor
-        81 => 233472, // shared memory per multiprocessor
-        82 => 65536, // registers per multiprocessor
+        6 => 65535,    // max grid dim y
+        7 => 65535,    // max grid dim z
+        8 => 49152,    // max shared memory per block
+        10 => 32,      // warp size
+        12 => 65536,   // registers per block
+        16 => 132,     // multiprocessors
+        39 => 2048,    // max threads per multiprocessor
+        75 => 9,       // compute capability major
+        76 => 0,       // compute capability minor
+        81 => 233472,  // shared memory per multiprocessor
+        82 => 65536,   // registers per multiprocessor
         _ => 0,
     }
 }
@@ -147,7 +150,11 @@ fn attribute(attrib: c_int) -> c_int {
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
-pub unsafe extern "C" fn cuDeviceGetAttribute(pi: *mut c_int, attrib: c_int, _dev: c_int) -> CuResult {
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    pi: *mut c_int,
+    attrib: c_int,
+    _dev: c_int,
+) -> CuResult {
     // SAFETY: the caller's pointer.
     unsafe { put(pi, attribute(attrib)) }
 }
@@ -252,7 +259,11 @@ pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut u64, bytesize: usize) -> CuRes
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
-pub unsafe extern "C" fn cuMemAllocAsync(dptr: *mut u64, bytesize: usize, _stream: *mut c_void) -> CuResult {
+pub unsafe extern "C" fn cuMemAllocAsync(
+    dptr: *mut u64,
+    bytesize: usize,
+    _stream: *mut c_void,
+) -> CuResult {
     // SAFETY: the caller's pointer.
     unsafe { cuMemAlloc_v2(dptr, bytesize) }
 }
@@ -281,7 +292,12 @@ pub extern "C" fn cuMemsetD8Async(dst: u64, value: u8, n: usize, _stream: *mut c
 /// # Safety
 /// A driver call: `src` holds `n` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(dst: u64, src: *const c_void, n: usize, _stream: *mut c_void) -> CuResult {
+pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
+    dst: u64,
+    src: *const c_void,
+    n: usize,
+    _stream: *mut c_void,
+) -> CuResult {
     if n == 0 {
         return SUCCESS;
     }
@@ -299,7 +315,12 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(dst: u64, src: *const c_void, n: u
 /// # Safety
 /// A driver call: `dst` holds `n` bytes.
 #[no_mangle]
-pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: u64, n: usize, _stream: *mut c_void) -> CuResult {
+pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
+    dst: *mut c_void,
+    src: u64,
+    n: usize,
+    _stream: *mut c_void,
+) -> CuResult {
     if n == 0 {
         return SUCCESS;
     }
@@ -317,14 +338,21 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: u64, n: usi
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
-pub unsafe extern "C" fn cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, _flags: c_uint) -> CuResult {
+pub unsafe extern "C" fn cuMemHostAlloc(
+    pp: *mut *mut c_void,
+    bytesize: usize,
+    _flags: c_uint,
+) -> CuResult {
     let Ok(layout) = std::alloc::Layout::from_size_align(bytesize.max(1), 64) else {
         return INVALID_VALUE;
     };
     // SAFETY: a non-zero size.
     let p = unsafe { std::alloc::alloc_zeroed(layout) };
     if p.is_null() {
-        return fail(OUT_OF_MEMORY, format!("out of host memory allocating {bytesize} bytes"));
+        return fail(
+            OUT_OF_MEMORY,
+            format!("out of host memory allocating {bytesize} bytes"),
+        );
     }
     if let Ok(mut host) = state().host.lock() {
         host.insert(p as usize, bytesize.max(1));
@@ -337,7 +365,11 @@ pub unsafe extern "C" fn cuMemHostAlloc(pp: *mut *mut c_void, bytesize: usize, _
 /// A driver call: `p` from `cuMemHostAlloc`.
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CuResult {
-    let size = state().host.lock().ok().and_then(|mut h| h.remove(&(p as usize)));
+    let size = state()
+        .host
+        .lock()
+        .ok()
+        .and_then(|mut h| h.remove(&(p as usize)));
     match size.and_then(|s| std::alloc::Layout::from_size_align(s, 64).ok()) {
         // SAFETY: allocated above with this layout, and removed from the map: freed once.
         Some(layout) => unsafe {
@@ -351,7 +383,10 @@ pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CuResult {
 /// # Safety
 /// A driver call: `image` is NUL-terminated PTX text.
 #[no_mangle]
-pub unsafe extern "C" fn cuModuleLoadData(module: *mut *mut c_void, image: *const c_void) -> CuResult {
+pub unsafe extern "C" fn cuModuleLoadData(
+    module: *mut *mut c_void,
+    image: *const c_void,
+) -> CuResult {
     if image.is_null() {
         return INVALID_VALUE;
     }
@@ -371,18 +406,27 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut *mut c_void, image: *cons
     };
     match load(text, &state().memory) {
         Ok(m) => {
-            let handle = Box::new(ModuleHandle { module: Arc::new(m) });
+            let handle = Box::new(ModuleHandle {
+                module: Arc::new(m),
+            });
             // SAFETY: the caller's pointer.
             unsafe { put(module, Box::into_raw(handle).cast()) }
         }
-        Err(e) => fail(INVALID_PTX, format!("the CPU device cannot run this PTX: {e}")),
+        Err(e) => fail(
+            INVALID_PTX,
+            format!("the CPU device cannot run this PTX: {e}"),
+        ),
     }
 }
 
 /// # Safety
 /// A driver call: `hmod` from `cuModuleLoadData`, `name` NUL-terminated.
 #[no_mangle]
-pub unsafe extern "C" fn cuModuleGetFunction(hfunc: *mut *mut c_void, hmod: *mut c_void, name: *const c_char) -> CuResult {
+pub unsafe extern "C" fn cuModuleGetFunction(
+    hfunc: *mut *mut c_void,
+    hmod: *mut c_void,
+    name: *const c_char,
+) -> CuResult {
     if hmod.is_null() || name.is_null() {
         return INVALID_HANDLE;
     }
@@ -400,14 +444,22 @@ pub unsafe extern "C" fn cuModuleGetFunction(hfunc: *mut *mut c_void, hmod: *mut
             // as the driver's do while their module is loaded.
             unsafe { put(hfunc, Box::into_raw(handle).cast()) }
         }
-        _ => fail(NOT_FOUND, format!("the module has no kernel named `{name}`")),
+        _ => fail(
+            NOT_FOUND,
+            format!("the module has no kernel named `{name}`"),
+        ),
     }
 }
 
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
-pub unsafe extern "C" fn cuModuleGetGlobal_v2(dptr: *mut u64, bytes: *mut usize, hmod: *mut c_void, name: *const c_char) -> CuResult {
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    dptr: *mut u64,
+    bytes: *mut usize,
+    hmod: *mut c_void,
+    name: *const c_char,
+) -> CuResult {
     if hmod.is_null() || name.is_null() {
         return INVALID_HANDLE;
     }
@@ -415,7 +467,12 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(dptr: *mut u64, bytes: *mut usize,
     let m = unsafe { &*hmod.cast::<ModuleHandle>() };
     // SAFETY: as in cuModuleGetFunction.
     let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    match m.module.variables.iter().find(|v| v.name == name && v.space != crate::ir::Space::Shared) {
+    match m
+        .module
+        .variables
+        .iter()
+        .find(|v| v.name == name && v.space != crate::ir::Space::Shared)
+    {
         Some(v) => {
             // SAFETY: the caller's pointers; either may be null.
             unsafe {
@@ -428,7 +485,10 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(dptr: *mut u64, bytes: *mut usize,
             }
             SUCCESS
         }
-        None => fail(NOT_FOUND, format!("the module has no global variable named `{name}`")),
+        None => fail(
+            NOT_FOUND,
+            format!("the module has no global variable named `{name}`"),
+        ),
     }
 }
 
@@ -469,7 +529,10 @@ pub unsafe extern "C" fn cuLaunchKernel(
         return INVALID_HANDLE;
     }
     if !extra.is_null() {
-        return fail(INVALID_VALUE, "the CPU device takes kernel arguments as kernelParams only".to_string());
+        return fail(
+            INVALID_VALUE,
+            "the CPU device takes kernel arguments as kernelParams only".to_string(),
+        );
     }
     // SAFETY: a handle this library made.
     let handle = unsafe { &*f.cast::<FunctionHandle>() };
@@ -478,26 +541,47 @@ pub unsafe extern "C" fn cuLaunchKernel(
     let grid = [grid_x, grid_y, grid_z];
     let block = [block_x, block_y, block_z];
     let threads_per_block = u64::from(block_x) * u64::from(block_y) * u64::from(block_z);
-    if grid.contains(&0) || block.contains(&0) || threads_per_block > 1024 || block_z > 64 || grid_y > 65535 || grid_z > 65535 {
+    if grid.contains(&0)
+        || block.contains(&0)
+        || threads_per_block > 1024
+        || block_z > 64
+        || grid_y > 65535
+        || grid_z > 65535
+    {
         return fail(INVALID_VALUE, format!(
             "launching `{}` with grid {grid:?} and block {block:?}: a block holds 1 to 1024 threads, and a grid is at most 65535 blocks in y and z",
             function.name
         ));
     }
-    let size = function.params.iter().map(|&(off, size, _)| off + size).max().unwrap_or(0);
+    let size = function
+        .params
+        .iter()
+        .map(|&(off, size, _)| off + size)
+        .max()
+        .unwrap_or(0);
     let mut params = vec![0u8; size as usize];
     if !function.params.is_empty() && kernel_params.is_null() {
-        return fail(INVALID_VALUE, format!("`{}` takes arguments, and none were given", function.name));
+        return fail(
+            INVALID_VALUE,
+            format!("`{}` takes arguments, and none were given", function.name),
+        );
     }
     for (i, &(off, size, _)) in function.params.iter().enumerate() {
         // SAFETY: the caller's promise: one pointer per parameter, each to its value.
         let arg = unsafe { *kernel_params.add(i) };
         if arg.is_null() {
-            return fail(INVALID_VALUE, format!("argument {i} of `{}` is missing", function.name));
+            return fail(
+                INVALID_VALUE,
+                format!("argument {i} of `{}` is missing", function.name),
+            );
         }
         // SAFETY: as above, `size` bytes as the kernel declares the parameter.
         unsafe {
-            std::ptr::copy_nonoverlapping(arg.cast::<u8>(), params.as_mut_ptr().add(off as usize), size as usize);
+            std::ptr::copy_nonoverlapping(
+                arg.cast::<u8>(),
+                params.as_mut_ptr().add(off as usize),
+                size as usize,
+            );
         }
     }
     let snapshot = match state().memory.snapshot() {
@@ -516,14 +600,21 @@ pub unsafe extern "C" fn cuLaunchKernel(
     match exec::run(&launch, threads()) {
         Ok(()) => SUCCESS,
         Err(fault) => {
-            let code = if fault.message.contains("trapped") { ILLEGAL_INSTRUCTION } else { ILLEGAL_ADDRESS };
-            fail(code, format!(
+            let code = if fault.message.contains("trapped") {
+                ILLEGAL_INSTRUCTION
+            } else {
+                ILLEGAL_ADDRESS
+            };
+            fail(
+                code,
+                format!(
                 "the CPU device stopped kernel `{}` at block ({}, {}, {}), thread ({}, {}, {}): {}",
                 function.name,
                 fault.block[0], fault.block[1], fault.block[2],
                 fault.thread[0], fault.thread[1], fault.thread[2],
                 fault.message
-            ))
+            ),
+            )
         }
     }
 }
@@ -566,7 +657,11 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
-pub unsafe extern "C" fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, hfunc: *mut c_void) -> CuResult {
+pub unsafe extern "C" fn cuFuncGetAttribute(
+    pi: *mut c_int,
+    attrib: c_int,
+    hfunc: *mut c_void,
+) -> CuResult {
     if hfunc.is_null() {
         return INVALID_HANDLE;
     }
@@ -574,11 +669,11 @@ pub unsafe extern "C" fn cuFuncGetAttribute(pi: *mut c_int, attrib: c_int, hfunc
     let handle = unsafe { &*hfunc.cast::<FunctionHandle>() };
     let function = &handle.module.functions[handle.index];
     let value = match attrib {
-        0 => 1024,                                           // max threads per block
-        1 => handle.module.shared_bytes as c_int,            // static shared bytes
-        3 => function.local_bytes as c_int,                  // local bytes per thread
-        4 => (function.regs as c_int).clamp(16, 255),       // registers per thread
-        5 | 6 => 90,                                         // PTX and binary versions
+        0 => 1024,                                    // max threads per block
+        1 => handle.module.shared_bytes as c_int,     // static shared bytes
+        3 => function.local_bytes as c_int,           // local bytes per thread
+        4 => (function.regs as c_int).clamp(16, 255), // registers per thread
+        5 | 6 => 90,                                  // PTX and binary versions
         _ => 0,
     };
     // SAFETY: the caller's pointer.
@@ -591,7 +686,11 @@ pub extern "C" fn cuStreamSynchronize(_stream: *mut c_void) -> CuResult {
 }
 
 #[no_mangle]
-pub extern "C" fn cuStreamWaitEvent(_stream: *mut c_void, _event: *mut c_void, _flags: c_uint) -> CuResult {
+pub extern "C" fn cuStreamWaitEvent(
+    _stream: *mut c_void,
+    _event: *mut c_void,
+    _flags: c_uint,
+) -> CuResult {
     SUCCESS
 }
 
@@ -629,7 +728,11 @@ pub extern "C" fn cuEventSynchronize(_event: *mut c_void) -> CuResult {
 /// # Safety
 /// A driver call: events from `cuEventCreate`.
 #[no_mangle]
-pub unsafe extern "C" fn cuEventElapsedTime(ms: *mut f32, start: *mut c_void, end: *mut c_void) -> CuResult {
+pub unsafe extern "C" fn cuEventElapsedTime(
+    ms: *mut f32,
+    start: *mut c_void,
+    end: *mut c_void,
+) -> CuResult {
     if start.is_null() || end.is_null() {
         return INVALID_HANDLE;
     }

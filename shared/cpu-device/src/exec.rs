@@ -114,11 +114,14 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
     let failed = AtomicBool::new(false);
     let first_fault: Mutex<Option<(u64, Fault)>> = Mutex::new(None);
     // Frame sizes: the largest function's, times the depth calls may reach.
-    let calls = launch.module.code.iter().any(|i| matches!(i.op, Op::Call { .. }));
+    let calls = launch
+        .module
+        .code
+        .iter()
+        .any(|i| matches!(i.op, Op::Call { .. }));
     let depth = if calls { MAX_DEPTH } else { 1 };
-    let widest = |f: fn(&Function) -> u32| {
-        launch.module.functions.iter().map(f).max().unwrap_or(0) as usize
-    };
+    let widest =
+        |f: fn(&Function) -> u32| launch.module.functions.iter().map(f).max().unwrap_or(0) as usize;
     let sizes = Sizes {
         regs: widest(|f| f.regs) * if calls { 4 } else { 1 },
         param: widest(|f| f.param_bytes).div_ceil(8) * 8 * depth,
@@ -219,7 +222,11 @@ impl<'a> Worker<'a> {
         let f = self.l.function;
         let function_index = self.l.module.by_name.get(&f.name).copied().unwrap_or(0);
         for w in &mut self.warps {
-            let all = if w.lanes == 32 { u32::MAX } else { (1u32 << w.lanes) - 1 };
+            let all = if w.lanes == 32 {
+                u32::MAX
+            } else {
+                (1u32 << w.lanes) - 1
+            };
             w.status = [EXITED; 32];
             w.status[..w.lanes].fill(RUNNING);
             w.running = all;
@@ -351,7 +358,14 @@ impl<'a> Worker<'a> {
 
     /// Run `inst` (at `pc`) for the lanes in `exec`; the rest of the group (guard false)
     /// just moves on.
-    fn step(&mut self, w: &mut Warp, inst: &Inst, pc: u32, group: u32, exec: u32) -> Result<(), Fault> {
+    fn step(
+        &mut self,
+        w: &mut Warp,
+        inst: &Inst,
+        pc: u32,
+        group: u32,
+        exec: u32,
+    ) -> Result<(), Fault> {
         macro_rules! each {
             (|$lane:ident| $body:block) => {{
                 let mut m = exec;
@@ -367,12 +381,46 @@ impl<'a> Worker<'a> {
                 let mask = *mask;
                 w.map1(exec, *d, *a, |x| x & mask);
             }
-            Op::Int { op, ty, d, a, b, c, sat } => int_lanes(w, exec, *op, *ty, *d, *a, *b, *c, *sat),
-            Op::Float { op, ty, rnd, ftz, sat, d, a, b, c } => {
-                float_lanes(w, exec, *op, *ty, *rnd, *ftz, *sat, *d, *a, *b, *c)
-            }
-            Op::Setp { cmp, ty, ftz, d, d2: None, a, b, comb: None } => setp_lanes(w, exec, *cmp, *ty, *ftz, *d, *a, *b),
-            Op::Setp { cmp, ty, ftz, d, d2, a, b, comb } => each!(|l| {
+            Op::Int {
+                op,
+                ty,
+                d,
+                a,
+                b,
+                c,
+                sat,
+            } => int_lanes(w, exec, *op, *ty, *d, *a, *b, *c, *sat),
+            Op::Float {
+                op,
+                ty,
+                rnd,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+                c,
+            } => float_lanes(w, exec, *op, *ty, *rnd, *ftz, *sat, *d, *a, *b, *c),
+            Op::Setp {
+                cmp,
+                ty,
+                ftz,
+                d,
+                d2: None,
+                a,
+                b,
+                comb: None,
+            } => setp_lanes(w, exec, *cmp, *ty, *ftz, *d, *a, *b),
+            Op::Setp {
+                cmp,
+                ty,
+                ftz,
+                d,
+                d2,
+                a,
+                b,
+                comb,
+            } => each!(|l| {
                 let mut t = compare(*cmp, *ty, *ftz, w.get(*a, l), w.get(*b, l));
                 let mut f = !t;
                 if let Some((op, p, neg)) = comb {
@@ -392,20 +440,43 @@ impl<'a> Worker<'a> {
             }),
             Op::Selp { d, a, b, p, mask } => {
                 let mask = *mask;
-                w.map3(exec, *d, *a, *b, *p, |x, y, p| if p != 0 { x & mask } else { y & mask });
+                w.map3(exec, *d, *a, *b, *p, |x, y, p| {
+                    if p != 0 {
+                        x & mask
+                    } else {
+                        y & mask
+                    }
+                });
             }
             Op::PredLogic { op, d, a, b } => {
                 let (na, nb) = (u64::from(a.1), u64::from(b.1));
                 match op {
-                    IntOp::And => w.map2(exec, *d, a.0, b.0, |x, y| ((x != 0) as u64 ^ na) & ((y != 0) as u64 ^ nb)),
-                    IntOp::Or => w.map2(exec, *d, a.0, b.0, |x, y| ((x != 0) as u64 ^ na) | ((y != 0) as u64 ^ nb)),
-                    IntOp::Xor => w.map2(exec, *d, a.0, b.0, |x, y| ((x != 0) as u64 ^ na) ^ ((y != 0) as u64 ^ nb)),
+                    IntOp::And => w.map2(exec, *d, a.0, b.0, |x, y| {
+                        ((x != 0) as u64 ^ na) & ((y != 0) as u64 ^ nb)
+                    }),
+                    IntOp::Or => w.map2(exec, *d, a.0, b.0, |x, y| {
+                        ((x != 0) as u64 ^ na) | ((y != 0) as u64 ^ nb)
+                    }),
+                    IntOp::Xor => w.map2(exec, *d, a.0, b.0, |x, y| {
+                        ((x != 0) as u64 ^ na) ^ ((y != 0) as u64 ^ nb)
+                    }),
                     _ => w.map1(exec, *d, a.0, |x| ((x != 0) as u64 ^ na) ^ 1),
                 }
             }
-            Op::Cvt { dty, sty, rnd, int_rnd, ftz, sat, d, a } => {
+            Op::Cvt {
+                dty,
+                sty,
+                rnd,
+                int_rnd,
+                ftz,
+                sat,
+                d,
+                a,
+            } => {
                 let (dty, sty, rnd, int_rnd, ftz, sat) = (*dty, *sty, *rnd, *int_rnd, *ftz, *sat);
-                w.map1(exec, *d, *a, |x| convert(dty, sty, rnd, int_rnd, ftz, sat, x));
+                w.map1(exec, *d, *a, |x| {
+                    convert(dty, sty, rnd, int_rnd, ftz, sat, x)
+                });
             }
             Op::Special { d, s } => each!(|l| {
                 let v = self.special(w, l, *s);
@@ -438,10 +509,19 @@ impl<'a> Worker<'a> {
                     Space::Local => w.locals.as_ptr() as u64 + (l * self.sizes.local) as u64,
                     _ => 0,
                 };
-                let out = if *to { v.wrapping_sub(base) } else { v.wrapping_add(base) };
+                let out = if *to {
+                    v.wrapping_sub(base)
+                } else {
+                    v.wrapping_add(base)
+                };
                 w.set(*d, l, out);
             }),
-            Op::Ld { space, ty, ds, addr } => {
+            Op::Ld {
+                space,
+                ty,
+                ds,
+                addr,
+            } => {
                 let size = ty.bytes();
                 let total = size * ds.len() as u32;
                 let mut m = exec;
@@ -459,7 +539,12 @@ impl<'a> Worker<'a> {
                     }
                 }
             }
-            Op::St { space, ty, srcs, addr } => {
+            Op::St {
+                space,
+                ty,
+                srcs,
+                addr,
+            } => {
                 let size = ty.bytes();
                 let total = size * srcs.len() as u32;
                 let mut m = exec;
@@ -474,7 +559,15 @@ impl<'a> Worker<'a> {
                     }
                 }
             }
-            Op::Atom { space, op, ty, d, addr, b, c } => {
+            Op::Atom {
+                space,
+                op,
+                ty,
+                d,
+                addr,
+                b,
+                c,
+            } => {
                 let mut m = exec;
                 while m != 0 {
                     let l = m.trailing_zeros() as usize;
@@ -508,15 +601,33 @@ impl<'a> Worker<'a> {
                     let want = w.get(*members, lane) as u32 & w.live();
                     if want & !exec != 0 {
                         let missing = (want & !exec).trailing_zeros();
-                        return Err(self.fault(w, lane, format!(
+                        return Err(self.fault(
+                            w,
+                            lane,
+                            format!(
                             "__syncwarp (line {}) names lane {missing}, which does not reach it",
                             inst.line
-                        )));
+                        ),
+                        ));
                     }
                 }
             }
-            Op::Shfl { mode, d, p, a, b, c, mask: members } => self.shuffle(w, inst.line, exec, *mode, *d, *p, [*a, *b, *c, *members])?,
-            Op::Vote { mode, d, a, neg, mask: members } => {
+            Op::Shfl {
+                mode,
+                d,
+                p,
+                a,
+                b,
+                c,
+                mask: members,
+            } => self.shuffle(w, inst.line, exec, *mode, *d, *p, [*a, *b, *c, *members])?,
+            Op::Vote {
+                mode,
+                d,
+                a,
+                neg,
+                mask: members,
+            } => {
                 let mut ballot = 0u32;
                 each!(|l| {
                     if (w.get(*a, l) != 0) != *neg {
@@ -572,7 +683,11 @@ impl<'a> Worker<'a> {
             Op::Ret | Op::Exit => {
                 w.scatter();
                 each!(|l| {
-                    let frame = if matches!(inst.op, Op::Ret) { w.stack[l].pop() } else { None };
+                    let frame = if matches!(inst.op, Op::Ret) {
+                        w.stack[l].pop()
+                    } else {
+                        None
+                    };
                     match frame {
                         None => {
                             w.status[l] = EXITED;
@@ -592,7 +707,11 @@ impl<'a> Worker<'a> {
             Op::Trap => {
                 if exec != 0 {
                     let l = exec.trailing_zeros() as usize;
-                    return Err(self.fault(w, l, format!("the kernel trapped (trap, line {})", inst.line)));
+                    return Err(self.fault(
+                        w,
+                        l,
+                        format!("the kernel trapped (trap, line {})", inst.line),
+                    ));
                 }
             }
             Op::Nop => {}
@@ -603,7 +722,16 @@ impl<'a> Worker<'a> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn shuffle(&self, w: &mut Warp, line: u32, exec: u32, mode: ShflMode, d: Reg, p: Option<Reg>, srcs: [Src; 4]) -> Result<(), Fault> {
+    fn shuffle(
+        &self,
+        w: &mut Warp,
+        line: u32,
+        exec: u32,
+        mode: ShflMode,
+        d: Reg,
+        p: Option<Reg>,
+        srcs: [Src; 4],
+    ) -> Result<(), Fault> {
         let [a, b, c, members] = srcs;
         let mut values = [0u64; 32];
         for l in iter_bits(exec) {
@@ -644,9 +772,11 @@ impl<'a> Worker<'a> {
             };
             let j = if ok { j as usize } else { l };
             if exec & (1 << j) == 0 {
-                return Err(self.fault(w, l, format!(
-                    "shfl.sync (line {line}) reads lane {j}, which is not active"
-                )));
+                return Err(self.fault(
+                    w,
+                    l,
+                    format!("shfl.sync (line {line}) reads lane {j}, which is not active"),
+                ));
             }
             w.set(d, l, values[j] & 0xffff_ffff);
             if let Some(p) = p {
@@ -683,20 +813,32 @@ impl<'a> Worker<'a> {
         };
         let callee = &self.l.module.functions[index as usize];
         if callee.start == callee.end || callee.entry {
-            return Err(self.fault(w, l, format!("a call to `{}`, which has no body here", callee.name)));
+            return Err(self.fault(
+                w,
+                l,
+                format!("a call to `{}`, which has no body here", callee.name),
+            ));
         }
         if callee.params.len() != args.len() || callee.retval.is_some() != ret.is_some() {
-            return Err(self.fault(w, l, format!(
-                "a call to `{}` (line {}) with {} arguments, where it takes {}",
-                callee.name,
-                self.code[pc as usize].line,
-                args.len(),
-                callee.params.len()
-            )));
+            return Err(self.fault(
+                w,
+                l,
+                format!(
+                    "a call to `{}` (line {}) with {} arguments, where it takes {}",
+                    callee.name,
+                    self.code[pc as usize].line,
+                    args.len(),
+                    callee.params.len()
+                ),
+            ));
         }
         let caller = &self.l.module.functions[w.function[l] as usize];
         if w.stack[l].len() + 1 >= MAX_DEPTH {
-            return Err(self.fault(w, l, format!("calls nested deeper than {MAX_DEPTH} (runaway recursion?)")));
+            return Err(self.fault(
+                w,
+                l,
+                format!("calls nested deeper than {MAX_DEPTH} (runaway recursion?)"),
+            ));
         }
         let frame = Frame {
             return_pc: pc + 1,
@@ -712,7 +854,14 @@ impl<'a> Worker<'a> {
         if params as usize + callee.param_bytes as usize > self.sizes.param
             || locals as usize + callee.local_bytes as usize > self.sizes.local
         {
-            return Err(self.fault(w, l, format!("calls nested too deep for their parameters and locals, calling `{}`", callee.name)));
+            return Err(self.fault(
+                w,
+                l,
+                format!(
+                    "calls nested too deep for their parameters and locals, calling `{}`",
+                    callee.name
+                ),
+            ));
         }
         let need = (regs + callee.regs) as usize * 32;
         if need > w.regs.len() {
@@ -780,7 +929,15 @@ impl<'a> Worker<'a> {
     }
 
     /// The host pointer for `size` bytes at `addr` in `space`, for lane `l`, once checked.
-    fn resolve(&mut self, w: &mut Warp, l: usize, space: Space, addr: Addr, size: u32, write: bool) -> Result<*mut u8, Fault> {
+    fn resolve(
+        &mut self,
+        w: &mut Warp,
+        l: usize,
+        space: Space,
+        addr: Addr,
+        size: u32,
+        write: bool,
+    ) -> Result<*mut u8, Fault> {
         let size64 = u64::from(size);
         let (space, value) = match addr {
             Addr::Reg(r, off) => (space, w.get(Src::R(r), l).wrapping_add(off as u64)),
@@ -788,7 +945,15 @@ impl<'a> Worker<'a> {
             Addr::KernelParam(off) => {
                 let end = off as usize + size as usize;
                 if write || end > self.l.params.len() {
-                    return Err(self.access_fault(w, l, "kernel parameter", u64::from(off), size, write, "outside the parameters"));
+                    return Err(self.access_fault(
+                        w,
+                        l,
+                        "kernel parameter",
+                        u64::from(off),
+                        size,
+                        write,
+                        "outside the parameters",
+                    ));
                 }
                 // Read only: `write` was refused above.
                 return Ok(self.l.params[off as usize..].as_ptr().cast_mut());
@@ -796,7 +961,15 @@ impl<'a> Worker<'a> {
             Addr::FrameParam(off) => {
                 let at = l * self.sizes.param + (w.param_base[l] + off) as usize;
                 if at + size as usize > w.params.len() {
-                    return Err(self.access_fault(w, l, "parameter", u64::from(off), size, write, "outside the frame's parameters"));
+                    return Err(self.access_fault(
+                        w,
+                        l,
+                        "parameter",
+                        u64::from(off),
+                        size,
+                        write,
+                        "outside the frame's parameters",
+                    ));
                 }
                 // SAFETY: in bounds, just checked.
                 return Ok(unsafe { w.params.as_mut_ptr().add(at) });
@@ -815,34 +988,77 @@ impl<'a> Worker<'a> {
                 let local = w.locals.as_ptr() as u64 + (l * self.sizes.local) as u64;
                 if value >= shared && value < shared + self.shared.len() as u64 {
                     self.shared_ptr(w, l, value - shared, size, write)
-                } else if self.sizes.local > 0 && value >= local && value < local + self.sizes.local as u64 {
+                } else if self.sizes.local > 0
+                    && value >= local
+                    && value < local + self.sizes.local as u64
+                {
                     self.local_ptr(w, l, value - local, size, write)
                 } else {
                     self.global_ptr(w, l, Space::Generic, value, size, write)
                 }
             }
-            Space::Param => Err(self.access_fault(w, l, "parameter", value, size, write, "parameter memory through a register is not supported")),
+            Space::Param => Err(self.access_fault(
+                w,
+                l,
+                "parameter",
+                value,
+                size,
+                write,
+                "parameter memory through a register is not supported",
+            )),
         }
     }
 
-    fn shared_ptr(&mut self, w: &Warp, l: usize, offset: u64, size: u32, write: bool) -> Result<*mut u8, Fault> {
+    fn shared_ptr(
+        &mut self,
+        w: &Warp,
+        l: usize,
+        offset: u64,
+        size: u32,
+        write: bool,
+    ) -> Result<*mut u8, Fault> {
         if offset + u64::from(size) > self.shared.len() as u64 {
-            let what = format!("outside the block's {} bytes of shared memory", self.shared.len());
+            let what = format!(
+                "outside the block's {} bytes of shared memory",
+                self.shared.len()
+            );
             return Err(self.access_fault(w, l, "shared", offset, size, write, &what));
         }
         Ok(self.shared[offset as usize..].as_mut_ptr())
     }
 
-    fn local_ptr(&self, w: &mut Warp, l: usize, offset: u64, size: u32, write: bool) -> Result<*mut u8, Fault> {
+    fn local_ptr(
+        &self,
+        w: &mut Warp,
+        l: usize,
+        offset: u64,
+        size: u32,
+        write: bool,
+    ) -> Result<*mut u8, Fault> {
         if offset + u64::from(size) > self.sizes.local as u64 {
-            let what = format!("outside the thread's {} bytes of local memory", self.sizes.local);
+            let what = format!(
+                "outside the thread's {} bytes of local memory",
+                self.sizes.local
+            );
             return Err(self.access_fault(w, l, "local", offset, size, write, &what));
         }
         // SAFETY: inside the lane's local memory, just checked.
-        Ok(unsafe { w.locals.as_mut_ptr().add(l * self.sizes.local + offset as usize) })
+        Ok(unsafe {
+            w.locals
+                .as_mut_ptr()
+                .add(l * self.sizes.local + offset as usize)
+        })
     }
 
-    fn global_ptr(&mut self, w: &Warp, l: usize, space: Space, address: u64, size: u32, write: bool) -> Result<*mut u8, Fault> {
+    fn global_ptr(
+        &mut self,
+        w: &Warp,
+        l: usize,
+        space: Space,
+        address: u64,
+        size: u32,
+        write: bool,
+    ) -> Result<*mut u8, Fault> {
         let end = address.wrapping_add(u64::from(size));
         if address >= self.cache.0 && end <= self.cache.1 && end > address {
             return Ok(address as *mut u8);
@@ -854,23 +1070,43 @@ impl<'a> Worker<'a> {
             }
             None => {
                 let said = self.l.memory.describe(address, u64::from(size));
-                Err(self.access_fault(w, l, space_name(space), address, size, write, &format!("out of bounds: {said}")))
+                Err(self.access_fault(
+                    w,
+                    l,
+                    space_name(space),
+                    address,
+                    size,
+                    write,
+                    &format!("out of bounds: {said}"),
+                ))
             }
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn access_fault(&self, w: &Warp, l: usize, space: &str, address: u64, size: u32, write: bool, why: &str) -> Fault {
+    fn access_fault(
+        &self,
+        w: &Warp,
+        l: usize,
+        space: &str,
+        address: u64,
+        size: u32,
+        write: bool,
+        why: &str,
+    ) -> Fault {
         let line = self.code.get(w.pc as usize).map_or(0, |i| i.line);
-        self.fault(w, l, format!(
-            "{} {} of {size} bytes at 0x{address:x} in {} (line {line}), {why}",
-            space,
-            if write { "store" } else { "load" },
-            self.name_of(w, l),
-        ))
+        self.fault(
+            w,
+            l,
+            format!(
+                "{} {} of {size} bytes at 0x{address:x} in {} (line {line}), {why}",
+                space,
+                if write { "store" } else { "load" },
+                self.name_of(w, l),
+            ),
+        )
     }
 }
-
 
 fn space_name(space: Space) -> &'static str {
     match space {
@@ -936,7 +1172,15 @@ impl Warp {
     /// (a flat warp's register is 32 values side by side, so the loop is a vector loop;
     /// lanes outside `exec` keep their value), lane by lane where few do.
     #[inline(always)]
-    fn map3(&mut self, exec: u32, d: Reg, a: Src, b: Src, c: Src, f: impl Fn(u64, u64, u64) -> u64) {
+    fn map3(
+        &mut self,
+        exec: u32,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+        f: impl Fn(u64, u64, u64) -> u64,
+    ) {
         if self.flat && exec.count_ones() >= WHOLE_WARP {
             let mut out = [0u64; 32];
             let (mut ka, mut kb, mut kc) = ([0u64; 32], [0u64; 32], [0u64; 32]);
@@ -1088,7 +1332,17 @@ fn bits32(r: f32) -> u64 {
 
 /// Integer instructions, the common ones as tight loops of their own.
 #[allow(clippy::too_many_arguments)]
-fn int_lanes(w: &mut Warp, exec: u32, op: IntOp, ty: Ty, d: Reg, a: Src, b: Src, c: Src, sat: bool) {
+fn int_lanes(
+    w: &mut Warp,
+    exec: u32,
+    op: IntOp,
+    ty: Ty,
+    d: Reg,
+    a: Src,
+    b: Src,
+    c: Src,
+    sat: bool,
+) {
     let m = type_mask(ty);
     match (op, sat) {
         (IntOp::Add, false) => w.map2(exec, d, a, b, |x, y| x.wrapping_add(y) & m),
@@ -1097,13 +1351,15 @@ fn int_lanes(w: &mut Warp, exec: u32, op: IntOp, ty: Ty, d: Reg, a: Src, b: Src,
         (IntOp::And, _) => w.map2(exec, d, a, b, |x, y| x & y & m),
         (IntOp::Or, _) => w.map2(exec, d, a, b, |x, y| (x | y) & m),
         (IntOp::Xor, _) => w.map2(exec, d, a, b, |x, y| (x ^ y) & m),
-        (IntOp::MulWide, _) if ty == Ty::S32 => {
-            w.map2(exec, d, a, b, |x, y| (i64::from(x as i32) * i64::from(y as i32)) as u64)
-        }
-        (IntOp::MulWide, _) if ty == Ty::U32 => {
-            w.map2(exec, d, a, b, |x, y| u64::from(x as u32) * u64::from(y as u32))
-        }
-        (IntOp::MadLo, _) => w.map3(exec, d, a, b, c, |x, y, z| x.wrapping_mul(y).wrapping_add(z) & m),
+        (IntOp::MulWide, _) if ty == Ty::S32 => w.map2(exec, d, a, b, |x, y| {
+            (i64::from(x as i32) * i64::from(y as i32)) as u64
+        }),
+        (IntOp::MulWide, _) if ty == Ty::U32 => w.map2(exec, d, a, b, |x, y| {
+            u64::from(x as u32) * u64::from(y as u32)
+        }),
+        (IntOp::MadLo, _) => w.map3(exec, d, a, b, c, |x, y, z| {
+            x.wrapping_mul(y).wrapping_add(z) & m
+        }),
         _ => w.map3(exec, d, a, b, c, |x, y, z| int_op(op, ty, x, y, z, sat)),
     }
 }
@@ -1111,24 +1367,50 @@ fn int_lanes(w: &mut Warp, exec: u32, op: IntOp, ty: Ty, d: Reg, a: Src, b: Src,
 /// Floating-point instructions: round-to-nearest f64 and f32 as tight loops of their own,
 /// everything else (directed rounding, flush to zero, saturation) through `float_op`.
 #[allow(clippy::too_many_arguments)]
-fn float_lanes(w: &mut Warp, exec: u32, op: FloatOp, ty: Ty, rnd: Rnd, ftz: bool, sat: bool, d: Reg, a: Src, b: Src, c: Src) {
+fn float_lanes(
+    w: &mut Warp,
+    exec: u32,
+    op: FloatOp,
+    ty: Ty,
+    rnd: Rnd,
+    ftz: bool,
+    sat: bool,
+    d: Reg,
+    a: Src,
+    b: Src,
+    c: Src,
+) {
     let plain = rnd == Rnd::N && !ftz && !sat;
     match (ty, op, plain) {
-        (Ty::F64, FloatOp::Add, true) => w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) + f64_of(y))),
-        (Ty::F64, FloatOp::Sub, true) => w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) - f64_of(y))),
-        (Ty::F64, FloatOp::Mul, true) => w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) * f64_of(y))),
-        (Ty::F64, FloatOp::Fma, true) => {
-            w.map3(exec, d, a, b, c, |x, y, z| bits64(f64_of(x).mul_add(f64_of(y), f64_of(z))))
+        (Ty::F64, FloatOp::Add, true) => {
+            w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) + f64_of(y)))
         }
+        (Ty::F64, FloatOp::Sub, true) => {
+            w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) - f64_of(y)))
+        }
+        (Ty::F64, FloatOp::Mul, true) => {
+            w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) * f64_of(y)))
+        }
+        (Ty::F64, FloatOp::Fma, true) => w.map3(exec, d, a, b, c, |x, y, z| {
+            bits64(f64_of(x).mul_add(f64_of(y), f64_of(z)))
+        }),
         (Ty::F64, FloatOp::Abs, _) => w.map1(exec, d, a, |x| x & !(1 << 63)),
         (Ty::F64, FloatOp::Neg, _) => w.map1(exec, d, a, |x| x ^ (1 << 63)),
-        (Ty::F32, FloatOp::Add, true) => w.map2(exec, d, a, b, |x, y| bits32(f32_of(x) + f32_of(y))),
-        (Ty::F32, FloatOp::Sub, true) => w.map2(exec, d, a, b, |x, y| bits32(f32_of(x) - f32_of(y))),
-        (Ty::F32, FloatOp::Mul, true) => w.map2(exec, d, a, b, |x, y| bits32(f32_of(x) * f32_of(y))),
-        (Ty::F32, FloatOp::Fma, true) => {
-            w.map3(exec, d, a, b, c, |x, y, z| bits32(f32_of(x).mul_add(f32_of(y), f32_of(z))))
+        (Ty::F32, FloatOp::Add, true) => {
+            w.map2(exec, d, a, b, |x, y| bits32(f32_of(x) + f32_of(y)))
         }
-        _ => w.map3(exec, d, a, b, c, |x, y, z| float_op(op, ty, rnd, ftz, sat, x, y, z)),
+        (Ty::F32, FloatOp::Sub, true) => {
+            w.map2(exec, d, a, b, |x, y| bits32(f32_of(x) - f32_of(y)))
+        }
+        (Ty::F32, FloatOp::Mul, true) => {
+            w.map2(exec, d, a, b, |x, y| bits32(f32_of(x) * f32_of(y)))
+        }
+        (Ty::F32, FloatOp::Fma, true) => w.map3(exec, d, a, b, c, |x, y, z| {
+            bits32(f32_of(x).mul_add(f32_of(y), f32_of(z)))
+        }),
+        _ => w.map3(exec, d, a, b, c, |x, y, z| {
+            float_op(op, ty, rnd, ftz, sat, x, y, z)
+        }),
     }
 }
 

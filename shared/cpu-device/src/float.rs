@@ -142,7 +142,11 @@ pub fn div64(a: f64, b: f64, rnd: Rnd) -> f64 {
         };
     }
     let residual = (-q).mul_add(b, a);
-    direct64(q, residual.signum() * b.signum() * f64::from(u8::from(residual != 0.0)), rnd)
+    direct64(
+        q,
+        residual.signum() * b.signum() * f64::from(u8::from(residual != 0.0)),
+        rnd,
+    )
 }
 
 pub fn sqrt64(a: f64, rnd: Rnd) -> f64 {
@@ -151,7 +155,15 @@ pub fn sqrt64(a: f64, rnd: Rnd) -> f64 {
         return s;
     }
     let residual = (-s).mul_add(s, a);
-    direct64(s, if residual == 0.0 { 0.0 } else { residual.signum() }, rnd)
+    direct64(
+        s,
+        if residual == 0.0 {
+            0.0
+        } else {
+            residual.signum()
+        },
+        rnd,
+    )
 }
 
 /// Round the exact value `s + e` (`|e|` at most half an ulp of `s`) to an f32.
@@ -174,9 +186,16 @@ pub fn round32(s: f64, e: f64, rnd: Rnd) -> f32 {
     let d = s - cf;
     match rnd {
         Rnd::N => {
-            let half = (f64::from(c.next_up()) - cf).abs().min((cf - f64::from(c.next_down())).abs()) / 2.0;
+            let half = (f64::from(c.next_up()) - cf)
+                .abs()
+                .min((cf - f64::from(c.next_down())).abs())
+                / 2.0;
             // A tie at `s` that the rest `e` breaks.
-            let lo_hi = if cf < s { (c, c.next_up()) } else { (c.next_down(), c) };
+            let lo_hi = if cf < s {
+                (c, c.next_up())
+            } else {
+                (c.next_down(), c)
+            };
             if e != 0.0 && d.abs() == half && d != 0.0 {
                 if e > 0.0 {
                     lo_hi.1
@@ -275,7 +294,11 @@ pub fn div32(a: f32, b: f32, rnd: Rnd) -> f32 {
     }
     let residual = f64::from(-q).mul_add(f64::from(b), f64::from(a));
     let side = residual.signum() * f64::from(b).signum() * f64::from(u8::from(residual != 0.0));
-    round32(f64::from(q), side * f64::from(q).abs() * f64::EPSILON * 0.25, rnd)
+    round32(
+        f64::from(q),
+        side * f64::from(q).abs() * f64::EPSILON * 0.25,
+        rnd,
+    )
 }
 
 pub fn sqrt32(a: f32, rnd: Rnd) -> f32 {
@@ -284,7 +307,11 @@ pub fn sqrt32(a: f32, rnd: Rnd) -> f32 {
         return s;
     }
     let residual = f64::from(-s).mul_add(f64::from(s), f64::from(a));
-    let side = if residual == 0.0 { 0.0 } else { residual.signum() };
+    let side = if residual == 0.0 {
+        0.0
+    } else {
+        residual.signum()
+    };
     round32(f64::from(s), side * f64::from(s) * f64::EPSILON * 0.25, rnd)
 }
 
@@ -366,7 +393,11 @@ pub fn rsqrt_approx(x: f64) -> f64 {
         return f64::from_bits(NAN64_APPROX);
     }
     if exponent == 0 {
-        return if negative { f64::NEG_INFINITY } else { f64::INFINITY };
+        return if negative {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        };
     }
     if negative {
         return f64::from_bits(NAN64_APPROX);
@@ -446,7 +477,10 @@ mod tests {
         for i in 0..1000u64 {
             let x = 1.0 + i as f64 * 0.003;
             let exact = 1.0 / x.sqrt();
-            assert!((hi(rsqrt_approx(x)) as i64 - hi(exact) as i64).abs() <= 2, "{x}");
+            assert!(
+                (hi(rsqrt_approx(x)) as i64 - hi(exact) as i64).abs() <= 2,
+                "{x}"
+            );
         }
     }
 

@@ -106,8 +106,9 @@ mod tests {
 
     #[test]
     fn an_instruction_splits_into_its_parts_and_comments_go() {
-        let t = tokens("@!%p1 ld.global.nc.v4.f32 {%f1, %f2}, [%rd4+-8]; // x\n/* y */ bra $L__BB0_1;")
-            .unwrap();
+        let t =
+            tokens("@!%p1 ld.global.nc.v4.f32 {%f1, %f2}, [%rd4+-8]; // x\n/* y */ bra $L__BB0_1;")
+                .unwrap();
         let words: Vec<String> = t
             .iter()
             .map(|t| match &t.tok {

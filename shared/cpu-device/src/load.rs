@@ -228,7 +228,11 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
     let mut vars: Vec<VarDecl> = Vec::new();
     while let Some(tok) = c.peek() {
         let Tok::Name(word) = tok else {
-            return Err(format!("line {}: unexpected {}", c.line(), describe(Some(tok))));
+            return Err(format!(
+                "line {}: unexpected {}",
+                c.line(),
+                describe(Some(tok))
+            ));
         };
         match word.as_str() {
             ".version" => {
@@ -340,7 +344,10 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
             let value = match item {
                 Init::Num(n) => *n,
                 Init::Sym(s) => symbol_address(&module, s).ok_or_else(|| {
-                    format!("`{}` is initialised with `{s}`, which is not defined", var.name)
+                    format!(
+                        "`{}` is initialised with `{s}`, which is not defined",
+                        var.name
+                    )
                 })?,
             };
             bytes.extend_from_slice(&value.to_le_bytes()[..width as usize]);
@@ -529,7 +536,10 @@ struct FnDecoder<'m> {
 
 impl FnDecoder<'_> {
     fn lookup(&self, name: &str) -> Option<Name> {
-        self.scopes.iter().rev().find_map(|s| s.names.get(name).copied())
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.names.get(name).copied())
     }
     fn declare(&mut self, name: &str, what: Name) {
         if let Some(s) = self.scopes.last_mut() {
@@ -541,7 +551,10 @@ impl FnDecoder<'_> {
         self.regs - 1
     }
     fn param_slot(&mut self, size: u32, align: u32) -> u32 {
-        let scope = self.scopes.last_mut().map_or(&mut self.param_bytes, |s| &mut s.next_param);
+        let scope = self
+            .scopes
+            .last_mut()
+            .map_or(&mut self.param_bytes, |s| &mut s.next_param);
         let align = align.max(1);
         let at = scope.div_ceil(align) * align;
         *scope = at + size;
@@ -884,7 +897,10 @@ impl FnDecoder<'_> {
                     v = u64::from((f64::from_bits(v) as f32).to_bits());
                 } else if ty == Ty::F64 && n.starts_with("0f") {
                     v = f64::from(f32::from_bits(v as u32)).to_bits();
-                } else if ty.float() && !decimal_float && !n.starts_with("0d") && !n.starts_with("0f")
+                } else if ty.float()
+                    && !decimal_float
+                    && !n.starts_with("0d")
+                    && !n.starts_with("0f")
                 {
                     let int = parse_int(n).unwrap_or(0) as f64;
                     v = if ty == Ty::F32 {
@@ -1044,9 +1060,29 @@ fn decode(
     let ignorable = |m: &str| {
         matches!(
             m,
-            "nc" | "ca" | "cg" | "cs" | "lu" | "cv" | "wb" | "wt" | "weak" | "volatile"
-                | "relaxed" | "acquire" | "release" | "acq_rel" | "sc" | "cta" | "gpu" | "sys"
-                | "uni" | "aligned" | "L1::evict_last" | "L2::64B" | "L2::128B" | "L2::256B"
+            "nc" | "ca"
+                | "cg"
+                | "cs"
+                | "lu"
+                | "cv"
+                | "wb"
+                | "wt"
+                | "weak"
+                | "volatile"
+                | "relaxed"
+                | "acquire"
+                | "release"
+                | "acq_rel"
+                | "sc"
+                | "cta"
+                | "gpu"
+                | "sys"
+                | "uni"
+                | "aligned"
+                | "L1::evict_last"
+                | "L2::64B"
+                | "L2::128B"
+                | "L2::256B"
         )
     };
     let op = match base {
@@ -1055,7 +1091,10 @@ fn decode(
             let ty = ty.ok_or_else(|| d.unknown(opcode))?;
             match (&ops[0], &ops[1]) {
                 (Operand::Vector(parts), src) => Op::Unpack {
-                    ds: parts.iter().map(|p| d.maybe_reg(p)).collect::<LoadResult<_>>()?,
+                    ds: parts
+                        .iter()
+                        .map(|p| d.maybe_reg(p))
+                        .collect::<LoadResult<_>>()?,
                     a: d.src(src, ty)?,
                     bits: ty.bits() / parts.len() as u32,
                 },
@@ -1069,7 +1108,9 @@ fn decode(
                 },
                 (dst, Operand::Name(n)) if n.starts_with('%') && d.lookup(n).is_none() => {
                     let s = special(n).ok_or_else(|| {
-                        d.err(format!("the special register `{n}` is not known to the CPU device"))
+                        d.err(format!(
+                            "the special register `{n}` is not known to the CPU device"
+                        ))
                     })?;
                     Op::Special { d: d.reg(dst)?, s }
                 }
@@ -1077,7 +1118,10 @@ fn decode(
                     let Some(Name::Local(off)) = d.lookup(n) else {
                         unreachable!("matched above")
                     };
-                    Op::LocalAddr { d: d.reg(dst)?, off }
+                    Op::LocalAddr {
+                        d: d.reg(dst)?,
+                        off,
+                    }
                 }
                 (dst, src) => Op::Mov {
                     d: d.reg(dst)?,
@@ -1103,27 +1147,40 @@ fn decode(
                 }
             }
             need(2)?;
-            let (value, at) = if store { (&ops[1], &ops[0]) } else { (&ops[0], &ops[1]) };
+            let (value, at) = if store {
+                (&ops[1], &ops[0])
+            } else {
+                (&ops[0], &ops[1])
+            };
             let addr = d.address(at, space)?;
             let items: Vec<Operand> = match value {
                 Operand::Vector(v) => v.clone(),
                 other => vec![other.clone()],
             };
             if items.len() != width {
-                return Err(d.err(format!("`{opcode}` moves {width} values, found {}", items.len())));
+                return Err(d.err(format!(
+                    "`{opcode}` moves {width} values, found {}",
+                    items.len()
+                )));
             }
             if store {
                 Op::St {
                     space,
                     ty,
-                    srcs: items.iter().map(|o| d.src(o, ty)).collect::<LoadResult<_>>()?,
+                    srcs: items
+                        .iter()
+                        .map(|o| d.src(o, ty))
+                        .collect::<LoadResult<_>>()?,
                     addr,
                 }
             } else {
                 Op::Ld {
                     space,
                     ty,
-                    ds: items.iter().map(|o| d.maybe_reg(o)).collect::<LoadResult<_>>()?,
+                    ds: items
+                        .iter()
+                        .map(|o| d.maybe_reg(o))
+                        .collect::<LoadResult<_>>()?,
                     addr,
                 }
             }
@@ -1317,13 +1374,14 @@ fn decode(
         }
         "activemask" => {
             need(1)?;
-            Op::Activemask {
-                d: d.reg(&ops[0])?,
-            }
+            Op::Activemask { d: d.reg(&ops[0])? }
         }
         "atom" | "red" => {
             let ty = ty.ok_or_else(|| d.unknown(opcode))?;
-            let space = mods.iter().find_map(|m| space_of(m)).unwrap_or(Space::Generic);
+            let space = mods
+                .iter()
+                .find_map(|m| space_of(m))
+                .unwrap_or(Space::Generic);
             let op = mods
                 .iter()
                 .find_map(|m| {
@@ -1342,7 +1400,8 @@ fn decode(
                     })
                 })
                 .ok_or_else(|| d.unknown(opcode))?;
-            if mods.iter().any(|m| m.starts_with('v')) || (ty.float() && op != AtomOp::Add && op != AtomOp::Exch)
+            if mods.iter().any(|m| m.starts_with('v'))
+                || (ty.float() && op != AtomOp::Add && op != AtomOp::Exch)
             {
                 return Err(d.unknown(opcode));
             }
@@ -1353,7 +1412,10 @@ fn decode(
             };
             let want = if op == AtomOp::Cas { 3 } else { 2 };
             if rest.len() != want {
-                return Err(d.err(format!("`{opcode}` takes {} operands", want + usize::from(dst.is_some()))));
+                return Err(d.err(format!(
+                    "`{opcode}` takes {} operands",
+                    want + usize::from(dst.is_some())
+                )));
             }
             Op::Atom {
                 space,
@@ -1437,9 +1499,7 @@ fn arithmetic(
     let has = |m: &str| mods.contains(&m);
     let n = ops.len();
     let src = |d: &FnDecoder, i: usize, t: Ty| -> LoadResult<Src> {
-        ops.get(i)
-            .map(|o| d.src(o, t))
-            .unwrap_or(Ok(Src::I(0)))
+        ops.get(i).map(|o| d.src(o, t)).unwrap_or(Ok(Src::I(0)))
     };
     if ty == Ty::Pred {
         let op = match base {
@@ -1475,7 +1535,10 @@ fn arithmetic(
                 return Err(d.err(format!(
                     "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce"
                 )));
-            } else if !matches!(*m, "ftz" | "sat" | "f32" | "f64" | "NaN" | "xorsign" | "abs") {
+            } else if !matches!(
+                *m,
+                "ftz" | "sat" | "f32" | "f64" | "NaN" | "xorsign" | "abs"
+            ) {
                 return Err(d.unknown(opcode));
             }
         }

@@ -181,7 +181,10 @@ mod tests {
         assert!(snap.find(a.address + 96, 4).is_some());
         assert!(snap.find(a.address + 97, 4).is_none());
         let said = snap.describe(a.address + 97, 4);
-        assert!(said.contains("offset 97 of allocation 1 (100 bytes"), "{said}");
+        assert!(
+            said.contains("offset 97 of allocation 1 (100 bytes"),
+            "{said}"
+        );
         assert!(said.contains("run 1 bytes past its end"), "{said}");
         memory.write(a.address, &[1, 2, 3]).unwrap();
         let mut back = [0u8; 4];

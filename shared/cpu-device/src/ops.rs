@@ -152,8 +152,12 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
     let sa = sext(a, ty);
     let sb = sext(b, ty);
     match op {
-        IntOp::Add if sat => (sa as i128 + sb as i128).clamp(i32::MIN as i128, i32::MAX as i128) as i64 as u64 & m,
-        IntOp::Sub if sat => (sa as i128 - sb as i128).clamp(i32::MIN as i128, i32::MAX as i128) as i64 as u64 & m,
+        IntOp::Add if sat => {
+            (sa as i128 + sb as i128).clamp(i32::MIN as i128, i32::MAX as i128) as i64 as u64 & m
+        }
+        IntOp::Sub if sat => {
+            (sa as i128 - sb as i128).clamp(i32::MIN as i128, i32::MAX as i128) as i64 as u64 & m
+        }
         IntOp::Add => a.wrapping_add(b) & m,
         IntOp::Sub => a.wrapping_sub(b) & m,
         IntOp::MulLo => a.wrapping_mul(b) & m,
@@ -166,7 +170,11 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
             (p >> bits) as u64 & m
         }
         IntOp::MulWide => {
-            let wide = if bits == 32 { u64::MAX } else { (1u64 << (2 * bits)) - 1 };
+            let wide = if bits == 32 {
+                u64::MAX
+            } else {
+                (1u64 << (2 * bits)) - 1
+            };
             if signed {
                 (sa.wrapping_mul(sb)) as u64 & wide
             } else {
@@ -183,8 +191,16 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
             ((p >> bits) as u64).wrapping_add(c) & m
         }
         IntOp::MadWide => {
-            let wide = if bits == 32 { u64::MAX } else { (1u64 << (2 * bits)) - 1 };
-            let p = if signed { sa.wrapping_mul(sb) as u64 } else { (a & m).wrapping_mul(b & m) };
+            let wide = if bits == 32 {
+                u64::MAX
+            } else {
+                (1u64 << (2 * bits)) - 1
+            };
+            let p = if signed {
+                sa.wrapping_mul(sb) as u64
+            } else {
+                (a & m).wrapping_mul(b & m)
+            };
             p.wrapping_add(c) & wide
         }
         IntOp::Div => {
@@ -309,7 +325,11 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
             u64::from(out)
         }
         IntOp::Sad => {
-            let d = if signed { (sa - sb).unsigned_abs() } else { (a & m).abs_diff(b & m) };
+            let d = if signed {
+                (sa - sb).unsigned_abs()
+            } else {
+                (a & m).abs_diff(b & m)
+            };
             d.wrapping_add(c) & m
         }
     }
@@ -325,7 +345,16 @@ pub fn f32_in(v: u64, ftz: bool) -> f32 {
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn float_op(op: FloatOp, ty: Ty, rnd: Rnd, ftz: bool, sat: bool, a: u64, b: u64, c: u64) -> u64 {
+pub fn float_op(
+    op: FloatOp,
+    ty: Ty,
+    rnd: Rnd,
+    ftz: bool,
+    sat: bool,
+    a: u64,
+    b: u64,
+    c: u64,
+) -> u64 {
     if ty == Ty::F64 {
         let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
         let r = match op {
@@ -364,7 +393,11 @@ pub fn float_op(op: FloatOp, ty: Ty, rnd: Rnd, ftz: bool, sat: bool, a: u64, b: 
         FloatOp::RcpApprox | FloatOp::RsqrtApprox => f32::NAN,
     };
     let r = if ftz { ftz32(r) } else { r };
-    let r = if sat { saturate64(f64::from(r)) as f32 } else { r };
+    let r = if sat {
+        saturate64(f64::from(r)) as f32
+    } else {
+        r
+    };
     u64::from(canonical32(r).to_bits())
 }
 
@@ -409,10 +442,34 @@ pub fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
     match cmp {
         Cmp::Eq | Cmp::Equ => ua == ub,
         Cmp::Ne | Cmp::Neu => ua != ub,
-        Cmp::Lt | Cmp::Ltu => if signed { sa < sb } else { ua < ub },
-        Cmp::Le | Cmp::Leu => if signed { sa <= sb } else { ua <= ub },
-        Cmp::Gt | Cmp::Gtu => if signed { sa > sb } else { ua > ub },
-        Cmp::Ge | Cmp::Geu => if signed { sa >= sb } else { ua >= ub },
+        Cmp::Lt | Cmp::Ltu => {
+            if signed {
+                sa < sb
+            } else {
+                ua < ub
+            }
+        }
+        Cmp::Le | Cmp::Leu => {
+            if signed {
+                sa <= sb
+            } else {
+                ua <= ub
+            }
+        }
+        Cmp::Gt | Cmp::Gtu => {
+            if signed {
+                sa > sb
+            } else {
+                ua > ub
+            }
+        }
+        Cmp::Ge | Cmp::Geu => {
+            if signed {
+                sa >= sb
+            } else {
+                ua >= ub
+            }
+        }
         Cmp::Lo => ua < ub,
         Cmp::Ls => ua <= ub,
         Cmp::Hi => ua > ub,
@@ -441,11 +498,23 @@ pub fn int_range(ty: Ty) -> (i128, i128) {
 
 /// `cvt`, every combination the interpreter accepts.
 #[allow(clippy::too_many_arguments)]
-pub fn convert(dty: Ty, sty: Ty, rnd: Option<Rnd>, int_rnd: Option<Rnd>, ftz: bool, sat: bool, v: u64) -> u64 {
+pub fn convert(
+    dty: Ty,
+    sty: Ty,
+    rnd: Option<Rnd>,
+    int_rnd: Option<Rnd>,
+    ftz: bool,
+    sat: bool,
+    v: u64,
+) -> u64 {
     let dm = type_mask(dty);
     match (sty.float(), dty.float()) {
         (false, false) => {
-            let x: i128 = if sty.signed() { i128::from(sext(v, sty)) } else { i128::from(v & type_mask(sty)) };
+            let x: i128 = if sty.signed() {
+                i128::from(sext(v, sty))
+            } else {
+                i128::from(v & type_mask(sty))
+            };
             if sat {
                 let (lo, hi) = int_range(dty);
                 (x.clamp(lo, hi) as u64) & dm
@@ -454,17 +523,31 @@ pub fn convert(dty: Ty, sty: Ty, rnd: Option<Rnd>, int_rnd: Option<Rnd>, ftz: bo
             }
         }
         (true, false) => {
-            let x = if sty == Ty::F64 { f64::from_bits(v) } else { f64::from(f32_in(v, ftz)) };
+            let x = if sty == Ty::F64 {
+                f64::from_bits(v)
+            } else {
+                f64::from(f32_in(v, ftz))
+            };
             if x.is_nan() {
                 return 0;
             }
             let r = round_integral(x, int_rnd.unwrap_or(Rnd::Z));
             let (lo, hi) = int_range(dty);
-            let clamped = if r <= lo as f64 { lo } else if r >= hi as f64 { hi } else { r as i128 };
+            let clamped = if r <= lo as f64 {
+                lo
+            } else if r >= hi as f64 {
+                hi
+            } else {
+                r as i128
+            };
             (clamped as u64) & dm
         }
         (false, true) => {
-            let x: i128 = if sty.signed() { i128::from(sext(v, sty)) } else { i128::from(v & type_mask(sty)) };
+            let x: i128 = if sty.signed() {
+                i128::from(sext(v, sty))
+            } else {
+                i128::from(v & type_mask(sty))
+            };
             let rnd = rnd.unwrap_or(Rnd::N);
             if dty == Ty::F64 {
                 let r = x as f64;
@@ -493,7 +576,11 @@ pub fn convert(dty: Ty, sty: Ty, rnd: Option<Rnd>, int_rnd: Option<Rnd>, ftz: bo
                     let x = f64::from_bits(v);
                     let r = round32(x, 0.0, rnd.unwrap_or(Rnd::N));
                     let r = if ftz { ftz32(r) } else { r };
-                    let r = if sat { saturate64(f64::from(r)) as f32 } else { r };
+                    let r = if sat {
+                        saturate64(f64::from(r)) as f32
+                    } else {
+                        r
+                    };
                     u64::from(canonical32(r).to_bits())
                 }
                 (Ty::F64, _) => {
@@ -512,7 +599,11 @@ pub fn convert(dty: Ty, sty: Ty, rnd: Option<Rnd>, int_rnd: Option<Rnd>, ftz: bo
                         None => x,
                     };
                     let x = if ftz { ftz32(x) } else { x };
-                    let x = if sat { saturate64(f64::from(x)) as f32 } else { x };
+                    let x = if sat {
+                        saturate64(f64::from(x)) as f32
+                    } else {
+                        x
+                    };
                     u64::from(canonical32(x).to_bits())
                 }
             };

@@ -242,10 +242,12 @@ fn choose(names: &[String], mandelbrot: bool) -> Result<Vec<Program>> {
     if names.is_empty() && mandelbrot {
         chosen = labs::doing(Work::Mandelbrot).collect();
     }
+    // The CPU device's times are the CPU's: they are not timed beside the GPUs'.
     Ok(LABS
         .iter()
         .filter(|lab| chosen.contains(lab))
         .flat_map(Lab::runs)
+        .filter(|program| program.emulates().is_none())
         .collect())
 }
 

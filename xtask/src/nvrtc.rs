@@ -1,0 +1,52 @@
+//! Where NVRTC is: the kernels are compiled by it, on a GPU machine and on the CPU device
+//! alike, so the kernel checks, the CPU device and the tests need it found.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Where `.ci/run` installs NVRTC (pip's `nvidia-cuda-nvrtc-cu12`), in the workspace root.
+const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
+
+/// Where NVRTC was found.
+pub enum Nvrtc {
+    /// The pip package's library folder (added to the tests' `LD_LIBRARY_PATH`).
+    Folder(PathBuf),
+    /// Where the system's dynamic loader finds it.
+    System,
+}
+
+/// NVRTC in the workspace's `.nvrtc/` folder, else on the system; or why not.
+///
+/// cudarc 0.19 (with `cuda-12000`) loads `libnvrtc.so`, `libnvrtc.so.12`, `.11`, ... by
+/// name: the folder must be on `LD_LIBRARY_PATH` when a test process starts, so it is
+/// looked for here and passed down, not loaded in this process.
+pub fn find() -> Result<Nvrtc, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."));
+    let folder = root.join(NVRTC_FOLDER);
+    if folder.join("libnvrtc.so.12").is_file() {
+        return Ok(Nvrtc::Folder(folder));
+    }
+    if shared::nvrtc::is_present() {
+        return Ok(Nvrtc::System);
+    }
+    Err(format!(
+        "NVRTC not found (no libnvrtc.so.12 on the loader's path or in {NVRTC_FOLDER}); \
+         install it there with `python3 -m pip install --no-deps --target .nvrtc \
+         nvidia-cuda-nvrtc-cu12==12.9.86`"
+    ))
+}
+
+/// `LD_LIBRARY_PATH` with the pip package's folder first, where that is where NVRTC is; the
+/// labs load NVRTC by name, through the loader.
+pub fn library_path() -> Option<OsString> {
+    let Ok(Nvrtc::Folder(dir)) = find() else {
+        return None;
+    };
+    let mut paths = vec![dir];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(paths).ok()
+}
