@@ -186,16 +186,14 @@ pub fn round32(s: f64, e: f64, rnd: Rnd) -> f32 {
     let d = s - cf;
     match rnd {
         Rnd::N => {
-            let half = (f64::from(c.next_up()) - cf)
-                .abs()
-                .min((cf - f64::from(c.next_down())).abs())
-                / 2.0;
-            // A tie at `s` that the rest `e` breaks.
+            // A tie at `s` (half the spacing on its side of `c`: at a binade's edge the two
+            // sides differ) that the rest `e` breaks.
             let lo_hi = if cf < s {
                 (c, c.next_up())
             } else {
                 (c.next_down(), c)
             };
+            let half = (f64::from(lo_hi.1) - f64::from(lo_hi.0)) / 2.0;
             if e != 0.0 && d.abs() == half && d != 0.0 {
                 if e > 0.0 {
                     lo_hi.1
