@@ -47,7 +47,7 @@ impl Bins {
         let emulated = |lab: &&Lab| {
             lab.variants
                 .iter()
-                .any(|v| matches!(v.device, Device::CpuDevice(_)))
+                .any(|v| matches!(v.device, Device::Emulated(_)))
         };
         if labs.iter().any(emulated) {
             cargo.args(["--package", "cpu-device"]);

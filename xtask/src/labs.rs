@@ -27,7 +27,7 @@ pub enum Device {
     /// The GPU variant labelled so, its kernels run on the CPU device (`--emulate`): runs
     /// wherever NVRTC is found, GPU or not, and where a GPU opens too, must equal that
     /// variant's output byte for byte.
-    CpuDevice(&'static str),
+    Emulated(&'static str),
 }
 
 /// Whether a lab's output must equal the reference.
@@ -100,7 +100,7 @@ impl Program {
     /// The GPUs it needs: none, one, or several.
     pub fn gpus(&self) -> usize {
         match self.variant.device {
-            Device::Cpu | Device::CpuDevice(_) => 0,
+            Device::Cpu | Device::Emulated(_) => 0,
             Device::Gpu => 1,
             Device::Gpus(n) => n,
         }
@@ -109,7 +109,7 @@ impl Program {
     /// The GPU variant whose kernels this one runs on the CPU device, if it does.
     pub fn emulates(&self) -> Option<&'static str> {
         match self.variant.device {
-            Device::CpuDevice(label) => Some(label),
+            Device::Emulated(label) => Some(label),
             _ => None,
         }
     }
@@ -153,7 +153,7 @@ const fn on_cpu_device(
     Variant {
         label,
         flags,
-        device: Device::CpuDevice(of),
+        device: Device::Emulated(of),
     }
 }
 

@@ -801,7 +801,7 @@ impl<'a> Worker<'a> {
                 let address = w.get(*src, l);
                 let offset = address.wrapping_sub(FUNCTION_ADDRESS_BASE);
                 let index = offset / 16;
-                if offset % 16 != 0 || index >= self.l.module.functions.len() as u64 {
+                if !offset.is_multiple_of(16) || index >= self.l.module.functions.len() as u64 {
                     return Err(self.fault(w, l, format!(
                         "an indirect call in {} (line {}) to 0x{address:x}, which is not a function",
                         self.name_of(w, l),
