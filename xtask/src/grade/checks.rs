@@ -38,8 +38,34 @@ pub struct GpuInfo {
     pub clock_khz: u32,
 }
 
+/// The CPU device, where the GPU checks run when no GPU opens: the grader's own library
+/// (never the submission's) and the folder of NVRTC, if it is not the system's.
+pub struct CpuDevice {
+    pub library: PathBuf,
+    pub nvrtc: Option<PathBuf>,
+}
+
+/// The CPU device beside the reference binaries in `dir`, and NVRTC; or why not.
+pub fn cpu_device(dir: &Path) -> Result<CpuDevice, String> {
+    let library = dir.join("libcpu_device.so");
+    if !library.is_file() {
+        return Err(format!("no {} (cargo xtask dist puts it there)", library.display()));
+    }
+    let nvrtc = match crate::nvrtc::find()? {
+        crate::nvrtc::Nvrtc::Folder(dir) => Some(dir),
+        crate::nvrtc::Nvrtc::System => None,
+    };
+    Ok(CpuDevice { library, nvrtc })
+}
+
+/// Where the CPU device's library and NVRTC are inside the sandbox.
+const CPU_DEVICE: &str = "/grade/libcpu_device.so";
+const NVRTC: &str = "/grade/nvrtc";
+
 pub struct Context<'a> {
     pub jail: &'a Jail,
+    /// Set where no GPU opens: the GPU checks run on the CPU device.
+    pub cpu_device: Option<&'a CpuDevice>,
     pub student: &'a Built,
     pub reference: &'a Bins,
     /// The grader's own folder: references and the sandbox's output folders.
@@ -148,8 +174,25 @@ fn sandboxed(
         ))
         .mount(Mount::writable(out.path(), OUT))
         .cwd(OUT)
-        .gpu(gpu)
         .args(args.iter().cloned());
+    // Where no GPU opens, the kernels run on the CPU device: the grader's own, named to the
+    // lab by `CPU_DEVICE_LIBRARY`, with NVRTC beside it; the sandbox gets no GPU at all.
+    let gpu = match (gpu, context.cpu_device) {
+        (true, Some(device)) => {
+            spec = spec
+                .mount(Mount::read_only(&device.library, CPU_DEVICE))
+                .env("CPU_DEVICE_LIBRARY", CPU_DEVICE)
+                .arg("--emulate");
+            if let Some(nvrtc) = &device.nvrtc {
+                spec = spec
+                    .mount(Mount::read_only(nvrtc, NVRTC))
+                    .env("LD_LIBRARY_PATH", NVRTC);
+            }
+            false
+        }
+        (gpu, _) => gpu,
+    };
+    spec = spec.gpu(gpu);
     if let Program::SolutionWithKernel(kernel) = program {
         let file = context.student.src.join(kernel);
         if !file.is_file() {

@@ -4,8 +4,8 @@
 //!   files (`git ls-files`) in `workspace/`. Gradescope unpacks it into `/autograder/source`,
 //!   runs `setup.sh` once (Rust, bubblewrap, the build), then `run_autograder` for each
 //!   submission: `grade` on `/autograder/submission` into `/autograder/results/results.json`,
-//!   with the checks that need no GPU (Gradescope's machines have none); the GPU checks are
-//!   listed as graded on a GPU machine. Both scripts take the root from `AUTOGRADER_ROOT`
+//!   Gradescope's machines have no GPU: the GPU checks run on the CPU device (NVRTC from
+//!   pip), all but the kernels' speed, which is listed as graded on a GPU machine. Both scripts take the root from `AUTOGRADER_ROOT`
 //!   (default `/autograder`), so the zip can be tried anywhere.
 //! - Its "Export Submissions" download, graded as a class: `submission_metadata.yml` says
 //!   which students each `submission_ID/` folder belongs to ([`export_students`]).
@@ -111,7 +111,8 @@ fn setup_script(rust: &str) -> String {
 
 const SETUP: &str = r#"#!/usr/bin/env bash
 # Gradescope runs this once, as root, on its Ubuntu image, when the autograder is built:
-# `install` puts in Rust and bubblewrap, `build` builds the reference labs, the grader, and
+# `install` puts in Rust, bubblewrap and NVRTC (the CPU device compiles the kernels with it,
+# as a GPU machine does), `build` builds the reference labs, the grader, and
 # the grader's cache (the hand-out built once in the sandbox, so each submission compiles
 # only what the student changed). `setup.sh build` alone is for a machine that has Rust and
 # bubblewrap already. The root is $AUTOGRADER_ROOT (default /autograder).
@@ -125,7 +126,16 @@ install() {
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends \
-    bubblewrap ca-certificates curl gcc git libc6-dev util-linux
+    bubblewrap ca-certificates curl gcc git libc6-dev util-linux python3-pip unzip
+  # NVRTC's wheel, unpacked where `cargo xtask` looks for it (pip download, not install:
+  # Ubuntu's Python refuses installs outside a virtual environment).
+  if [ ! -f "$WORKSPACE/.nvrtc/nvidia/cuda_nvrtc/lib/libnvrtc.so.12" ]; then
+    local wheels
+    wheels=$(mktemp -d)
+    python3 -m pip download --quiet --no-deps -d "$wheels" nvidia-cuda-nvrtc-cu12==12.9.86
+    unzip -q -o "$wheels"/*.whl -d "$WORKSPACE/.nvrtc"
+    rm -rf "$wheels"
+  fi
   if [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs |
       sh -s -- -y --profile minimal --default-toolchain "$RUST_VERSION"
@@ -159,10 +169,10 @@ esac
 
 const RUN_AUTOGRADER: &str = r#"#!/usr/bin/env bash
 # Gradescope runs this for each submission: the student's files are in $ROOT/submission,
-# the results go to $ROOT/results/results.json. Gradescope's machines have no GPU: the
-# checks that need none are graded here, and results.json lists the GPU checks as graded on
-# a GPU machine (`cargo xtask grade --class` there). The root is $AUTOGRADER_ROOT (default
-# /autograder).
+# the results go to $ROOT/results/results.json. Gradescope's machines have no GPU: the GPU
+# checks run on the CPU device, and results.json lists the kernels' speed checks as graded
+# on a GPU machine (`cargo xtask grade --class` there). The root is $AUTOGRADER_ROOT
+# (default /autograder).
 set -uo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 WORKSPACE="$ROOT/source/workspace"
@@ -170,7 +180,7 @@ TARGET="${CARGO_TARGET_DIR:-$WORKSPACE/target}"
 RESULTS="$ROOT/results/results.json"
 LOG="$ROOT/results/grade.log"
 export PATH="$HOME/.cargo/bin:$PATH"
-# No GPU opens: the GPU checks are listed, not graded.
+# No GPU opens: the GPU checks run on the CPU device, the speed of kernels is listed.
 export CUDA_VISIBLE_DEVICES=
 mkdir -p "$ROOT/results"
 

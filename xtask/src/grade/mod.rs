@@ -142,12 +142,6 @@ pub fn run(args: Args) -> Result<()> {
     };
 
     let gpu = gpu::probe();
-    if let Err(why) = &gpu {
-        shared::cli::eprint_line(&format!(
-            "xtask: {}: the GPU checks are listed, not graded",
-            why.split(';').next().unwrap_or(why)
-        ));
-    }
     let gpu_info = if gpu.is_ok() {
         checks::gpu_info()
     } else {
@@ -163,8 +157,25 @@ pub fn run(args: Args) -> Result<()> {
         .map(|dir| fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display())))
         .transpose()?;
     let reference = Bins::locate(bin_dir, reference_labs)?;
+    // Without a GPU, the CPU device grades every GPU check but the kernels' speed.
+    let cpu_device = match &gpu {
+        Ok(_) => None,
+        Err(why) => {
+            let device = checks::cpu_device(reference.dir());
+            let said = match &device {
+                Ok(_) => "the GPU checks run on the CPU device; the kernels' speed is listed, not graded".to_string(),
+                Err(not) => format!("the GPU checks are listed, not graded (and not on the CPU device: {not})"),
+            };
+            shared::cli::eprint_line(&format!(
+                "xtask: {}: {said}",
+                why.split(';').next().unwrap_or(why)
+            ));
+            device.ok()
+        }
+    };
     let context = checks::Context {
         jail: &jail,
+        cpu_device: cpu_device.as_ref(),
         student: &built,
         reference: &reference,
         scratch: scratch.path(),
@@ -180,7 +191,8 @@ pub fn run(args: Args) -> Result<()> {
         shared::cli::eprint_line(&format!("xtask: grading {name}"));
         let started = std::time::Instant::now();
         let broken = intake.broken.iter().find(|(lab, _)| lab == &check.lab);
-        let outcome = match (check.needs_gpu(), &gpu, broken) {
+        let on_cpu_device = cpu_device.is_some() && !check.times_a_kernel();
+        let outcome = match (check.needs_gpu() && !on_cpu_device, &gpu, broken) {
             (true, Err(_), _) => Outcome::NotGraded("not graded here: needs a GPU".to_string()),
             (_, _, Some((_, error))) if check.runs_student_binary() => {
                 Outcome::score(0.0, format!("did not build: {error}"))

@@ -156,6 +156,12 @@ impl Check {
         }
     }
 
+    /// Whether the check times a kernel: only a GPU can grade it (the CPU device grades
+    /// every other GPU check where there is none).
+    pub fn times_a_kernel(&self) -> bool {
+        matches!(self.test, Test::KernelSpeed { .. })
+    }
+
     /// Whether the check runs the student's own binary (else this workspace's, with the
     /// student's kernel file).
     pub fn runs_student_binary(&self) -> bool {
