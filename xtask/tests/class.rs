@@ -301,7 +301,9 @@ fn grade_class(five: &Five, out: &Path, extra: &[&str], env: &[(&str, &Path)]) -
         .arg("--out")
         .arg(out)
         .args(extra)
-        // The comparisons are of the checks graded without a GPU, everywhere alike.
+        // The comparisons are of the checks graded without a GPU, everywhere alike (the
+        // CPU device's grading is the coursework test's).
+        .arg("--no-cpu-device")
         .env("CUDA_VISIBLE_DEVICES", "");
     for (key, value) in env {
         command.env(key, value);
@@ -509,7 +511,8 @@ fn an_archive_that_attacks_costs_its_own_row() {
             .args(["grade", "--class"])
             .arg(&class)
             .arg("--out")
-            .arg(&out),
+            .arg(&out)
+            .arg("--no-cpu-device"),
         "grade --class",
     );
     let summary = String::from_utf8_lossy(&output.stdout);

@@ -49,7 +49,10 @@ pub struct CpuDevice {
 pub fn cpu_device(dir: &Path) -> Result<CpuDevice, String> {
     let library = dir.join("libcpu_device.so");
     if !library.is_file() {
-        return Err(format!("no {} (cargo xtask dist puts it there)", library.display()));
+        return Err(format!(
+            "no {} (cargo xtask dist puts it there)",
+            library.display()
+        ));
     }
     let nvrtc = match crate::nvrtc::find()? {
         crate::nvrtc::Nvrtc::Folder(dir) => Some(dir),

@@ -79,6 +79,10 @@ pub struct Args {
     /// Seconds each lab's build may take [default: the rubric's build_time_limit_s]
     #[arg(long, value_name = "SECONDS", value_parser = crate::at_least_one("the build time limit", 86_400))]
     build_time_limit: Option<u64>,
+    /// Where no GPU opens, list the GPU checks instead of running them on the CPU device (a
+    /// grade of the CPU labs alone, in seconds instead of a minute)
+    #[arg(long)]
+    no_cpu_device: bool,
     /// The uid the student's code runs as (run by root): each grade of a class running at
     /// once has its own, given by `--class`
     #[arg(long, value_name = "UID", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
@@ -101,6 +105,7 @@ pub fn run(args: Args) -> Result<()> {
             bin_dir: args.bin_dir,
             unsandboxed: args.unsandboxed,
             build_time_limit: args.build_time_limit,
+            no_cpu_device: args.no_cpu_device,
         };
         return class::run(args.class, forward);
     }
@@ -160,11 +165,23 @@ pub fn run(args: Args) -> Result<()> {
     // Without a GPU, the CPU device grades every GPU check but the kernels' speed.
     let cpu_device = match &gpu {
         Ok(_) => None,
+        Err(why) if args.no_cpu_device => {
+            shared::cli::eprint_line(&format!(
+                "xtask: {}: the GPU checks are listed, not graded (--no-cpu-device)",
+                why.split(';').next().unwrap_or(why)
+            ));
+            None
+        }
         Err(why) => {
             let device = checks::cpu_device(reference.dir());
             let said = match &device {
-                Ok(_) => "the GPU checks run on the CPU device; the kernels' speed is listed, not graded".to_string(),
-                Err(not) => format!("the GPU checks are listed, not graded (and not on the CPU device: {not})"),
+                Ok(_) => {
+                    "the GPU checks run on the CPU device; the kernels' speed is listed, not graded"
+                        .to_string()
+                }
+                Err(not) => format!(
+                    "the GPU checks are listed, not graded (and not on the CPU device: {not})"
+                ),
             };
             shared::cli::eprint_line(&format!(
                 "xtask: {}: {said}",

@@ -92,6 +92,7 @@ pub struct Forward {
     pub bin_dir: Option<PathBuf>,
     pub unsandboxed: bool,
     pub build_time_limit: Option<u64>,
+    pub no_cpu_device: bool,
 }
 
 /// The plan of a Slurm array: what each task grades, and how.
@@ -232,6 +233,9 @@ fn settings(
     }
     if forward.unsandboxed {
         passed.push("--unsandboxed".to_string());
+    }
+    if forward.no_cpu_device {
+        passed.push("--no-cpu-device".to_string());
     }
     if let Some(seconds) = forward.build_time_limit {
         passed.push("--build-time-limit".to_string());
