@@ -169,9 +169,11 @@ impl GpuBench {
             .num_regs()
             .cuda("reading a kernel's register count")?;
 
-        // The CPU device's times say nothing of a GPU's: there, one shape checks the sums.
+        // The CPU device's times say nothing of a GPU's: there, one shape checks the sums,
+        // the largest block, so that every thread index a block can have runs (and has its
+        // accesses checked).
         let (block_sizes, per_sms) = if self.gpu.emulated {
-            (&BLOCK_SIZES[..1], &BLOCKS_PER_SM[..1])
+            (&BLOCK_SIZES[BLOCK_SIZES.len() - 1..], &BLOCKS_PER_SM[..1])
         } else {
             (&BLOCK_SIZES[..], &BLOCKS_PER_SM[..])
         };

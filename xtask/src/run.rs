@@ -41,6 +41,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let bins = Bins::locate(args.bin_dir, [lab])?;
     let mut command = bins.command(lab);
+    // On the CPU device, the workspace's own NVRTC (`.nvrtc/`, from pip) where it is there.
+    if args.args.iter().any(|a| a == "--emulate") {
+        if let Some(path) = crate::nvrtc::library_path() {
+            command.env("LD_LIBRARY_PATH", path);
+        }
+    }
     let status = command
         .args(&args.args)
         .status()
