@@ -968,7 +968,7 @@ impl<'a> Worker<'a> {
                         u64::from(off),
                         size,
                         write,
-                        "outside the frame's parameters",
+                        "outside the parameters of its frame",
                     ));
                 }
                 // SAFETY: in bounds, just checked.
@@ -1019,7 +1019,7 @@ impl<'a> Worker<'a> {
     ) -> Result<*mut u8, Fault> {
         if offset + u64::from(size) > self.shared.len() as u64 {
             let what = format!(
-                "outside the block's {} bytes of shared memory",
+                "outside the {} bytes of shared memory of the block",
                 self.shared.len()
             );
             return Err(self.access_fault(w, l, "shared", offset, size, write, &what));
@@ -1037,7 +1037,7 @@ impl<'a> Worker<'a> {
     ) -> Result<*mut u8, Fault> {
         if offset + u64::from(size) > self.sizes.local as u64 {
             let what = format!(
-                "outside the thread's {} bytes of local memory",
+                "outside the {} bytes of local memory of the thread",
                 self.sizes.local
             );
             return Err(self.access_fault(w, l, "local", offset, size, write, &what));

@@ -1561,7 +1561,7 @@ fn arithmetic(
             (_, true) => {
                 return Err(d.err(format!(
                     "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce; \
-                     it runs `rcp.approx.ftz.f64` and `rsqrt.approx.ftz.f64` from the H100's own tables"
+                     it runs `rcp.approx.ftz.f64` and `rsqrt.approx.ftz.f64` from tables read on an H100"
                 )))
             }
             _ => return Err(d.unknown(opcode)),
