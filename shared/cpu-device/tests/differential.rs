@@ -80,7 +80,7 @@ impl Ty {
     }
 
     /// The expression reading an input word `w` (an `unsigned long long`) as this type.
-    fn from_word(self, w: &str) -> String {
+    fn read_word(self, w: &str) -> String {
         match self {
             Ty::D => format!("__longlong_as_double((long long){w})"),
             Ty::F => format!("__uint_as_float((unsigned){w})"),
@@ -360,7 +360,7 @@ const F64_VALUES: &[f64] = &[
     2.5,
     -2.5,
     9007199254740992.0,
-    9007199254740993.0,
+    9007199254740994.0,
     9007199254740991.0,
     -9007199254740994.0,
     2147483647.5,
@@ -368,8 +368,9 @@ const F64_VALUES: &[f64] = &[
     -2147483648.5,
     4294967295.5,
     4294967296.0,
-    9.223372036854775807e18,
-    -9.223372036854775808e18,
+    9.223_372_036_854_776e18,
+    -9.223_372_036_854_776e18,
+    9.223_372_036_854_775e18,
     1.8446744073709552e19,
     3.4028234663852886e38,
     3.4028235677973366e38,
@@ -602,7 +603,7 @@ fn generate(seed: u64, blocks: u32) -> Kernel {
     let n_in = INPUTS.len();
     for (i, ty) in INPUTS.into_iter().enumerate() {
         let name = format!("{}{}", ty.prefix(), g.vars.len());
-        let read = ty.from_word(&format!("in[t * {n_in} + {i}]"));
+        let read = ty.read_word(&format!("in[t * {n_in} + {i}]"));
         writeln!(body, "    {} {name} = {read};", ty.c_name()).expect("a String");
         g.vars.push((ty, name));
     }
