@@ -920,3 +920,35 @@ fn differential_random_kernels_equal_the_gpu_bit_for_bit() {
         assert!(difference.is_none(), "{}", difference.unwrap_or_default());
     }
 }
+
+#[test]
+fn a_difference_names_the_seed_statement_thread_inputs_and_both_values() {
+    let kernel = generate(FIRST_SEED + 7, 2);
+    let a = kernel.out_start();
+    let mut b = a.clone();
+    // Thread 70 (block 1, lane 6), its variable 5.
+    let n_out = kernel.outputs.len();
+    b[70 * n_out + 5] ^= 0x8000_0000_0000_0000;
+    let said = first_difference(&kernel, &["--fmad=false"], ("one", &a), ("other", &b))
+        .expect("a difference");
+    let input = kernel.inputs()[70 * INPUTS.len() + 2];
+    for part in [
+        format!("seed {:#x}", kernel.seed),
+        "\"--fmad=false\"".to_string(),
+        "one 0x0000000000000000, other 0x8000000000000000".to_string(),
+        "thread 70 (block 1, lane 6)".to_string(),
+        format!("`{}`", kernel.outputs[5].1),
+        format!("d2 = {input:#x}"),
+    ] {
+        assert!(said.contains(&part), "{part}: {said}");
+    }
+    let mut atomic = a.clone();
+    *atomic.last_mut().expect("the atomic slots") ^= 1;
+    let said =
+        first_difference(&kernel, &[], ("one", &a), ("other", &atomic)).expect("a difference");
+    assert!(said.contains("atomic slot word 5"), "{said}");
+    assert_eq!(
+        first_difference(&kernel, &[], ("one", &a), ("other", &a)),
+        None
+    );
+}
