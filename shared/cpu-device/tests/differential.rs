@@ -15,7 +15,7 @@ use cpu_device::load::load;
 use cpu_device::memory::Memory;
 use shared::nvrtc::KernelFile;
 
-/// The first seed of every test, and how many follow it.
+/// The first seed of every test: each takes its kernels from the seeds that follow.
 const FIRST_SEED: u64 = 0x5eed_0000;
 
 /// Statements per kernel.
