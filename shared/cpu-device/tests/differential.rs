@@ -735,9 +735,11 @@ fn first_difference(
 ) -> Option<String> {
     assert_eq!(a.len(), b.len(), "the runs' outputs differ in length");
     let i = (0..a.len()).find(|&i| a[i] != b[i])?;
+    let differing = (0..a.len()).filter(|&i| a[i] != b[i]).count();
     let n_out = kernel.outputs.len();
     let head = format!(
-        "seed {:#x}, options {options:?}: {a_name} {:#018x}, {b_name} {:#018x}",
+        "seed {:#x}, options {options:?}: {a_name} {:#018x}, {b_name} {:#018x} \
+         (the first of {differing} differing words)",
         kernel.seed, a[i], b[i]
     );
     let what = if i < kernel.threads() * n_out {
@@ -901,6 +903,8 @@ fn differential_random_kernels_equal_the_gpu_bit_for_bit() {
         (on_cpu, compiled.function("k").expect("the kernel k"))
     });
     let stream = &gpu.stream;
+    // Every kernel runs, and every difference is kept: one run on the GPU shows them all.
+    let mut differences = Vec::new();
     for ((kernel, options), (cpu, function)) in jobs.iter().zip(&prepared) {
         let d_in = stream.clone_htod(&kernel.inputs()).expect("copied in");
         let mut d_out = stream.clone_htod(&kernel.out_start()).expect("copied in");
@@ -915,10 +919,21 @@ fn differential_random_kernels_equal_the_gpu_bit_for_bit() {
         // with every thread's output words and the atomic slots, as allocated here.
         unsafe { launch.launch(config) }.expect("launched");
         let on_gpu = stream.clone_dtoh(&d_out).expect("copied back");
-        let difference =
-            first_difference(kernel, options, ("CPU device", cpu), (&gpu.name, &on_gpu));
-        assert!(difference.is_none(), "{}", difference.unwrap_or_default());
+        differences.extend(first_difference(
+            kernel,
+            options,
+            ("CPU device", cpu),
+            (&gpu.name, &on_gpu),
+        ));
     }
+    assert!(
+        differences.is_empty(),
+        "{} of {} kernels differ; the first {}:\n\n{}",
+        differences.len(),
+        jobs.len(),
+        differences.len().min(3),
+        differences[..differences.len().min(3)].join("\n\n")
+    );
 }
 
 #[test]
@@ -935,7 +950,8 @@ fn a_difference_names_the_seed_statement_thread_inputs_and_both_values() {
     for part in [
         format!("seed {:#x}", kernel.seed),
         "\"--fmad=false\"".to_string(),
-        "one 0x0000000000000000, other 0x8000000000000000".to_string(),
+        "one 0x0000000000000000, other 0x8000000000000000 (the first of 1 differing words)"
+            .to_string(),
         "thread 70 (block 1, lane 6)".to_string(),
         format!("`{}`", kernel.outputs[5].1),
         format!("d2 = {input:#x}"),
