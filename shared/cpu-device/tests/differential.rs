@@ -1,0 +1,970 @@
+//! The differential test: CUDA C++ kernels generated at random from the instruction mix the
+//! labs use (chains of f32, f64 and integer operations over edge values, conversions,
+//! shuffles, votes and atomics), compiled by NVRTC, run on the CPU device and on the GPU,
+//! every output bit compared. The generator and its seeds live here, so a failure is
+//! reproduced from its seed alone.
+//!
+//! Each thread of `blocks x 64` (every lane active: shuffles need full warps) reads its
+//! inputs from `in`, runs the chain of statements, each declaring a new variable, and
+//! writes every variable's bits to `out`; the atomics add into a few slots after them.
+
+use std::fmt::Write as _;
+
+use cpu_device::exec::{self, Launch};
+use cpu_device::load::load;
+use cpu_device::memory::Memory;
+use shared::nvrtc::KernelFile;
+
+/// The first seed of every test: each takes its kernels from the seeds that follow.
+const FIRST_SEED: u64 = 0x5eed_0000;
+
+/// Statements per kernel.
+const STATEMENTS: usize = 40;
+
+/// Threads per block: two full warps, so a shuffle's width and a block's warps both vary.
+const BLOCK: u32 = 64;
+
+/// The NVRTC option sets each kernel is compiled with: the labs' `--fmad=false` (each
+/// operation rounded alone), NVRTC's default (multiply-adds fused), and subnormals flushed.
+const OPTION_SETS: [&[&str]; 3] = [&["--fmad=false"], &[], &["--ftz=true"]];
+
+/// The types of the generated variables, with their C++ names and prefixes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ty {
+    D,
+    F,
+    I,
+    U,
+    L,
+}
+
+const TYPES: [Ty; 5] = [Ty::D, Ty::F, Ty::I, Ty::U, Ty::L];
+
+impl Ty {
+    fn from_letter(letter: char) -> Option<Ty> {
+        TYPES.into_iter().find(|t| t.letter() == letter)
+    }
+
+    fn letter(self) -> char {
+        match self {
+            Ty::D => 'D',
+            Ty::F => 'F',
+            Ty::I => 'I',
+            Ty::U => 'U',
+            Ty::L => 'L',
+        }
+    }
+
+    fn c_name(self) -> &'static str {
+        match self {
+            Ty::D => "double",
+            Ty::F => "float",
+            Ty::I => "int",
+            Ty::U => "unsigned",
+            Ty::L => "long long",
+        }
+    }
+
+    fn prefix(self) -> char {
+        self.letter().to_ascii_lowercase()
+    }
+
+    /// The expression giving `var`'s bits as an `unsigned long long`, zero-extended.
+    fn bits(self, var: &str) -> String {
+        match self {
+            Ty::D => format!("(unsigned long long)__double_as_longlong({var})"),
+            Ty::F => format!("(unsigned long long)__float_as_uint({var})"),
+            Ty::I | Ty::U => format!("(unsigned long long)(unsigned){var}"),
+            Ty::L => format!("(unsigned long long){var}"),
+        }
+    }
+
+    /// The expression reading an input word `w` (an `unsigned long long`) as this type.
+    fn read_word(self, w: &str) -> String {
+        match self {
+            Ty::D => format!("__longlong_as_double((long long){w})"),
+            Ty::F => format!("__uint_as_float((unsigned){w})"),
+            Ty::I => format!("(int)(unsigned){w}"),
+            Ty::U => format!("(unsigned){w}"),
+            Ty::L => format!("(long long){w}"),
+        }
+    }
+}
+
+/// The inputs of a thread, in the order of its words in `in`.
+const INPUTS: [Ty; 15] = [
+    Ty::D,
+    Ty::D,
+    Ty::D,
+    Ty::D,
+    Ty::F,
+    Ty::F,
+    Ty::F,
+    Ty::F,
+    Ty::I,
+    Ty::I,
+    Ty::I,
+    Ty::U,
+    Ty::U,
+    Ty::L,
+    Ty::L,
+];
+
+/// What each statement may compute, by result type, in a small template language: `{D}`,
+/// `{F}`, `{I}`, `{U}`, `{L}` are variables of that type, `{T}` and `{t}` one type chosen
+/// for the statement (the result's), `{R}` a rounding mode, `{C}` a comparison of two
+/// variables of any one type (ordered, or negated: unordered for floats), `{K}` a shuffle's
+/// lane or offset (a constant or a variable), `{W}` a shuffle's width.
+const TEMPLATES: &[(char, &str)] = &[
+    // f64: the rounded intrinsics, the operators (fused under --fmad=true), libdevice, and
+    // the H100's approximations that `hypot` uses (see `APPROXIMATIONS`).
+    ('D', "__dadd_{R}({D}, {D})"),
+    ('D', "__dsub_{R}({D}, {D})"),
+    ('D', "__dmul_{R}({D}, {D})"),
+    ('D', "__fma_{R}({D}, {D}, {D})"),
+    ('D', "__ddiv_{R}({D}, {D})"),
+    ('D', "__dsqrt_{R}({D})"),
+    ('D', "__drcp_{R}({D})"),
+    ('D', "{D} * {D} + {D}"),
+    ('D', "{D} * {D} - {D}"),
+    ('D', "{D} + {D}"),
+    ('D', "{D} / {D}"),
+    ('D', "sqrt({D})"),
+    ('D', "fmin({D}, {D})"),
+    ('D', "fmax({D}, {D})"),
+    ('D', "fabs({D})"),
+    ('D', "-{D}"),
+    ('D', "rsqrt_ftz({D})"),
+    ('D', "rcp_ftz({D})"),
+    ('D', "hypot({D}, {D})"),
+    ('D', "floor({D})"),
+    ('D', "ceil({D})"),
+    ('D', "trunc({D})"),
+    ('D', "rint({D})"),
+    ('D', "copysign({D}, {D})"),
+    ('D', "{C} ? {D} : {D}"),
+    ('D', "__int2double_rn({I})"),
+    ('D', "__uint2double_rn({U})"),
+    ('D', "__ll2double_{R}({L})"),
+    ('D', "__ull2double_{R}((unsigned long long){L})"),
+    ('D', "(double){F}"),
+    ('D', "__longlong_as_double({L})"),
+    // f32.
+    ('F', "__fadd_{R}({F}, {F})"),
+    ('F', "__fsub_{R}({F}, {F})"),
+    ('F', "__fmul_{R}({F}, {F})"),
+    ('F', "__fmaf_{R}({F}, {F}, {F})"),
+    ('F', "__fdiv_{R}({F}, {F})"),
+    ('F', "__fsqrt_{R}({F})"),
+    ('F', "__frcp_{R}({F})"),
+    ('F', "{F} * {F} + {F}"),
+    ('F', "{F} - {F} * {F}"),
+    ('F', "{F} / {F}"),
+    ('F', "sqrtf({F})"),
+    ('F', "fminf({F}, {F})"),
+    ('F', "fmaxf({F}, {F})"),
+    ('F', "fabsf({F})"),
+    ('F', "-{F}"),
+    ('F', "floorf({F})"),
+    ('F', "truncf({F})"),
+    ('F', "rintf({F})"),
+    ('F', "copysignf({F}, {F})"),
+    ('F', "{C} ? {F} : {F}"),
+    ('F', "__double2float_{R}({D})"),
+    ('F', "(float){D}"),
+    ('F', "__int2float_{R}({I})"),
+    ('F', "__uint2float_{R}({U})"),
+    ('F', "__ll2float_{R}({L})"),
+    ('F', "__int_as_float({I})"),
+    // int: signed arithmetic wraps through unsigned (no undefined behaviour for the
+    // compiler to use); division and remainder meet zero, -1 and INT_MIN as they come.
+    ('I', "(int)((unsigned){I} + (unsigned){I})"),
+    ('I', "(int)((unsigned){I} - (unsigned){I})"),
+    ('I', "(int)((unsigned){I} * (unsigned){I})"),
+    ('I', "{I} / {I}"),
+    ('I', "{I} % {I}"),
+    ('I', "__mulhi({I}, {I})"),
+    ('I', "__clz({I})"),
+    ('I', "__popc({U})"),
+    ('I', "min({I}, {I})"),
+    ('I', "max({I}, {I})"),
+    ('I', "abs({I})"),
+    ('I', "{I} >> ({U} % 41u)"),
+    ('I', "{C} ? {I} : {I}"),
+    ('I', "{C}"),
+    ('I', "__float2int_{R}({F})"),
+    ('I', "__double2int_{R}({D})"),
+    ('I', "__float_as_int({F})"),
+    ('I', "__double2hiint({D})"),
+    ('I', "__double2loint({D})"),
+    ('I', "(int){L}"),
+    ('I', "__popcll((unsigned long long){L})"),
+    ('I', "__clzll({L})"),
+    ('I', "__any_sync(0xffffffffu, {C})"),
+    ('I', "__all_sync(0xffffffffu, {C})"),
+    // unsigned.
+    ('U', "{U} + {U}"),
+    ('U', "{U} - {U}"),
+    ('U', "{U} * {U}"),
+    ('U', "{U} / {U}"),
+    ('U', "{U} % {U}"),
+    ('U', "__umulhi({U}, {U})"),
+    ('U', "__brev({U})"),
+    ('U', "min({U}, {U})"),
+    ('U', "max({U}, {U})"),
+    ('U', "{U} >> ({U} % 41u)"),
+    ('U', "{U} << ({U} % 41u)"),
+    ('U', "__byte_perm({U}, {U}, {U})"),
+    ('U', "{U} ^ {U}"),
+    ('U', "{U} & {U}"),
+    ('U', "{U} | {U}"),
+    ('U', "~{U}"),
+    ('U', "(unsigned){I}"),
+    ('U', "__sad({I}, {I}, {U})"),
+    ('U', "__usad({U}, {U}, {U})"),
+    ('U', "__float2uint_{R}({F})"),
+    ('U', "__double2uint_{R}({D})"),
+    ('U', "(unsigned)((unsigned long long){L} >> 32)"),
+    ('U', "__ballot_sync(0xffffffffu, {C})"),
+    // long long.
+    (
+        'L',
+        "(long long)((unsigned long long){L} + (unsigned long long){L})",
+    ),
+    (
+        'L',
+        "(long long)((unsigned long long){L} * (unsigned long long){L})",
+    ),
+    ('L', "{L} / {L}"),
+    ('L', "{L} % {L}"),
+    ('L', "__mul64hi({L}, {L})"),
+    ('L', "min({L}, {L})"),
+    ('L', "{L} ^ {L}"),
+    ('L', "{L} >> ({U} % 71u)"),
+    ('L', "(long long)((unsigned long long){L} << ({U} % 71u))"),
+    ('L', "(long long)__brevll((unsigned long long){L})"),
+    ('L', "(long long){I}"),
+    ('L', "(long long){U}"),
+    ('L', "__double2ll_{R}({D})"),
+    ('L', "(long long)__double2ull_{R}({D})"),
+    ('L', "__float2ll_{R}({F})"),
+    ('L', "(long long)__float2ull_{R}({F})"),
+    ('L', "__double_as_longlong({D})"),
+    // Warp shuffles of every type: `{T}` is the result's.
+    ('*', "__shfl_sync(0xffffffffu, {T}, {I}, {W})"),
+    ('*', "__shfl_up_sync(0xffffffffu, {T}, {K}, {W})"),
+    ('*', "__shfl_down_sync(0xffffffffu, {T}, {K}, {W})"),
+    ('*', "__shfl_xor_sync(0xffffffffu, {T}, {K}, {W})"),
+];
+
+/// The approximations the CPU device runs from the H100's tables, reached through inline
+/// PTX: CUDA's own `rsqrt()` is `rsqrt.approx.f64` (subnormals kept), which the CPU device
+/// refuses to load, as it cannot reproduce its bits.
+const APPROXIMATIONS: &str = "\
+__device__ double rsqrt_ftz(double x)
+{
+    double r;
+    asm(\"rsqrt.approx.ftz.f64 %0, %1;\" : \"=d\"(r) : \"d\"(x));
+    return r;
+}
+
+__device__ double rcp_ftz(double x)
+{
+    double r;
+    asm(\"rcp.approx.ftz.f64 %0, %1;\" : \"=d\"(r) : \"d\"(x));
+    return r;
+}
+
+";
+
+/// Atomics into the slots after the variables: each slot takes one operation only, so its
+/// final value is the same whatever order the threads come in. `slots` are 32-bit, `wide`
+/// 64-bit; their first values are [`SLOT_START`] and 0.
+const ATOMICS: &[&str] = &[
+    "atomicAdd(&slots[0], {U})",
+    "atomicMax(&slots[1], {U})",
+    "atomicMin(&slots[2], {U})",
+    "atomicXor(&slots[3], {U})",
+    "atomicOr(&slots[4], {U})",
+    "atomicAnd(&slots[5], {U})",
+    "atomicMax((int *)&slots[6], {I})",
+    "atomicMin((int *)&slots[7], {I})",
+    "atomicAdd(&wide[0], (unsigned long long){L})",
+    "atomicXor(&wide[1], (unsigned long long){L})",
+];
+
+/// The 32-bit slots' first values: what leaves each operation something to do.
+const SLOT_START: [u32; 8] = [0, 0, u32::MAX, 0, 0, u32::MAX, 0x8000_0000, 0x7fff_ffff];
+
+/// Output words after the variables': 8 32-bit slots, then 2 64-bit ones.
+const ATOMIC_WORDS: usize = 6;
+
+/// splitmix64: small, seedable, and the same everywhere.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
+    }
+}
+
+/// f64 edge values: NaNs (quiet with payloads, negative, signalling), zeros, infinities,
+/// subnormals, the normal range's ends, ties for rounding, and where integers run out.
+const F64_EDGES: &[u64] = &[
+    0x7ff8_0000_0000_0000,
+    0x7ff8_0000_0000_0001,
+    0x7fff_ffff_ffff_ffff,
+    0xfff8_0000_0000_0000,
+    0xfff8_dead_beef_0000,
+    0x7ff0_0000_0000_0001,
+    0x0000_0000_0000_0000,
+    0x8000_0000_0000_0000,
+    0x7ff0_0000_0000_0000,
+    0xfff0_0000_0000_0000,
+    0x0000_0000_0000_0001,
+    0x8000_0000_0000_0001,
+    0x000f_ffff_ffff_ffff,
+    0x0010_0000_0000_0000,
+    0x8010_0000_0000_0000,
+    0x7fef_ffff_ffff_ffff,
+    0xffef_ffff_ffff_ffff,
+];
+
+const F64_VALUES: &[f64] = &[
+    1.0,
+    -1.0,
+    1.0 / 3.0,
+    std::f64::consts::PI,
+    1e300,
+    -1e300,
+    1e-300,
+    -1e-300,
+    0.5,
+    1.5,
+    2.5,
+    -2.5,
+    9007199254740992.0,
+    9007199254740994.0,
+    9007199254740991.0,
+    -9007199254740994.0,
+    2147483647.5,
+    2147483648.0,
+    -2147483648.5,
+    4294967295.5,
+    4294967296.0,
+    9.223_372_036_854_776e18,
+    -9.223_372_036_854_776e18,
+    9.223_372_036_854_775e18,
+    1.8446744073709552e19,
+    3.4028234663852886e38,
+    3.4028235677973366e38,
+    1.1754942106924411e-38,
+    1.401298464324817e-45,
+    7.006492321624085e-46,
+];
+
+const F32_EDGES: &[u32] = &[
+    0x7fc0_0000,
+    0x7fc0_0001,
+    0x7fff_ffff,
+    0xffc0_0000,
+    0xffc0_beef,
+    0x7f80_0001,
+    0x0000_0000,
+    0x8000_0000,
+    0x7f80_0000,
+    0xff80_0000,
+    0x0000_0001,
+    0x8000_0001,
+    0x007f_ffff,
+    0x0080_0000,
+    0x8080_0000,
+    0x7f7f_ffff,
+    0xff7f_ffff,
+];
+
+const F32_VALUES: &[f32] = &[
+    1.0,
+    -1.0,
+    1.0 / 3.0,
+    std::f32::consts::PI,
+    1e30,
+    -1e30,
+    1e-30,
+    -1e-30,
+    0.5,
+    1.5,
+    2.5,
+    -2.5,
+    16777216.0,
+    16777215.0,
+    -16777218.0,
+    2147483648.0,
+    -2147483648.0,
+    4294967296.0,
+    9.223372e18,
+    -9.223372e18,
+];
+
+const INT_EDGES: &[u32] = &[
+    0,
+    1,
+    u32::MAX,
+    0x8000_0000,
+    0x7fff_ffff,
+    0x8000_0001,
+    2,
+    31,
+    32,
+    33,
+    40,
+    0x0123_4567,
+    0xffff_0000,
+];
+
+const LONG_EDGES: &[u64] = &[
+    0,
+    1,
+    u64::MAX,
+    0x8000_0000_0000_0000,
+    0x7fff_ffff_ffff_ffff,
+    0x0020_0000_0000_0001,
+    0xffff_ffff,
+    0x1_0000_0000,
+    0xffff_ffff_8000_0000,
+    63,
+    64,
+];
+
+/// An input word of type `ty`: mostly an edge value, else random bits or a random value of
+/// a moderate magnitude (where rounding, not overflow, decides).
+fn input(rng: &mut Rng, ty: Ty) -> u64 {
+    let edge = rng.chance(70);
+    match ty {
+        Ty::D if edge => {
+            if rng.chance(40) {
+                rng.pick(F64_EDGES)
+            } else {
+                rng.pick(F64_VALUES).to_bits()
+            }
+        }
+        Ty::D if rng.chance(50) => rng.next(),
+        Ty::D => {
+            let exponent = 1023 - 40 + rng.below(80) as u64;
+            (rng.next() & 0x800f_ffff_ffff_ffff) | (exponent << 52)
+        }
+        Ty::F if edge => {
+            if rng.chance(40) {
+                u64::from(rng.pick(F32_EDGES))
+            } else {
+                u64::from(rng.pick(F32_VALUES).to_bits())
+            }
+        }
+        Ty::F if rng.chance(50) => rng.next() & 0xffff_ffff,
+        Ty::F => {
+            let exponent = 127 - 20 + rng.below(40) as u64;
+            (rng.next() & 0x807f_ffff) | (exponent << 23)
+        }
+        Ty::I | Ty::U if edge => u64::from(rng.pick(INT_EDGES)),
+        Ty::I | Ty::U if rng.chance(50) => rng.next() % 64,
+        Ty::I | Ty::U => rng.next() & 0xffff_ffff,
+        Ty::L if edge => rng.pick(LONG_EDGES),
+        Ty::L => rng.next(),
+    }
+}
+
+/// A generated kernel: its source, the statement behind each output word, and the names
+/// and types of its inputs.
+struct Kernel {
+    seed: u64,
+    source: String,
+    /// Each variable written to `out`: its type and the statement that computes it.
+    outputs: Vec<(Ty, String)>,
+    /// The atomic statements, for a mismatch in the slots.
+    atomics: Vec<String>,
+    blocks: u32,
+}
+
+impl Kernel {
+    fn threads(&self) -> usize {
+        (self.blocks * BLOCK) as usize
+    }
+
+    /// Words of `out`: every thread's variables, then the atomic slots.
+    fn out_words(&self) -> usize {
+        self.threads() * self.outputs.len() + ATOMIC_WORDS
+    }
+
+    /// `out` before the launch: zeros, and the slots' first values.
+    fn out_start(&self) -> Vec<u64> {
+        let mut out = vec![0u64; self.out_words()];
+        let slots = &mut out[self.threads() * self.outputs.len()..];
+        for (i, pair) in SLOT_START.chunks(2).enumerate() {
+            slots[i] = u64::from(pair[0]) | (u64::from(pair[1]) << 32);
+        }
+        out
+    }
+
+    /// Every thread's input words, from the seed.
+    fn inputs(&self) -> Vec<u64> {
+        let mut rng = Rng(self.seed ^ 0x1a2b_3c4d);
+        (0..self.threads())
+            .flat_map(|_| INPUTS.map(|ty| (ty, 0)))
+            .map(|(ty, _)| input(&mut rng, ty))
+            .collect()
+    }
+}
+
+struct Generator {
+    rng: Rng,
+    /// The variables declared so far, by type: their names.
+    vars: Vec<(Ty, String)>,
+}
+
+impl Generator {
+    /// A variable of type `ty`: often one of the last few declared, so statements chain.
+    fn var(&mut self, ty: Ty) -> String {
+        let of_type: Vec<&String> = self
+            .vars
+            .iter()
+            .filter(|(t, _)| *t == ty)
+            .map(|(_, n)| n)
+            .collect();
+        let recent = of_type.len().min(3);
+        let i = if self.rng.chance(60) {
+            of_type.len() - 1 - self.rng.below(recent)
+        } else {
+            self.rng.below(of_type.len())
+        };
+        of_type[i].clone()
+    }
+
+    fn condition(&mut self) -> String {
+        let ty = self.rng.pick(&TYPES);
+        let (a, b) = (self.var(ty), self.var(ty));
+        let op = self.rng.pick(&["<", "<=", ">", ">=", "==", "!="]);
+        if self.rng.chance(35) {
+            format!("!({a} {op} {b})")
+        } else {
+            format!("({a} {op} {b})")
+        }
+    }
+
+    /// `template` with its placeholders filled in; `ty` is the statement's type.
+    fn expand(&mut self, template: &str, ty: Ty) -> String {
+        let mut text = String::new();
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            text.push_str(&rest[..open]);
+            let key = rest[open + 1..].chars().next().expect("a placeholder");
+            rest = &rest[open + 3..];
+            let filled = match key {
+                'T' => self.var(ty),
+                'R' => self.rng.pick(&["rn", "rz", "ru", "rd"]).to_string(),
+                'C' => self.condition(),
+                'K' if self.rng.chance(25) => self.var(Ty::U),
+                'K' => self.rng.below(33).to_string(),
+                'W' => self
+                    .rng
+                    .pick(&["32", "32", "16", "8", "4", "1"])
+                    .to_string(),
+                letter => self.var(Ty::from_letter(letter).expect("a type's letter")),
+            };
+            text.push_str(&filled);
+        }
+        text.push_str(rest);
+        text
+    }
+}
+
+/// The kernel of `seed`: its inputs declared, [`STATEMENTS`] statements, the stores.
+fn generate(seed: u64, blocks: u32) -> Kernel {
+    let mut g = Generator {
+        rng: Rng(seed),
+        vars: Vec::new(),
+    };
+    let mut body = String::new();
+    let n_in = INPUTS.len();
+    for (i, ty) in INPUTS.into_iter().enumerate() {
+        let name = format!("{}{}", ty.prefix(), g.vars.len());
+        let read = ty.read_word(&format!("in[t * {n_in} + {i}]"));
+        writeln!(body, "    {} {name} = {read};", ty.c_name()).expect("a String");
+        g.vars.push((ty, name));
+    }
+    // The thread's index, for shuffles' lanes and conditions that differ across a warp.
+    writeln!(body, "    int i{} = (int)t;", g.vars.len()).expect("a String");
+    g.vars.push((Ty::I, format!("i{}", g.vars.len())));
+
+    let mut outputs = Vec::new();
+    let mut atomics = Vec::new();
+    while outputs.len() < STATEMENTS {
+        if g.rng.chance(8) {
+            let template = g.rng.pick(ATOMICS);
+            let statement = format!("{};", g.expand(template, Ty::U));
+            writeln!(body, "    {statement}").expect("a String");
+            atomics.push(statement);
+            continue;
+        }
+        let (letter, template) = g.rng.pick(TEMPLATES);
+        let ty = Ty::from_letter(letter).unwrap_or_else(|| g.rng.pick(&TYPES));
+        let name = format!("{}{}", ty.prefix(), g.vars.len());
+        let statement = format!("{} {name} = {};", ty.c_name(), g.expand(template, ty));
+        writeln!(body, "    {statement}").expect("a String");
+        g.vars.push((ty, name));
+        outputs.push((ty, statement));
+    }
+    let n_out = outputs.len();
+    for (k, (ty, statement)) in outputs.iter().enumerate() {
+        let name = statement
+            .split_whitespace()
+            .find(|w| w.starts_with(ty.prefix()) && w[1..].parse::<usize>().is_ok())
+            .expect("the statement declares a variable");
+        writeln!(body, "    out[t * {n_out} + {k}] = {};", ty.bits(name)).expect("a String");
+    }
+    let source = format!(
+        "// Generated by cpu-device's differential test from seed {seed:#x}.\n\
+         {APPROXIMATIONS}\
+         extern \"C\" __global__ void k(const unsigned long long *in, unsigned long long *out)\n\
+         {{\n\
+         \x20   unsigned long long t = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20   unsigned long long n = gridDim.x * blockDim.x;\n\
+         \x20   unsigned int *slots = (unsigned int *)(out + n * {n_out});\n\
+         \x20   unsigned long long *wide = out + n * {n_out} + 4;\n\
+         {body}}}\n"
+    );
+    Kernel {
+        seed,
+        source,
+        outputs,
+        atomics,
+        blocks,
+    }
+}
+
+/// `kernel` compiled with `options`, as a lab's kernel file.
+fn kernel_file(kernel: &Kernel, options: &[&str]) -> KernelFile {
+    KernelFile {
+        name: "differential.cu",
+        source: kernel.source.clone().into(),
+        options: options.iter().map(|o| o.to_string()).collect(),
+    }
+}
+
+/// NVRTC's PTX of `kernel` for the H100's virtual architecture; a kernel NVRTC refuses is
+/// the generator's bug.
+fn ptx(kernel: &Kernel, options: &[&str]) -> String {
+    kernel_file(kernel, options)
+        .ptx("compute_90")
+        .unwrap_or_else(|e| {
+            panic!(
+                "NVRTC refused the kernel of seed {:#x} ({options:?}): {e}\n{}",
+                kernel.seed, kernel.source
+            )
+        })
+}
+
+/// `kernel`'s `out` after a run of its PTX on the CPU device, on `threads` host threads.
+fn run_on_cpu_device(kernel: &Kernel, ptx: &str, threads: usize) -> Vec<u64> {
+    let context = |what: &str| format!("seed {:#x}: {what}\n{}", kernel.seed, kernel.source);
+    let memory = Memory::default();
+    let module = load(ptx, &memory).unwrap_or_else(|e| {
+        panic!(
+            "{}",
+            context(&format!("the CPU device does not load the PTX: {e}"))
+        )
+    });
+    let words = |v: &[u64]| -> Vec<u8> { v.iter().flat_map(|w| w.to_le_bytes()).collect() };
+    let inputs = words(&kernel.inputs());
+    let start = words(&kernel.out_start());
+    let d_in = memory.alloc(inputs.len() as u64, "in").expect("allocated");
+    let d_out = memory.alloc(start.len() as u64, "out").expect("allocated");
+    memory.write(d_in.address, &inputs).expect("written");
+    memory.write(d_out.address, &start).expect("written");
+    let mut params = d_in.address.to_le_bytes().to_vec();
+    params.extend(d_out.address.to_le_bytes());
+    let snapshot = memory.snapshot().expect("a snapshot");
+    let launch = Launch {
+        module: &module,
+        function: module.function("k").expect("the kernel k"),
+        grid: [kernel.blocks, 1, 1],
+        block: [BLOCK, 1, 1],
+        dynamic_shared: 0,
+        params: &params,
+        memory: &snapshot,
+    };
+    exec::run(&launch, threads).unwrap_or_else(|fault| {
+        panic!(
+            "{}",
+            context(&format!(
+                "the CPU device faults in block {:?} thread {:?}: {}",
+                fault.block, fault.thread, fault.message
+            ))
+        )
+    });
+    let mut bytes = vec![0u8; start.len()];
+    memory.read(d_out.address, &mut bytes).expect("read back");
+    bytes
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+        .collect()
+}
+
+/// The first difference between two runs' `out`, described: the seed, the options, the
+/// statement, the thread's inputs, both values; `None` where every bit is equal.
+fn first_difference(
+    kernel: &Kernel,
+    options: &[&str],
+    (a_name, a): (&str, &[u64]),
+    (b_name, b): (&str, &[u64]),
+) -> Option<String> {
+    assert_eq!(a.len(), b.len(), "the runs' outputs differ in length");
+    let i = (0..a.len()).find(|&i| a[i] != b[i])?;
+    let differing = (0..a.len()).filter(|&i| a[i] != b[i]).count();
+    let n_out = kernel.outputs.len();
+    let head = format!(
+        "seed {:#x}, options {options:?}: {a_name} {:#018x}, {b_name} {:#018x} \
+         (the first of {differing} differing words)",
+        kernel.seed, a[i], b[i]
+    );
+    let what = if i < kernel.threads() * n_out {
+        let (thread, k) = (i / n_out, i % n_out);
+        let words = kernel.inputs();
+        let inputs: Vec<String> = INPUTS
+            .iter()
+            .enumerate()
+            .map(|(j, ty)| {
+                format!(
+                    "{}{j} = {:#x}",
+                    ty.prefix(),
+                    words[thread * INPUTS.len() + j]
+                )
+            })
+            .collect();
+        format!(
+            "thread {thread} (block {}, lane {}), `{}`\n  inputs: {}",
+            thread / BLOCK as usize,
+            thread % 32,
+            kernel.outputs[k].1,
+            inputs.join(", ")
+        )
+    } else {
+        format!(
+            "atomic slot word {} (after {:?})",
+            i - kernel.threads() * n_out,
+            kernel.atomics
+        )
+    };
+    Some(format!("{head}\n  {what}\n{}", kernel.source))
+}
+
+/// The kernels of `seeds` seeds from [`FIRST_SEED`], each with `blocks` blocks.
+fn kernels(seeds: u64, blocks: u32) -> Vec<Kernel> {
+    (FIRST_SEED..FIRST_SEED + seeds)
+        .map(|seed| generate(seed, blocks))
+        .collect()
+}
+
+/// `work` over `items`, spread over the machine's cores (NVRTC and the CPU device are both
+/// safe to call from several threads); the results in `items`' order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = items.len().div_ceil(cores).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(|| part.iter().map(&work).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
+#[test]
+fn the_generator_is_deterministic_and_covers_every_template() {
+    let a = kernels(64, 1);
+    let b = kernels(64, 1);
+    for (a, b) in a.iter().zip(&b) {
+        assert_eq!(a.source, b.source, "seed {:#x}", a.seed);
+        assert_eq!(a.inputs(), b.inputs(), "seed {:#x}", a.seed);
+        assert_eq!(a.outputs.len(), STATEMENTS);
+    }
+    let all: String = a.iter().map(|k| k.source.as_str()).collect();
+    for name in [
+        "__dadd_",
+        "__fma_",
+        "__ddiv_",
+        "__drcp_",
+        "rsqrt_ftz(",
+        "hypot(",
+        "__fmaf_",
+        "__frcp_",
+        "__double2float_",
+        "__float2int_",
+        "__ll2double_",
+        "__byte_perm",
+        "__mulhi",
+        "__shfl_sync",
+        "__shfl_up_sync",
+        "__shfl_down_sync",
+        "__shfl_xor_sync",
+        "__ballot_sync",
+        "__any_sync",
+        "__all_sync",
+        "atomicAdd",
+        "atomicMax",
+        "atomicXor",
+        " / ",
+        " % ",
+    ] {
+        assert!(all.contains(name), "no kernel of 64 uses {name}");
+    }
+}
+
+/// Kernels, blocks and option sets of the CPU-only check (CI runs it on 2 cores).
+const NVRTC_SEEDS: u64 = 24;
+const NVRTC_BLOCKS: u32 = 2;
+
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_random_kernels_load_and_run_on_the_cpu_device() {
+    let kernels = kernels(NVRTC_SEEDS, NVRTC_BLOCKS);
+    let jobs: Vec<(&Kernel, &[&str])> = kernels
+        .iter()
+        .flat_map(|k| OPTION_SETS.iter().map(move |o| (k, *o)))
+        .collect();
+    in_parallel(&jobs, |&(kernel, options)| {
+        let ptx = ptx(kernel, options);
+        let first = run_on_cpu_device(kernel, &ptx, 1);
+        let second = run_on_cpu_device(kernel, &ptx, 2);
+        let difference = first_difference(kernel, options, ("run 1", &first), ("run 2", &second));
+        assert!(difference.is_none(), "two runs differ: {difference:?}");
+        // Every thread stored something: a kernel that wrote nothing would pass the
+        // comparison.
+        let stored = first.iter().filter(|&&w| w != 0).count();
+        assert!(
+            stored > first.len() / 4,
+            "seed {:#x}: only {stored} of {} words written",
+            kernel.seed,
+            first.len()
+        );
+    });
+}
+
+/// Kernels and blocks of the GPU comparison.
+const GPU_SEEDS: u64 = 96;
+const GPU_BLOCKS: u32 = 4;
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn differential_random_kernels_equal_the_gpu_bit_for_bit() {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    use shared::gpu::Gpu;
+
+    // Under LABS_EMULATE=1 (`cargo xtask test` without a GPU) the "GPU" is the CPU device
+    // behind the driver's API: the same interpreter, reached through the labs' own path,
+    // so fewer kernels (the CPU-only check's) tell as much.
+    let seeds = if shared::testing::on_cpu_device() {
+        shared::gpu::use_cpu_device().expect("the CPU device loads");
+        NVRTC_SEEDS
+    } else {
+        GPU_SEEDS
+    };
+    let gpu = Gpu::open().unwrap_or_else(|e| panic!("{e}"));
+    let kernels = kernels(seeds, GPU_BLOCKS);
+    let jobs: Vec<(&Kernel, &[&str])> = kernels
+        .iter()
+        .flat_map(|k| OPTION_SETS.iter().map(move |o| (k, *o)))
+        .collect();
+    // The compilations and the CPU device's runs on every core: NVRTC's PTX for the
+    // interpreter, and `Gpu::compile`'s cubin for the GPU, as a lab compiles its kernels.
+    let prepared = in_parallel(&jobs, |&(kernel, options)| {
+        let on_cpu = run_on_cpu_device(kernel, &ptx(kernel, options), 1);
+        let compiled = gpu
+            .compile("differential.cu", &kernel.source, options)
+            .unwrap_or_else(|e| panic!("seed {:#x}: {e}\n{}", kernel.seed, kernel.source));
+        (on_cpu, compiled.function("k").expect("the kernel k"))
+    });
+    let stream = &gpu.stream;
+    // Every kernel runs, and every difference is kept: one run on the GPU shows them all.
+    let mut differences = Vec::new();
+    for ((kernel, options), (cpu, function)) in jobs.iter().zip(&prepared) {
+        let d_in = stream.clone_htod(&kernel.inputs()).expect("copied in");
+        let mut d_out = stream.clone_htod(&kernel.out_start()).expect("copied in");
+        let config = LaunchConfig {
+            grid_dim: (kernel.blocks, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = stream.launch_builder(function);
+        launch.arg(&d_in).arg(&mut d_out);
+        // SAFETY: `k` takes two pointers, `in` with every thread's input words and `out`
+        // with every thread's output words and the atomic slots, as allocated here.
+        unsafe { launch.launch(config) }.expect("launched");
+        let on_gpu = stream.clone_dtoh(&d_out).expect("copied back");
+        differences.extend(first_difference(
+            kernel,
+            options,
+            ("CPU device", cpu),
+            (&gpu.name, &on_gpu),
+        ));
+    }
+    assert!(
+        differences.is_empty(),
+        "{} of {} kernels differ; the first {}:\n\n{}",
+        differences.len(),
+        jobs.len(),
+        differences.len().min(3),
+        differences[..differences.len().min(3)].join("\n\n")
+    );
+}
+
+#[test]
+fn a_difference_names_the_seed_statement_thread_inputs_and_both_values() {
+    let kernel = generate(FIRST_SEED + 7, 2);
+    let a = kernel.out_start();
+    let mut b = a.clone();
+    // Thread 70 (block 1, lane 6), its variable 5.
+    let n_out = kernel.outputs.len();
+    b[70 * n_out + 5] ^= 0x8000_0000_0000_0000;
+    let said = first_difference(&kernel, &["--fmad=false"], ("one", &a), ("other", &b))
+        .expect("a difference");
+    let input = kernel.inputs()[70 * INPUTS.len() + 2];
+    for part in [
+        format!("seed {:#x}", kernel.seed),
+        "\"--fmad=false\"".to_string(),
+        "one 0x0000000000000000, other 0x8000000000000000 (the first of 1 differing words)"
+            .to_string(),
+        "thread 70 (block 1, lane 6)".to_string(),
+        format!("`{}`", kernel.outputs[5].1),
+        format!("d2 = {input:#x}"),
+    ] {
+        assert!(said.contains(&part), "{part}: {said}");
+    }
+    let mut atomic = a.clone();
+    *atomic.last_mut().expect("the atomic slots") ^= 1;
+    let said =
+        first_difference(&kernel, &[], ("one", &a), ("other", &atomic)).expect("a difference");
+    assert!(said.contains("atomic slot word 5"), "{said}");
+    assert_eq!(
+        first_difference(&kernel, &[], ("one", &a), ("other", &a)),
+        None
+    );
+}
