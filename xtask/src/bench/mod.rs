@@ -58,6 +58,10 @@ pub struct Args {
     /// [default: 60, plus 2 per megapixel; 600 for --include]
     #[arg(long, value_name = "SECONDS", value_parser = crate::at_least_one("the time limit in seconds", u64::MAX), allow_hyphen_values = true)]
     time_limit: Option<u64>,
+    /// Also time the GPU labs' kernels on the CPU device (`--emulate`): its times are this
+    /// machine's cores', beside lab02's
+    #[arg(long)]
+    cpu_device: bool,
     /// Where bench.md, bench.csv, bench.svg and extras.csv go (and the images, while they last)
     #[arg(long, value_name = "DIR", default_value = "bench-out")]
     out: PathBuf,
@@ -95,8 +99,8 @@ pub(crate) struct Extra {
 const EXTRA_LIMIT: Duration = Duration::from_secs(600);
 
 pub fn run(args: Args) -> Result<()> {
-    let mandelbrot = choose(&args.labs, true)?;
-    let extras = choose(&args.include, false)?;
+    let mandelbrot = with_cpu_device(choose(&args.labs, true)?, args.cpu_device);
+    let extras = with_cpu_device(choose(&args.include, false)?, args.cpu_device);
     let sizes = if args.sizes.is_empty() {
         (9..=14).map(|power| 1 << power).collect()
     } else {
@@ -242,13 +246,20 @@ fn choose(names: &[String], mandelbrot: bool) -> Result<Vec<Program>> {
     if names.is_empty() && mandelbrot {
         chosen = labs::doing(Work::Mandelbrot).collect();
     }
-    // The CPU device's times are the CPU's: they are not timed beside the GPUs'.
     Ok(LABS
         .iter()
         .filter(|lab| chosen.contains(lab))
         .flat_map(Lab::runs)
-        .filter(|program| program.emulates().is_none())
         .collect())
+}
+
+/// The CPU device's variants only when asked for (`--cpu-device`): their times are the CPU's,
+/// not timed beside the GPUs' unless wanted.
+fn with_cpu_device(programs: Vec<Program>, wanted: bool) -> Vec<Program> {
+    programs
+        .into_iter()
+        .filter(|program| wanted || program.emulates().is_none())
+        .collect()
 }
 
 /// Every (variant, size) to time, smallest sizes first so early results cover every lab.
@@ -382,7 +393,7 @@ mod tests {
 
     #[test]
     fn cpu_labs_stop_at_the_cap_and_say_so() {
-        let chosen = choose(&[], true).expect("the default labs");
+        let chosen = with_cpu_device(choose(&[], true).expect("the default labs"), false);
         let mut notes = Vec::new();
         let jobs = plan(&chosen, &[512, 16384], 8192, &mut notes);
         let at_16384: Vec<&str> = jobs
@@ -415,7 +426,8 @@ mod tests {
             picked.iter().map(Program::label).collect::<Vec<_>>(),
             expected
         );
-        let included = choose(&["lab05".to_string()], false).expect("lab05");
+        let included =
+            with_cpu_device(choose(&["lab05".to_string()], false).expect("lab05"), false);
         assert_eq!(
             included.iter().map(Program::label).collect::<Vec<_>>(),
             [
@@ -426,5 +438,8 @@ mod tests {
                 "lab05 8 GPUs"
             ]
         );
+        let asked = with_cpu_device(choose(&["lab05".to_string()], false).expect("lab05"), true);
+        assert_eq!(asked.len(), included.len() + 1);
+        assert!(asked.iter().any(|p| p.label() == "lab05 CPU device"));
     }
 }
