@@ -55,6 +55,8 @@ fn fake_labs(dir: &Path) {
         ("lab03", format!("{ARGS}good")),
         ("lab04", format!("{ARGS}good")),
         ("lab05", LAB05.to_string()),
+        // lab06 checks its own sums: a run that exits 0 is every sum exact.
+        ("lab06", "exit 0".to_string()),
     ];
     for (name, body) in scripts {
         let path = dir.join(name);
@@ -103,6 +105,19 @@ fn a_hang_a_crash_and_garbage_are_failed_rows_and_verify_carries_on() {
         stdout.contains("is not a binary PPM with maxval 255"),
         "{stdout}"
     );
+    // Each GPU lab has a row on the CPU device, run wherever NVRTC is found.
+    for row in [
+        "| lab04 CPU device | 4x1 | lab01 | ",
+        "| lab06 CPU device | ",
+    ] {
+        let line = stdout.lines().find(|l| l.starts_with(row));
+        assert!(
+            line.is_some_and(|l| l.contains("identical")
+                || l.contains("every sum exact")
+                || l.contains("skipped: NVRTC not found")),
+            "{row}: {line:?} in\n{stdout}"
+        );
+    }
     assert!(
         stderr
             .trim_end()
