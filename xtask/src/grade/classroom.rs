@@ -1,13 +1,13 @@
 //! GitHub Classroom, both ways round:
 //! - `cargo xtask classroom --out DIR`: the hand-out's `.github/workflows/classroom.yml`,
 //!   GitHub Classroom's autograding workflow. One `autograding-command-grader` step per
-//!   visible check of the rubric that a student's runner can make (no GPU, no speed
-//!   against a solution the student does not have), worth the check's points, and the
-//!   `autograding-grading-reporter` step that adds them up. Each command compares the
-//!   student's lab with the hand-out's own lab01, or lets lab06 check its sums: feedback on
-//!   every push. The hidden, GPU and speed checks, and the grade that counts, come from
-//!   `cargo xtask grade --class` on the instructor's machine, which trusts nothing of the
-//!   student's.
+//!   visible check of the rubric that a student's runner can make (its GPU labs on the CPU
+//!   device, with NVRTC from pip; no speed against a solution the student does not have),
+//!   worth the check's points, and the `autograding-grading-reporter` step that adds them
+//!   up. Each command compares the student's lab with the hand-out's own lab01 (or lab05's
+//!   GPU canvas with its CPU one), or lets lab06 check its sums: feedback on every push.
+//!   The hidden and speed checks, and the grade that counts, come from `cargo xtask grade
+//!   --class` on the instructor's machine, which trusts nothing of the student's.
 //! - Its clone of every student repository (`gh classroom clone student-repos`), graded as a
 //!   class: `ASSIGNMENT-submissions/ASSIGNMENT-USERNAME/` ([`clone_student`]).
 
@@ -49,8 +49,8 @@ pub fn run(args: Args) -> Result<()> {
     shared::output::write_file(&path, text.as_bytes())?;
     let steps = steps(&rubric)?;
     shared::cli::eprint_line(&format!(
-        "xtask: wrote {}: {} checks worth {} points (the visible ones a runner without a GPU \
-         can make); commit it with the hand-out",
+        "xtask: wrote {}: {} checks worth {} points (the visible ones a runner can make, the \
+         GPU labs' on the CPU device); commit it with the hand-out",
         path.display(),
         steps.len(),
         steps.iter().map(|s| s.points).sum::<u64>()
@@ -74,8 +74,8 @@ pub struct Step {
     pub points: u64,
 }
 
-/// Whether a student's runner can make `check`: visible, no GPU, no solution to compare
-/// with (a speed check), nothing but the hand-out's own programs.
+/// Whether a student's runner can make `check`: visible, no solution to compare with (a
+/// speed check), nothing but the hand-out's own programs (GPU labs on the CPU device).
 pub fn on_runner(check: &Check) -> bool {
     let kind = matches!(
         check.test,
@@ -83,8 +83,9 @@ pub fn on_runner(check: &Check) -> bool {
             max_differing: 0,
             ..
         } | Test::Sums { kernel: None, .. }
+            | Test::Canvas { .. }
     );
-    kind && !check.hidden && !check.needs_gpu()
+    kind && !check.hidden
 }
 
 /// The steps: the checks a runner can make, in the rubric's order.
@@ -126,6 +127,12 @@ fn command(check: &Check, id: &str) -> Result<String> {
         }
         Ok(line)
     };
+    // A GPU lab's kernels run on the CPU device: GitHub's runners have no GPU.
+    let emulate = if check.needs_gpu() {
+        vec!["--emulate".to_string()]
+    } else {
+        Vec::new()
+    };
     match &check.test {
         Test::Image {
             size,
@@ -139,9 +146,10 @@ fn command(check: &Check, id: &str) -> Result<String> {
                 args.extend(["-o".to_string(), format!("{id}-{name}.ppm")]);
                 args
             };
+            let student = [image("student"), emulate].concat();
             Ok(format!(
                 "{} && {} && cmp {id}-reference.ppm {id}-student.ppm",
-                run(&check.lab, &image("student"))?,
+                run(&check.lab, &student)?,
                 run("lab01", &image("reference"))?,
             ))
         }
@@ -154,7 +162,26 @@ fn command(check: &Check, id: &str) -> Result<String> {
             // on any wrong one.
             let mut args = args.clone();
             args.extend(["--variants".to_string(), variants.join(",")]);
-            run(&check.lab, &args)
+            run(&check.lab, &[args, emulate].concat())
+        }
+        Test::Canvas { args, .. } => {
+            // The GPU canvas, on the CPU device, must be the CPU backend's, counter for counter.
+            let canvas = |backend: &str| -> Vec<String> {
+                let mut all = vec!["--backend".to_string(), backend.to_string()];
+                all.extend(args.iter().cloned());
+                all.extend([
+                    "--raw".to_string(),
+                    format!("{id}-{backend}.raw"),
+                    "-o".to_string(),
+                    format!("{id}-{backend}.png"),
+                ]);
+                all
+            };
+            Ok(format!(
+                "{} && {} && cmp {id}-cpu.raw {id}-gpu.raw",
+                run(&check.lab, &canvas("cpu"))?,
+                run(&check.lab, &[canvas("gpu"), emulate].concat())?,
+            ))
         }
         _ => bail!(
             "{}: no GitHub Classroom command for this kind of check",
@@ -197,19 +224,26 @@ fn yaml(text: &str) -> String {
 pub fn workflow(rubric: &Rubric) -> Result<String> {
     let steps = steps(rubric)?;
     if steps.is_empty() {
-        bail!("the rubric has no visible check a runner without a GPU can make: nothing for GitHub Classroom");
+        bail!("the rubric has no visible check a runner can make: nothing for GitHub Classroom");
     }
     let mut text = String::from(
         "# GitHub Classroom's autograding, written by `cargo xtask classroom` from the\n\
-         # instructor's rubric: one step per visible check that needs no GPU (GitHub's runners\n\
-         # have none) and no solution to compare with, worth the rubric's points. The hidden,\n\
-         # GPU and speed checks, and the grade that counts, come from the instructor's grader.\n\
+         # instructor's rubric: one step per visible check with no solution to compare with,\n\
+         # worth the rubric's points; the GPU labs' kernels run on the CPU device (GitHub's\n\
+         # runners have no GPU), with NVRTC from pip. The hidden and speed checks, and the\n\
+         # grade that counts, come from the instructor's grader.\n\
          name: Autograding Tests\n\
          \"on\":\n  - push\n  - repository_dispatch\n\
          permissions:\n  checks: write\n  actions: read\n  contents: read\n\
          jobs:\n  run-autograding-tests:\n    runs-on: ubuntu-latest\n\
-         \x20   if: \"github.actor != 'github-classroom[bot]'\"\n    steps:\n\
-         \x20     - name: Checkout code\n        uses: actions/checkout@v4\n",
+         \x20   if: \"github.actor != 'github-classroom[bot]'\"\n\
+         \x20   env:\n      LD_LIBRARY_PATH: \"${{ github.workspace }}/.nvrtc/nvidia/cuda_nvrtc/lib\"\n\
+         \x20   steps:\n\
+         \x20     - name: Checkout code\n        uses: actions/checkout@v4\n\
+         \x20     - name: NVRTC and the CPU device, for the GPU labs\n        run: |\n\
+         \x20         python3 -m pip download --quiet --no-deps -d \"$RUNNER_TEMP/nvrtc\" nvidia-cuda-nvrtc-cu12==12.9.86\n\
+         \x20         unzip -q -o \"$RUNNER_TEMP\"/nvrtc/*.whl -d .nvrtc\n\
+         \x20         cargo build --release --locked --quiet -p cpu-device\n",
     );
     for step in &steps {
         let _ = write!(
@@ -264,6 +298,15 @@ mod tests {
         let expected: Vec<&Check> = rubric.checks.iter().filter(|c| on_runner(c)).collect();
         assert_eq!(graders.len(), expected.len());
         assert!(graders.len() >= 4, "lab02's images and lab06's CPU sums");
+        // The GPU labs' visible checks run on the CPU device, set up by a step of its own.
+        assert!(graders.iter().any(|g| g["with"]["command"]
+            .as_str()
+            .is_some_and(|c| c.contains("-p lab04-cuda-optimized") && c.contains("--emulate"))));
+        let setup = steps[1]["run"].as_str().expect("the setup step");
+        assert!(
+            setup.contains("nvidia-cuda-nvrtc-cu12") && setup.contains("-p cpu-device"),
+            "{setup}"
+        );
         for (step, check) in graders.iter().zip(&expected) {
             assert_eq!(
                 step["with"]["test-name"].as_str(),
