@@ -386,6 +386,7 @@ mod tests {
             [
                 Device::Cpu,
                 Device::Gpu,
+                Device::Emulated("lab05 gpu"),
                 Device::Gpus(2),
                 Device::Gpus(4),
                 Device::Gpus(8)
@@ -401,7 +402,7 @@ mod tests {
     #[test]
     fn a_variant_runs_only_where_its_gpus_open() {
         let lab05 = find("lab05").expect("lab05");
-        let [cpu, one, two, ..] = [0, 1, 2, 3].map(|i| Program {
+        let [cpu, one, emulated, two] = [0, 1, 2, 3].map(|i| Program {
             lab: lab05,
             variant: &lab05.variants[i],
         });
@@ -416,6 +417,9 @@ mod tests {
             Some("needs 2 GPUs, and 1 opened here")
         );
         assert_eq!(cannot_run(two, &h200, 2), None);
+        // The CPU device needs no GPU, only NVRTC.
+        assert_eq!(emulated.emulates(), Some("lab05 gpu"));
+        assert_eq!(cannot_run(emulated, &none, 0), crate::nvrtc::find().err());
     }
 
     #[test]

@@ -23,8 +23,10 @@ use crate::bins::workspace_root;
 use crate::regions::{self, Keep};
 
 /// What the student never sees: the grader, its rubric and hidden checks, this command and
-/// the test that proves the loop. A path ending in `/` is a folder.
+/// the test that proves the loop, and the CPU device's test against a GPU (it compiles with
+/// lab04's answer among its option sets). A path ending in `/` is a folder.
 pub const INSTRUCTOR_ONLY: &[&str] = &[
+    "shared/cpu-device/tests/differential.rs",
     "xtask/answers.toml",
     "xtask/rubric.toml",
     "xtask/src/grade/",
