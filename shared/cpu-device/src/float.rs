@@ -12,8 +12,8 @@ use crate::ir::Rnd;
 
 /// The NaN an f32 operation returns (the GPU's canonical NaN).
 pub const NAN32: u32 = 0x7fff_ffff;
-/// The NaN an f64 operation returns.
-pub const NAN64: u64 = 0x7fff_ffff_ffff_ffff;
+/// The NaN an f64 operation returns (measured on an H100: the negative quiet NaN).
+pub const NAN64: u64 = 0xfff8_0000_0000_0000;
 /// The NaN the approximate f64 instructions return (their low word is always zero).
 const NAN64_APPROX: u64 = 0x7fff_ffff_0000_0000;
 

@@ -773,6 +773,42 @@ fn first_difference(
     Some(format!("{head}\n  {what}\n{}", kernel.source))
 }
 
+/// Write each word where `cpu` and `gpu` differ: the statement, and the GPU's values of the
+/// variables it reads (inputs, the thread's index, or earlier outputs).
+fn list_differences(file: &mut impl std::io::Write, kernel: &Kernel, options: &[&str], cpu: &[u64], gpu: &[u64]) {
+    let n_out = kernel.outputs.len();
+    let n_in = INPUTS.len();
+    let words = kernel.inputs();
+    for i in (0..kernel.threads() * n_out).filter(|&i| cpu[i] != gpu[i]) {
+        let (thread, k) = (i / n_out, i % n_out);
+        let statement = &kernel.outputs[k].1;
+        let rhs = statement.split_once('=').map_or("", |(_, r)| r);
+        let mut operands = Vec::new();
+        for token in rhs.split(|c: char| !c.is_ascii_alphanumeric() && c != '_') {
+            let Some(number) = token.get(1..).and_then(|n| n.parse::<usize>().ok()) else {
+                continue;
+            };
+            if !token.starts_with(['d', 'f', 'i', 'u', 'l']) {
+                continue;
+            }
+            let value = match number {
+                v if v < n_in => words[thread * n_in + v],
+                v if v == n_in => thread as u64,
+                v => gpu[thread * n_out + v - n_in - 1],
+            };
+            operands.push(format!("{token}={value:#x}"));
+        }
+        let _ = writeln!(
+            file,
+            "{:#x} {options:?} t{thread} | {statement} | {} | cpu {:#x} gpu {:#x}",
+            kernel.seed,
+            operands.join(" "),
+            cpu[i],
+            gpu[i]
+        );
+    }
+}
+
 /// The kernels of `seeds` seeds from [`FIRST_SEED`], each with `blocks` blocks.
 fn kernels(seeds: u64, blocks: u32) -> Vec<Kernel> {
     (FIRST_SEED..FIRST_SEED + seeds)
@@ -903,6 +939,10 @@ fn differential_random_kernels_equal_the_gpu_bit_for_bit() {
         (on_cpu, compiled.function("k").expect("the kernel k"))
     });
     let stream = &gpu.stream;
+    // With CPU_DEVICE_DIFFERENCES=FILE, every differing word goes to FILE with its operands'
+    // values as the GPU computed them: one run on a GPU machine to study them all here.
+    let mut listing = std::env::var_os("CPU_DEVICE_DIFFERENCES")
+        .map(|path| std::io::BufWriter::new(std::fs::File::create(path).expect("the listing")));
     // Every kernel runs, and every difference is kept: one run on the GPU shows them all.
     let mut differences = Vec::new();
     for ((kernel, options), (cpu, function)) in jobs.iter().zip(&prepared) {
@@ -919,6 +959,9 @@ fn differential_random_kernels_equal_the_gpu_bit_for_bit() {
         // with every thread's output words and the atomic slots, as allocated here.
         unsafe { launch.launch(config) }.expect("launched");
         let on_gpu = stream.clone_dtoh(&d_out).expect("copied back");
+        if let Some(file) = &mut listing {
+            list_differences(file, kernel, options, cpu, &on_gpu);
+        }
         differences.extend(first_difference(
             kernel,
             options,
