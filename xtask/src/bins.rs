@@ -8,6 +8,15 @@ use anyhow::{bail, Context};
 
 use crate::labs::{Lab, Program};
 
+/// The error type of `test` and `dist`: a message for the user. The other commands use
+/// `anyhow`, whose context chain prints as one line.
+pub type Result<T> = std::result::Result<T, String>;
+
+/// The given C program, in the workspace and in a `dist --tests` folder (lab01's tests
+/// compare with it; `test --bin-dir` tells them where it is).
+pub const C_REFERENCE: &str = "lab01-cpu-baseline/reference/mandelbrot.c";
+pub const C_REFERENCE_IN_DIST: &str = "reference/mandelbrot.c";
+
 /// A folder holding the lab binaries.
 #[derive(Debug, Clone)]
 pub struct Bins {
@@ -99,7 +108,7 @@ pub fn target_dir() -> PathBuf {
 }
 
 /// Run a command that prints its own output; fail if it fails.
-pub fn run_status(command: &mut Command) -> crate::Result<()> {
+pub fn run_status(command: &mut Command) -> Result<()> {
     let status = command
         .status()
         .map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))?;

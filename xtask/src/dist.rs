@@ -5,7 +5,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::bins::{cargo, run_status, target_dir, workspace_root};
+use crate::bins::{
+    cargo, run_status, target_dir, workspace_root, Result, C_REFERENCE, C_REFERENCE_IN_DIST,
+};
 use crate::labs::LABS;
 
 /// The file that marks a folder as made by `dist`, listing (one per line, relative to the
@@ -23,11 +25,7 @@ pub struct Args {
     tests: bool,
 }
 
-/// The given C program, in the workspace and in a `dist --tests` folder.
-pub const C_REFERENCE: &str = "lab01-cpu-baseline/reference/mandelbrot.c";
-pub const C_REFERENCE_IN_DIST: &str = "reference/mandelbrot.c";
-
-pub fn run(args: Args) -> crate::Result<()> {
+pub fn run(args: Args) -> Result<()> {
     // Checked first: a folder that is not ours fails before minutes of building.
     let previous = previous_files(&args.out)?;
     run_status(cargo().args(["build", "--release", "--quiet", "--workspace", "--bins"]))?;
@@ -80,7 +78,7 @@ pub fn run(args: Args) -> crate::Result<()> {
 
 /// The files an earlier `dist` made in `out`: none for a new or empty folder; an error for a
 /// folder with other contents and no stamp (`--out .` in a project must never empty it).
-fn previous_files(out: &Path) -> crate::Result<Vec<PathBuf>> {
+fn previous_files(out: &Path) -> Result<Vec<PathBuf>> {
     let entries = match fs::read_dir(out) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -106,7 +104,7 @@ fn previous_files(out: &Path) -> crate::Result<Vec<PathBuf>> {
     }
 }
 
-fn remove_if_present(path: &Path) -> crate::Result<()> {
+fn remove_if_present(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(format!("cannot remove {}: {e}", path.display()))
@@ -118,7 +116,7 @@ fn remove_if_present(path: &Path) -> crate::Result<()> {
 /// Build the test executables in release and list them, from cargo's JSON messages: the
 /// labs' and `shared`'s. xtask's own tests are left out: they run cargo and read the
 /// workspace's sources, which a machine without Rust does not have (CI runs them).
-fn test_executables() -> crate::Result<Vec<PathBuf>> {
+fn test_executables() -> Result<Vec<PathBuf>> {
     let output = cargo()
         .args([
             "test",
@@ -149,7 +147,7 @@ fn test_executables() -> crate::Result<Vec<PathBuf>> {
 }
 
 /// Copy one file (mode included), creating its folder; the bytes copied.
-fn copy(from: &Path, to: &Path) -> crate::Result<u64> {
+fn copy(from: &Path, to: &Path) -> Result<u64> {
     if let Some(dir) = to.parent() {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }

@@ -11,6 +11,7 @@ mod bins;
 mod csv;
 mod dist;
 mod docs;
+mod format;
 mod gpu;
 // BEGIN INSTRUCTOR
 mod grade;
@@ -19,6 +20,7 @@ mod handout;
 mod labs;
 mod ppm;
 mod profile;
+mod recorded;
 // BEGIN INSTRUCTOR
 mod regions;
 // END INSTRUCTOR
@@ -26,6 +28,7 @@ mod run;
 mod runner;
 mod sanitize;
 mod test;
+mod values;
 mod verify;
 
 use std::process::ExitCode;
@@ -64,10 +67,6 @@ enum Command {
     Classroom(grade::classroom::Args),
     // END INSTRUCTOR
 }
-
-/// The error type of `test` and `dist`: a message for the user. The other commands use
-/// `anyhow`, whose context chain prints as one line.
-pub type Result<T> = std::result::Result<T, String>;
 
 fn main() -> ExitCode {
     let command = match Command::try_parse() {
@@ -138,42 +137,9 @@ fn argument_error(err: &clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// A clap value parser for a whole number from 1 up, through the labs' own number parser:
-/// `--runs -1` gets "the number of runs must be between 1 and ...", not clap's "unexpected
-/// argument '-1'" (the flags that take it accept a leading hyphen).
-pub fn at_least_one(
-    what: &'static str,
-    max: u64,
-) -> impl Fn(&str) -> Result<u64> + Clone + Send + Sync + 'static {
-    move |text: &str| shared::number::whole(what, text, 1, max)
-}
-
-/// [`at_least_one`] for a `u32`.
-pub fn at_least_one_u32(
-    what: &'static str,
-) -> impl Fn(&str) -> Result<u32> + Clone + Send + Sync + 'static {
-    let parse = at_least_one(what, u32::MAX.into());
-    // Within `u32`'s range, as `whole` has checked.
-    move |text: &str| parse(text).map(|n| n as u32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts_start_at_one_and_name_what_is_wrong() {
-        let runs = at_least_one_u32("the number of runs");
-        assert_eq!(runs("5"), Ok(5));
-        for bad in ["-1", "0", "1.5", "x", "4294967296"] {
-            let message = runs(bad).err().unwrap_or_default();
-            assert!(
-                message.starts_with("the number of runs "),
-                "{bad}: {message}"
-            );
-        }
-        assert_eq!(at_least_one("samples", u64::MAX)("4294967296"), Ok(1 << 32));
-    }
 
     #[test]
     fn the_command_line_is_well_formed() {

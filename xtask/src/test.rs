@@ -51,13 +51,13 @@ pub struct Args {
     require_gpu: bool,
 }
 
-pub fn run(args: Args) -> crate::Result<()> {
+pub fn run(args: Args) -> crate::bins::Result<()> {
     // A dist folder carries the given C program for lab01's tests; say where, since the
     // path built into them is the build machine's.
     let c_reference = args
         .bin_dir
         .as_ref()
-        .map(|dir| dir.join(crate::dist::C_REFERENCE_IN_DIST))
+        .map(|dir| dir.join(crate::bins::C_REFERENCE_IN_DIST))
         .filter(|file| file.is_file());
     let suite = Suite::new(args.bin_dir)?;
     let mut failed = Vec::new();
@@ -180,7 +180,7 @@ enum Suite {
 }
 
 impl Suite {
-    fn new(bin_dir: Option<PathBuf>) -> crate::Result<Suite> {
+    fn new(bin_dir: Option<PathBuf>) -> crate::bins::Result<Suite> {
         Ok(match bin_dir {
             None => Suite::Cargo,
             Some(dir) => Suite::Executables(test_executables(&dir.join("deps"))?),
@@ -194,7 +194,7 @@ impl Suite {
         env: &[(&str, OsString)],
         totals: &mut Totals,
         failed: &mut Vec<String>,
-    ) -> crate::Result<()> {
+    ) -> crate::bins::Result<()> {
         let described = test_args.join(" ");
         match self {
             Suite::Cargo => {
@@ -307,7 +307,7 @@ impl Totals {
 
 /// Run a test command, echoing its output while adding up its `test result:` lines.
 /// Returns whether it succeeded.
-fn run_counting(command: &mut Command, totals: &mut Totals) -> crate::Result<bool> {
+fn run_counting(command: &mut Command, totals: &mut Totals) -> crate::bins::Result<bool> {
     let mut child = command
         .stdout(Stdio::piped())
         .spawn()
@@ -339,7 +339,7 @@ fn run_counting(command: &mut Command, totals: &mut Totals) -> crate::Result<boo
 }
 
 /// The test executables of a `cargo xtask dist --tests` folder.
-fn test_executables(deps: &Path) -> crate::Result<Vec<PathBuf>> {
+fn test_executables(deps: &Path) -> crate::bins::Result<Vec<PathBuf>> {
     let mut executables: Vec<PathBuf> = fs::read_dir(deps)
         .map_err(|e| {
             format!(

@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "SECONDS",
-        value_parser = crate::at_least_one("the time limit in seconds", u64::MAX),
+        value_parser = crate::values::at_least_one("the time limit in seconds", u64::MAX),
         allow_hyphen_values = true
     )]
     time_limit: Option<u64>,
@@ -493,7 +493,7 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
         .split_once('x')
         .ok_or("a size is WIDTHxHEIGHT, e.g. 640x480")?;
-    let side = crate::at_least_one_u32("an image side");
+    let side = crate::values::at_least_one_u32("an image side");
     Ok((side(w)?, side(h)?))
 }
 

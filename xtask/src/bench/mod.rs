@@ -9,9 +9,8 @@
 //! series. lab05 and lab06 (`--include`) are not Mandelbrot renderers: they run with their
 //! own defaults and their numeric metrics go into a second table, `extras.csv`.
 
-pub(crate) mod chart;
+mod chart;
 mod report;
-pub use report::ms;
 mod summary;
 
 use std::collections::BTreeMap;
@@ -35,10 +34,10 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
     /// Square image sides to time, e.g. `--sizes 512,2048` [default: 512, 1024, ..., 16384]
-    #[arg(long, value_delimiter = ',', value_parser = crate::at_least_one_u32("an image side"), allow_hyphen_values = true)]
+    #[arg(long, value_delimiter = ',', value_parser = crate::values::at_least_one_u32("an image side"), allow_hyphen_values = true)]
     sizes: Vec<u32>,
     /// Runs per lab and size; the tables show the median
-    #[arg(long, default_value_t = 5, value_parser = crate::at_least_one_u32("the number of runs"), allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 5, value_parser = crate::values::at_least_one_u32("the number of runs"), allow_hyphen_values = true)]
     runs: u32,
     /// The Mandelbrot labs to time, every variant of each, e.g. `--labs lab01,lab04`
     /// [default: lab01 to lab04]
@@ -46,17 +45,17 @@ pub struct Args {
     labs: Vec<String>,
     /// The largest side the CPU labs (lab01, lab02) are timed at: sequential lab01 takes
     /// about 15 s per run at 16384 on one core; pass 16384 to time them everywhere
-    #[arg(long, default_value_t = 8192, value_parser = crate::at_least_one_u32("an image side"), allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 8192, value_parser = crate::values::at_least_one_u32("an image side"), allow_hyphen_values = true)]
     max_cpu_size: u32,
     /// Also run these labs with their defaults and tabulate their metrics: lab05, lab06
     #[arg(long, value_delimiter = ',')]
     include: Vec<String>,
     /// lab05's `--samples` when it is included [default: lab05's own]
-    #[arg(long, value_name = "N", value_parser = crate::at_least_one("the number of samples", u64::MAX), allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", value_parser = crate::values::at_least_one("the number of samples", u64::MAX), allow_hyphen_values = true)]
     lab05_samples: Option<u64>,
     /// Seconds one run may take before it is killed and its series ends
     /// [default: 60, plus 2 per megapixel; 600 for --include]
-    #[arg(long, value_name = "SECONDS", value_parser = crate::at_least_one("the time limit in seconds", u64::MAX), allow_hyphen_values = true)]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::values::at_least_one("the time limit in seconds", u64::MAX), allow_hyphen_values = true)]
     time_limit: Option<u64>,
     /// Where bench.md, bench.csv, bench.svg and extras.csv go (and the images, while they last)
     #[arg(long, value_name = "DIR", default_value = "bench-out")]

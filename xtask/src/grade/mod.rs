@@ -77,7 +77,7 @@ pub struct Args {
     #[arg(long)]
     unsandboxed: bool,
     /// Seconds each lab's build may take [default: the rubric's build_time_limit_s]
-    #[arg(long, value_name = "SECONDS", value_parser = crate::at_least_one("the build time limit", 86_400))]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::values::at_least_one("the build time limit", 86_400))]
     build_time_limit: Option<u64>,
     /// The uid the student's code runs as (run by root): each grade of a class running at
     /// once has its own, given by `--class`

@@ -1,6 +1,6 @@
 //! `cargo xtask profile LAB [-- ARGS]`: one lab under Nsight Compute (`ncu`), a small named
 //! set of metrics per kernel, printed as a table; `--save FILE` also writes each kernel's
-//! figures as CSV ([`figures`]), which `cargo xtask docs` draws as a roofline ([`roofline`]).
+//! figures as CSV ([`figures`]), which `cargo xtask docs` draws as a roofline.
 //!
 //! Where a kernel's time goes, in the few numbers that explain the labs: how long it ran,
 //! how full the SMs were kept (achieved occupancy), how busy they and the FP64 pipe were,
@@ -12,7 +12,6 @@
 mod bodies;
 mod figures;
 mod ncu;
-pub mod roofline;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -30,7 +29,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
     /// Profile the Nth launch of each kernel [default: 1]
-    #[arg(long, value_name = "N", value_parser = crate::at_least_one_u32("the launch"))]
+    #[arg(long, value_name = "N", value_parser = crate::values::at_least_one_u32("the launch"))]
     launch: Option<u32>,
     /// Also write each kernel's figures, and the peaks they are shares of, to FILE as CSV
     #[arg(long, value_name = "FILE")]

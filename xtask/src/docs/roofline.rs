@@ -13,7 +13,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 use plotters::prelude::*;
 
-use crate::bench::chart::distinct;
+use crate::format::distinct;
 
 /// One kernel on the chart.
 #[derive(Debug, PartialEq)]
@@ -44,7 +44,7 @@ pub struct Inputs {
 /// The chart's inputs from the CSV `profile --save` writes. The roofs are the highest
 /// peaks among its rows (each row's are worked out from the clocks during its launch).
 pub fn inputs(file: &str, csv: &str) -> Result<Inputs> {
-    let records = crate::docs::records(file, csv)?;
+    let records = crate::recorded::records(file, csv)?;
     let (header, rows) = records
         .split_first()
         .with_context(|| format!("{file} is empty"))?;
@@ -321,7 +321,7 @@ fn short(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::figures::COLUMNS;
+    use crate::recorded::PROFILE_COLUMNS as COLUMNS;
 
     /// A CSV of `profile --save`'s shape: (lab, kernel, fp64_ops, fp32_ops, time_us,
     /// dram_bytes); peaks of an H100 at 1.98 GHz.
