@@ -38,7 +38,13 @@ use clap::Parser;
 
 /// The labs' task runner.
 #[derive(Parser)]
-#[command(name = "cargo xtask", arg_required_else_help = true)]
+// `bin_name` too: clap's usage lines take the executable's name ("xtask") otherwise, and
+// the command a reader types is `cargo xtask`.
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    arg_required_else_help = true
+)]
 enum Command {
     /// Build in release and run one lab: `cargo xtask run lab04 -- 4096 4096`
     Run(run::Args),
@@ -145,5 +151,22 @@ mod tests {
     fn the_command_line_is_well_formed() {
         use clap::CommandFactory;
         Command::command().debug_assert();
+    }
+
+    #[test]
+    fn usage_lines_name_the_command_a_reader_types() {
+        use clap::CommandFactory;
+        let mut command = Command::command();
+        // Subcommands' names are completed when the command line is parsed, or here.
+        command.build();
+        let usage = command.render_usage().to_string();
+        assert_eq!(usage, "Usage: cargo xtask <COMMAND>");
+        let verify = command
+            .find_subcommand_mut("verify")
+            .expect("verify")
+            .render_long_help()
+            .to_string();
+        assert!(verify.contains("Usage: cargo xtask verify"), "{verify}");
+        assert!(verify.contains("zoom"), "{verify}");
     }
 }

@@ -34,6 +34,11 @@ const SLURM_TESTS: &str = "slurm_";
 /// Where `.ci/run` installs NVRTC (pip's `nvidia-cuda-nvrtc-cu12`), in the workspace root.
 const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
 
+/// The command that puts NVRTC in [`NVRTC_FOLDER`], as `.ci/run` does: a skip line says
+/// what to type, not where to read it.
+const NVRTC_INSTALL: &str =
+    "python3 -m pip install --no-deps --target .nvrtc nvidia-cuda-nvrtc-cu12==12.9.86";
+
 /// lab01's tests compare with the C program unless this says there is no compiler.
 const NO_C_COMPILER: &str = "LAB01_NO_C_COMPILER";
 
@@ -253,7 +258,7 @@ fn find_nvrtc() -> Result<Nvrtc, String> {
     }
     Err(format!(
         "NVRTC not found (no libnvrtc.so.12 on the loader's path or in {NVRTC_FOLDER}); \
-         `.ci/run` installs it there with pip"
+         `{NVRTC_INSTALL}` installs it there"
     ))
 }
 
@@ -266,11 +271,9 @@ fn find_slurm() -> Result<PathBuf, String> {
     let find = |name: &str| dirs.iter().find(|dir| dir.join(name).is_file()).cloned();
     match (find("slurmctld"), find("slurmd"), find("sbatch")) {
         (Some(daemons), Some(_), Some(_)) => Ok(daemons),
-        _ => Err(
-            "Slurm not found (slurmctld, slurmd and sbatch); `.ci/run` installs \
-                  Debian's slurmctld, slurmd and slurm-client"
-                .to_string(),
-        ),
+        _ => Err("Slurm not found (slurmctld, slurmd and sbatch); \
+             `sudo apt-get install slurmctld slurmd slurm-client` installs them"
+            .to_string()),
     }
 }
 
@@ -352,4 +355,20 @@ fn test_executables(deps: &Path) -> crate::bins::Result<Vec<PathBuf>> {
         .collect();
     executables.sort();
     Ok(executables)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nvrtc_skip_line_gives_the_package_ci_installs() {
+        let ci = fs::read_to_string(crate::bins::workspace_root().join(".ci/run")).unwrap();
+        let package = NVRTC_INSTALL.rsplit(' ').next().unwrap_or_default();
+        assert!(
+            ci.contains(&format!("NVRTC_PACKAGE={package}\n")),
+            "{package}"
+        );
+        assert!(NVRTC_INSTALL.contains(".nvrtc") && NVRTC_FOLDER.starts_with(".nvrtc/"));
+    }
 }

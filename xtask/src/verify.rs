@@ -25,7 +25,8 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
     /// Sizes to try, e.g. `--sizes 1x1,640x480` [default: 1x1, 7x5, 333x517, 1024x1024,
-    /// 1920x1080, 3001x2001, 4096x4096, and 16384x16384 where a GPU is present]
+    /// 1920x1080, 3001x2001, 4096x4096, 16384x16384 where a GPU is present, and a 1024x1024
+    /// zoom into the boundary, where rounding most often changes a pixel]
     #[arg(long, value_delimiter = ',', value_parser = parse_size, allow_hyphen_values = true)]
     sizes: Vec<(u32, u32)>,
     /// The folder for the difference PNGs (and, with --keep, the images and raw canvases)
@@ -178,6 +179,20 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
+/// A skipped row's result: why `program` cannot run here. Where no GPU opened at all, the
+/// line under the table says why once, not every GPU row.
+fn skipped(
+    program: Program,
+    gpu: &std::result::Result<String, String>,
+    gpus: usize,
+) -> Option<String> {
+    let why = labs::cannot_run(program, gpu, gpus)?;
+    Some(match gpu {
+        Err(_) => "skipped: no GPU (why: below the table)".to_string(),
+        Ok(_) => format!("skipped: {why}"),
+    })
+}
+
 /// What checking needs: where the labs and the files are, whether a GPU opened, the limits.
 pub struct Verifier<'a> {
     pub bins: &'a Bins,
@@ -228,8 +243,8 @@ impl Verifier<'_> {
                     rows.push(row(program, why, false));
                     continue;
                 }
-                if let Some(why) = labs::cannot_run(program, self.gpu, self.gpus) {
-                    rows.push(row(program, format!("skipped: {why}"), false));
+                if let Some(skipped) = skipped(program, self.gpu, self.gpus) {
+                    rows.push(row(program, skipped, false));
                     continue;
                 }
                 let file = scratch.add(self.image_path(program, case));
@@ -342,8 +357,8 @@ impl Verifier<'_> {
         let mut expected = None;
         let mut rows = Vec::new();
         for program in lab.runs().filter(|&p| p != reference) {
-            if let Some(why) = labs::cannot_run(program, self.gpu, self.gpus) {
-                rows.push(row(program, format!("skipped: {why}"), false));
+            if let Some(skipped) = skipped(program, self.gpu, self.gpus) {
+                rows.push(row(program, skipped, false));
                 continue;
             }
             if expected.is_none() {
@@ -523,6 +538,31 @@ mod tests {
         assert_eq!(
             (plain.tag(), plain.describe()),
             ("7x5".into(), "7x5".into())
+        );
+    }
+
+    #[test]
+    fn the_reason_for_no_gpu_is_said_once_not_in_every_row() {
+        let none = Err("no usable GPU: the CUDA driver was not found".to_string());
+        let h100 = Ok("NVIDIA H100".to_string());
+        let lab04 = labs::find("lab04").expect("lab04").first();
+        let lab02 = labs::find("lab02").expect("lab02").first();
+        let [_, _, two, ..] = labs::find("lab05")
+            .expect("lab05")
+            .runs()
+            .collect::<Vec<_>>()[..]
+        else {
+            panic!("lab05 has its multi-GPU variants");
+        };
+        assert_eq!(
+            skipped(lab04, &none, 0).as_deref(),
+            Some("skipped: no GPU (why: below the table)")
+        );
+        assert_eq!(skipped(lab02, &none, 0), None);
+        assert_eq!(skipped(lab04, &h100, 1), None);
+        assert_eq!(
+            skipped(two, &h100, 1).as_deref(),
+            Some("skipped: needs 2 GPUs, and 1 opened here")
         );
     }
 

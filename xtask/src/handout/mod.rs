@@ -225,6 +225,34 @@ mod tests {
         );
     }
 
+    /// `shared::exercise::check_kernel` stops at the first `UNFINISHED` mark: a stub kernel
+    /// without one of its own would compile, run and give a wrong result, not a message.
+    #[test]
+    fn every_stub_kernel_says_it_is_not_written() {
+        let root = workspace_root();
+        let mut kernels = 0;
+        for path in tracked_files(&root).unwrap() {
+            if path.extension().is_none_or(|e| e != "cu") {
+                continue;
+            }
+            let text = fs::read_to_string(root.join(&path)).unwrap();
+            let stubs: String = text
+                .lines()
+                .filter_map(|line| line.trim_start().strip_prefix("// stub:"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for kernel in stubs.split("__global__").skip(1) {
+                kernels += 1;
+                assert!(
+                    kernel.contains("// UNFINISHED: "),
+                    "{}: a stub kernel with no mark: {kernel}",
+                    path.display()
+                );
+            }
+        }
+        assert!(kernels >= 7, "only {kernels} stub kernels found");
+    }
+
     #[test]
     fn a_non_empty_folder_is_refused() {
         let dir = tempfile::tempdir().unwrap();
