@@ -118,3 +118,29 @@ pub fn run_status(command: &mut Command) -> Result<()> {
         Err(format!("{:?} failed ({status})", command.get_program()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labs::LABS;
+
+    /// Cargo builds a dependency once per set of features: a feature one lab's manifest adds
+    /// to a workspace dependency would make a build of one lab (`run`) recompile what a build
+    /// of several (`verify`) left, so features are chosen once, in the workspace's manifest.
+    #[test]
+    fn no_lab_adds_features_to_a_dependency() {
+        for lab in &LABS {
+            let manifest = workspace_root().join(lab.package).join("Cargo.toml");
+            let text = std::fs::read_to_string(&manifest).expect("a lab's manifest");
+            let dependencies = text
+                .split("\n[")
+                .find(|table| table.starts_with("dependencies]"))
+                .expect("a [dependencies] table");
+            let featured: Vec<&str> = dependencies
+                .lines()
+                .filter(|line| line.contains("features"))
+                .collect();
+            assert!(featured.is_empty(), "{}: {featured:?}", manifest.display());
+        }
+    }
+}

@@ -174,9 +174,26 @@ pub fn run(args: Args) -> Result<()> {
         (Err(why), 0) => shared::cli::eprint_line(&format!(
             "verify: the CPU labs match; GPU labs skipped ({why})"
         )),
-        (_, n) => bail!("{n} check(s) failed; the rows marked FAIL say why"),
+        (_, n) => match not_written(&rows)[..] {
+            [] => bail!("{n} check(s) failed; the rows marked FAIL say why"),
+            ref unwritten => bail!(
+                "{n} check(s) failed; not written yet: {} (each lab's README says, under \
+                 Exercise, what to write)",
+                unwritten.join(", ")
+            ),
+        },
     }
     Ok(())
+}
+
+/// The variants whose rows failed because the lab stopped at a part of the exercise not
+/// written yet (`shared::exercise`): on a fresh hand-out, the labs still to do.
+fn not_written(rows: &[Row]) -> Vec<&'static str> {
+    let stopped = rows
+        .iter()
+        .filter(|row| row.failed && row.result.contains(": not written yet"))
+        .map(|row| row.label);
+    crate::format::distinct(stopped)
 }
 
 /// A skipped row's result: why `program` cannot run here. Where no GPU opened at all, the
@@ -564,6 +581,26 @@ mod tests {
             skipped(two, &h100, 1).as_deref(),
             Some("skipped: needs 2 GPUs, and 1 opened here")
         );
+    }
+
+    #[test]
+    fn labs_not_written_yet_are_named_once() {
+        let row = |label, result: &str| Row {
+            label,
+            case: "7x5".into(),
+            against: "lab01",
+            result: result.into(),
+            failed: result != "identical",
+        };
+        let unwritten = "did not run: lab02-rayon/src/main.rs:60: not written yet: the rows";
+        let rows = [
+            row("lab02", unwritten),
+            row("lab02", unwritten),
+            row("lab03", "timed out"),
+            row("lab04", "identical"),
+        ];
+        assert_eq!(not_written(&rows), ["lab02"]);
+        assert!(not_written(&rows[2..]).is_empty());
     }
 
     #[test]
