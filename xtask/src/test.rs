@@ -57,13 +57,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> crate::bins::Result<()> {
-    // A dist folder carries the given C program for lab01's tests; say where, since the
-    // path built into them is the build machine's.
-    let c_reference = args
-        .bin_dir
-        .as_ref()
-        .map(|dir| dir.join(crate::bins::C_REFERENCE_IN_DIST))
-        .filter(|file| file.is_file());
+    let c_reference = args.bin_dir.as_deref().and_then(c_reference_in);
     let suite = Suite::new(args.bin_dir)?;
     let mut failed = Vec::new();
 
@@ -108,23 +102,7 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
         None => format!("skipped: no C compiler ($CC, cc or gcc); {NO_C_COMPILER}=1 was set"),
     };
 
-    let mut env: Vec<(&str, OsString)> = Vec::new();
-    if let Ok(Nvrtc::Folder(dir)) = &nvrtc {
-        let mut paths = vec![dir.clone()];
-        paths.extend(std::env::split_paths(
-            &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
-        ));
-        let joined = std::env::join_paths(paths)
-            .map_err(|e| format!("cannot set LD_LIBRARY_PATH for {}: {e}", dir.display()))?;
-        env.push(("LD_LIBRARY_PATH", joined));
-    }
-    if compiler.is_none() {
-        env.push((NO_C_COMPILER, "1".into()));
-    }
-    if let Some(file) = c_reference {
-        let file = fs::canonicalize(&file).unwrap_or(file);
-        env.push((C_REFERENCE_VAR, file.into_os_string()));
-    }
+    let env = environment(&nvrtc, compiler.is_some(), c_reference)?;
 
     let mut totals = Totals::default();
     if run_gpu_tests {
@@ -176,6 +154,39 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
     } else {
         Err(format!("tests failed in: {}", failed.join(", ")))
     }
+}
+
+/// A dist folder carries the given C program for lab01's tests; say where, since the path
+/// built into them is the build machine's.
+fn c_reference_in(bin_dir: &Path) -> Option<PathBuf> {
+    Some(bin_dir.join(crate::bins::C_REFERENCE_IN_DIST)).filter(|file| file.is_file())
+}
+
+/// The variables the test processes get: where NVRTC is, that there is no C compiler, where
+/// the given C program is.
+fn environment(
+    nvrtc: &Result<Nvrtc, String>,
+    c_compiler: bool,
+    c_reference: Option<PathBuf>,
+) -> crate::bins::Result<Vec<(&'static str, OsString)>> {
+    let mut env: Vec<(&str, OsString)> = Vec::new();
+    if let Ok(Nvrtc::Folder(dir)) = &nvrtc {
+        let mut paths = vec![dir.clone()];
+        paths.extend(std::env::split_paths(
+            &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
+        ));
+        let joined = std::env::join_paths(paths)
+            .map_err(|e| format!("cannot set LD_LIBRARY_PATH for {}: {e}", dir.display()))?;
+        env.push(("LD_LIBRARY_PATH", joined));
+    }
+    if !c_compiler {
+        env.push((NO_C_COMPILER, "1".into()));
+    }
+    if let Some(file) = c_reference {
+        let file = fs::canonicalize(&file).unwrap_or(file);
+        env.push((C_REFERENCE_VAR, file.into_os_string()));
+    }
+    Ok(env)
 }
 
 /// Where the test executables come from: cargo, or a `dist --tests` folder.
