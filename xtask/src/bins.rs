@@ -6,16 +6,20 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 
-use crate::labs::{Lab, Program};
+use crate::labs::{Lab, Program, REFERENCE};
 
 /// The error type of `test` and `dist`: a message for the user. The other commands use
 /// `anyhow`, whose context chain prints as one line.
 pub type Result<T> = std::result::Result<T, String>;
 
-/// The given C program, in the workspace and in a `dist --tests` folder (lab01's tests
-/// compare with it; `test --bin-dir` tells them where it is).
-pub const C_REFERENCE: &str = "lab01-cpu-baseline/reference/mandelbrot.c";
-pub const C_REFERENCE_IN_DIST: &str = "reference/mandelbrot.c";
+/// The given C program, in the reference lab's folder and in a `dist --tests` folder (the
+/// reference lab's tests compare with it; `test --bin-dir` tells them where it is).
+pub const C_PROGRAM: &str = "reference/mandelbrot.c";
+
+/// The given C program in this workspace.
+pub fn c_program() -> PathBuf {
+    workspace_root().join(REFERENCE.lab.package).join(C_PROGRAM)
+}
 
 /// A folder holding the lab binaries.
 #[derive(Debug, Clone)]

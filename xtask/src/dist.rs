@@ -5,10 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::bins::{
-    cargo, run_status, target_dir, workspace_root, Result, C_REFERENCE, C_REFERENCE_IN_DIST,
-};
-use crate::labs::LABS;
+use crate::bins::{c_program, cargo, run_status, target_dir, Result, C_PROGRAM};
+use crate::labs::{Table, LABS};
 
 /// The file that marks a folder as made by `dist`, listing (one per line, relative to the
 /// folder) every file it copied there: only those are ever removed.
@@ -30,10 +28,7 @@ pub fn run(args: Args) -> Result<()> {
     let previous = previous_files(&args.out)?;
     run_status(cargo().args(["build", "--release", "--quiet", "--workspace", "--bins"]))?;
     let release = target_dir().join("release");
-    let mut files: Vec<(PathBuf, PathBuf)> = LABS
-        .iter()
-        .map(|lab| lab.name)
-        .chain(["xtask"])
+    let mut files: Vec<(PathBuf, PathBuf)> = binaries(&LABS)
         .map(|name| (release.join(name), PathBuf::from(name)))
         .collect();
     if args.tests {
@@ -42,10 +37,7 @@ pub fn run(args: Args) -> Result<()> {
             files.push((exe, Path::new("deps").join(name)));
         }
         // lab01's tests compare it with the given C program: its source goes along.
-        files.push((
-            workspace_root().join(C_REFERENCE),
-            PathBuf::from(C_REFERENCE_IN_DIST),
-        ));
+        files.push((c_program(), PathBuf::from(C_PROGRAM)));
     }
 
     // Everything is built: only now is anything removed, and only what the last run made.
@@ -155,6 +147,11 @@ fn copy(from: &Path, to: &Path) -> Result<u64> {
         .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
 }
 
+/// The binaries a dist folder holds: every lab's, and xtask to run them.
+pub fn binaries(table: Table) -> impl Iterator<Item = &'static str> {
+    table.iter().map(|lab| lab.name).chain(["xtask"])
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -162,8 +159,7 @@ mod tests {
 
     #[test]
     fn the_c_reference_that_dist_carries_exists() {
-        assert!(workspace_root().join(C_REFERENCE).is_file());
-        assert!(C_REFERENCE.ends_with(C_REFERENCE_IN_DIST));
+        assert!(c_program().is_file());
     }
 
     #[test]

@@ -153,6 +153,53 @@ mod tests {
         Command::command().debug_assert();
     }
 
+    /// A new lab is one entry of the table: every task that runs labs finds it there, none
+    /// by its name.
+    #[test]
+    fn every_task_picks_up_a_lab_added_to_the_table() {
+        use labs::{Device, Exact, KernelRuns, Lab, Table, Variant, Work, LABS};
+        static LAB07: [Variant; 1] = [Variant {
+            label: "lab07",
+            flags: &[],
+            device: Device::Gpu,
+        }];
+        let lab07 = Lab {
+            name: "lab07",
+            package: "lab07-tensor-cores",
+            work: Work::Mandelbrot,
+            exact: Exact::Required,
+            variants: &LAB07,
+            kernels: Some(KernelRuns {
+                profile: &["64", "64"],
+                recorded: (&["8192", "8192"], 1),
+                sanitize: &["33", "21"],
+                shared_memory: true,
+            }),
+        };
+        let table: Table = Vec::leak(LABS.iter().cloned().chain([lab07]).collect());
+        let is_lab07 = |lab: &Lab| lab.name == "lab07";
+        let parsed = |line: &[&str]| Command::try_parse_from(line).expect("a command line");
+
+        assert!(labs::find_in(table, "7").is_ok_and(is_lab07), "run");
+        assert!(verify::checked(table).any(is_lab07), "verify");
+        let timed = bench::choose(table, &[], true).expect("bench's default labs");
+        assert!(timed.iter().any(|program| is_lab07(program.lab)), "bench");
+        for lab in ["all", "lab07"] {
+            let Command::Profile(args) = parsed(&["cargo xtask", "profile", lab]) else {
+                panic!("profile parses as profile");
+            };
+            let runs = profile::runs(table, &args).expect("profile's runs");
+            assert!(
+                runs.iter().any(|(lab, _, _)| is_lab07(lab)),
+                "profile {lab}"
+            );
+        }
+        let plans = sanitize::plans(table, None).expect("sanitize's plans");
+        let lab07_plan = plans.iter().find(|plan| is_lab07(plan.lab));
+        assert_eq!(lab07_plan.map(|plan| plan.tools.len()), Some(3), "sanitize");
+        assert!(dist::binaries(table).any(|name| name == "lab07"), "dist");
+    }
+
     #[test]
     fn usage_lines_name_the_command_a_reader_types() {
         use clap::CommandFactory;

@@ -159,7 +159,7 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
 /// A dist folder carries the given C program for lab01's tests; say where, since the path
 /// built into them is the build machine's.
 fn c_reference_in(bin_dir: &Path) -> Option<PathBuf> {
-    Some(bin_dir.join(crate::bins::C_REFERENCE_IN_DIST)).filter(|file| file.is_file())
+    Some(bin_dir.join(crate::bins::C_PROGRAM)).filter(|file| file.is_file())
 }
 
 /// The variables the test processes get: where NVRTC is, that there is no C compiler, where

@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 
 use crate::bins::Bins;
-use crate::labs::{self, Exact, Lab, Program, Work, REFERENCE};
+use crate::labs::{self, Exact, Lab, Program, Table, Work, LABS, REFERENCE};
 use crate::runner::{self, Failure};
 use crate::{gpu, ppm};
 
@@ -117,10 +117,10 @@ const BUDDHABROT_PIXELS: u64 = 1440 * 2560;
 pub fn run(args: Args) -> Result<()> {
     let gpu = gpu::probe();
     let gpus = if gpu.is_ok() { gpu::count() } else { 0 };
-    let checked = labs::doing(Work::Mandelbrot).chain(labs::doing(Work::Buddhabrot));
-    let bins = Bins::locate(args.bin_dir.clone(), checked)?;
+    let bins = Bins::locate(args.bin_dir.clone(), checked(&LABS))?;
     let folder = OutFolder::create(&args.out)?;
     let verifier = Verifier {
+        labs: &LABS,
         bins: &bins,
         out: &args.out,
         gpu: &gpu,
@@ -160,7 +160,7 @@ pub fn run(args: Args) -> Result<()> {
     for case in &cases {
         rows.extend(verifier.mandelbrot(case));
     }
-    for lab in labs::doing(Work::Buddhabrot) {
+    for lab in labs::doing_in(verifier.labs, Work::Buddhabrot) {
         rows.extend(verifier.buddhabrot(lab));
     }
     drop(folder);
@@ -196,6 +196,12 @@ fn not_written(rows: &[Row]) -> Vec<&'static str> {
     crate::format::distinct(stopped)
 }
 
+/// The labs `verify` compares: every Mandelbrot lab with the reference image, each
+/// Buddhabrot lab's variants with its first.
+pub fn checked(table: Table) -> impl Iterator<Item = &'static Lab> {
+    labs::doing_in(table, Work::Mandelbrot).chain(labs::doing_in(table, Work::Buddhabrot))
+}
+
 /// A skipped row's result: why `program` cannot run here. Where no GPU opened at all, the
 /// line under the table says why once, not every GPU row.
 fn skipped(
@@ -212,6 +218,7 @@ fn skipped(
 
 /// What checking needs: where the labs and the files are, whether a GPU opened, the limits.
 pub struct Verifier<'a> {
+    pub labs: Table,
     pub bins: &'a Bins,
     pub out: &'a Path,
     pub gpu: &'a std::result::Result<String, String>,
@@ -250,7 +257,7 @@ impl Verifier<'_> {
         }
 
         let mut rows = Vec::new();
-        for lab in labs::doing(Work::Mandelbrot) {
+        for lab in labs::doing_in(self.labs, Work::Mandelbrot) {
             for program in lab.runs() {
                 if program == reference {
                     continue;

@@ -24,7 +24,7 @@ use shared::timing::LabReport;
 
 use crate::bins::Bins;
 use crate::gpu;
-use crate::labs::{self, Lab, Program, Work, LABS};
+use crate::labs::{self, Lab, Program, Table, Work, LABS};
 use crate::runner::{self, Failure};
 use shared::output::Output;
 
@@ -94,8 +94,8 @@ pub(crate) struct Extra {
 const EXTRA_LIMIT: Duration = Duration::from_secs(600);
 
 pub fn run(args: Args) -> Result<()> {
-    let mandelbrot = choose(&args.labs, true)?;
-    let extras = choose(&args.include, false)?;
+    let mandelbrot = choose(&LABS, &args.labs, true)?;
+    let extras = choose(&LABS, &args.include, false)?;
     let sizes = if args.sizes.is_empty() {
         (9..=14).map(|power| 1 << power).collect()
     } else {
@@ -224,24 +224,22 @@ fn runnable(programs: Vec<Program>, notes: &mut Vec<String>) -> Vec<Program> {
 
 /// Every variant of the labs named on the command line, in lab order: Mandelbrot labs for
 /// `--labs` (all of them if none is named), the others for `--include`.
-fn choose(names: &[String], mandelbrot: bool) -> Result<Vec<Program>> {
-    let (flag, kind) = if mandelbrot {
-        ("--labs", "a Mandelbrot lab (lab01 to lab04)")
-    } else {
-        ("--include", "lab05 or lab06")
-    };
+pub fn choose(table: Table, names: &[String], mandelbrot: bool) -> Result<Vec<Program>> {
+    let flag = if mandelbrot { "--labs" } else { "--include" };
+    let fits = |lab: &Lab| (lab.work == Work::Mandelbrot) == mandelbrot;
     let mut chosen: Vec<&Lab> = Vec::new();
     for name in names {
-        let lab = labs::find(name)?;
-        if (lab.work == Work::Mandelbrot) != mandelbrot {
-            bail!("{flag} takes {kind}, not {}", lab.name);
+        let lab = labs::find_in(table, name)?;
+        if !fits(lab) {
+            let kind: Vec<&str> = table.iter().filter(|l| fits(l)).map(|l| l.name).collect();
+            bail!("{flag} takes one of {}, not {}", kind.join(", "), lab.name);
         }
         chosen.push(lab);
     }
     if names.is_empty() && mandelbrot {
-        chosen = labs::doing(Work::Mandelbrot).collect();
+        chosen = labs::doing_in(table, Work::Mandelbrot).collect();
     }
-    Ok(LABS
+    Ok(table
         .iter()
         .filter(|lab| chosen.contains(lab))
         .flat_map(Lab::runs)
@@ -379,7 +377,7 @@ mod tests {
 
     #[test]
     fn cpu_labs_stop_at_the_cap_and_say_so() {
-        let chosen = choose(&[], true).expect("the default labs");
+        let chosen = choose(&LABS, &[], true).expect("the default labs");
         let mut notes = Vec::new();
         let jobs = plan(&chosen, &[512, 16384], 8192, &mut notes);
         let at_16384: Vec<&str> = jobs
@@ -396,9 +394,10 @@ mod tests {
 
     #[test]
     fn labs_and_include_take_their_own_kind_with_every_variant() {
-        assert!(choose(&["lab05".to_string()], true).is_err());
-        assert!(choose(&["lab01".to_string()], false).is_err());
+        assert!(choose(&LABS, &["lab05".to_string()], true).is_err());
+        assert!(choose(&LABS, &["lab01".to_string()], false).is_err());
         let picked = choose(
+            &LABS,
             &["2".to_string(), "lab01".to_string(), "lab02".to_string()],
             true,
         )
@@ -412,7 +411,7 @@ mod tests {
             picked.iter().map(Program::label).collect::<Vec<_>>(),
             expected
         );
-        let included = choose(&["lab05".to_string()], false).expect("lab05");
+        let included = choose(&LABS, &["lab05".to_string()], false).expect("lab05");
         assert_eq!(
             included.iter().map(Program::label).collect::<Vec<_>>(),
             [

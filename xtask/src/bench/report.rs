@@ -314,6 +314,7 @@ mod tests {
                     device: Device::Cpu,
                 },
             ],
+            kernels: None,
         };
         let both = [
             row("lab02", 512, 5.0, &[]),
