@@ -174,14 +174,24 @@ pub fn run(args: Args) -> Result<()> {
         (Err(why), 0) => shared::cli::eprint_line(&format!(
             "verify: the CPU labs match; GPU labs skipped ({why})"
         )),
-        (_, n) => match not_written(&rows)[..] {
-            [] => bail!("{n} check(s) failed; the rows marked FAIL say why"),
-            ref unwritten => bail!(
-                "{n} check(s) failed; not written yet: {} (each lab's README says, under \
-                 Exercise, what to write)",
-                unwritten.join(", ")
-            ),
-        },
+        (_, n) => {
+            let unwritten = match not_written(&rows)[..] {
+                [] => String::new(),
+                ref labs => format!(
+                    "; not written yet: {} (each lab's README says, under Exercise, what to \
+                     write)",
+                    labs.join(", ")
+                ),
+            };
+            let skipped = gpu
+                .as_ref()
+                .err()
+                .map(|why| format!("; GPU labs skipped ({why})"));
+            bail!(
+                "{n} check(s) failed; the rows marked FAIL say why{unwritten}{}",
+                skipped.unwrap_or_default()
+            )
+        }
     }
     Ok(())
 }

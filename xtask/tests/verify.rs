@@ -106,9 +106,7 @@ fn a_hang_a_crash_and_garbage_are_failed_rows_and_verify_carries_on() {
         "{stdout}"
     );
     assert!(
-        stderr
-            .trim_end()
-            .ends_with("check(s) failed; the rows marked FAIL say why"),
+        stderr.contains(" check(s) failed; the rows marked FAIL say why"),
         "{stderr}"
     );
     assert!(
