@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use crate::bins::Bins;
 use crate::gpu;
 use crate::handout;
-use crate::labs::{Lab, LABS};
+use crate::labs::{Lab, LABS, REFERENCE};
 use crate::regions::Keep;
 use checks::{Built, Outcome};
 use report::Graded;
@@ -155,7 +155,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let reference_labs = LABS
         .iter()
-        .filter(|lab| lab.name == "lab01" || graded.contains(lab));
+        .filter(|lab| *lab == REFERENCE.lab || graded.contains(lab));
     // Absolute: the reference programs run in folders of their own.
     let bin_dir = args
         .bin_dir
