@@ -25,6 +25,7 @@ use crate::regions::{self, Keep};
 /// What the student never sees: the grader, its rubric and hidden checks, this command and
 /// the test that proves the loop. A path ending in `/` is a folder.
 pub const INSTRUCTOR_ONLY: &[&str] = &[
+    ".ci/setup.d/grader",
     "xtask/INSTRUCTORS.md",
     "xtask/answers.toml",
     "xtask/rubric.toml",
