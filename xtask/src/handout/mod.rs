@@ -255,6 +255,28 @@ mod tests {
         assert!(kernels >= 7, "only {kernels} stub kernels found");
     }
 
+    /// A student looks in vain for what the hand-out names but leaves out: no instructor-only
+    /// file, and none of the instructor's commands.
+    #[test]
+    fn the_hand_out_names_nothing_it_leaves_out() {
+        let (files, _) = files(Keep::Stub).unwrap();
+        let commands =
+            ["handout", "grade", "autograder", "classroom"].map(|c| format!("xtask {c}"));
+        let left_out = INSTRUCTOR_ONLY
+            .iter()
+            .map(|path| path.trim_end_matches('/').to_string())
+            .chain(commands);
+        let names: Vec<String> = left_out.collect();
+        let mut found = Vec::new();
+        for file in &files {
+            let text = String::from_utf8_lossy(&file.bytes);
+            for name in names.iter().filter(|name| text.contains(name.as_str())) {
+                found.push(format!("{} names {name}", file.path.display()));
+            }
+        }
+        assert!(found.is_empty(), "{found:#?}");
+    }
+
     #[test]
     fn a_non_empty_folder_is_refused() {
         let dir = tempfile::tempdir().unwrap();
