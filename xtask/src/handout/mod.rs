@@ -277,6 +277,30 @@ mod tests {
         assert!(found.is_empty(), "{found:#?}");
     }
 
+    /// cargo passes extra arguments to rustc for one target only: a README's `cargo rustc
+    /// ... --` that names no `--bin` or `--lib` fails in a package that has both.
+    #[test]
+    fn every_cargo_rustc_in_a_readme_names_its_target() {
+        let (files, _) = files(Keep::Stub).unwrap();
+        let mut commands = 0;
+        for file in files
+            .iter()
+            .filter(|f| f.path.extension().is_some_and(|e| e == "md"))
+        {
+            let text = String::from_utf8_lossy(&file.bytes);
+            for rest in text.split("cargo rustc ").skip(1) {
+                let before_rustc_args = rest.split(" -- ").next().unwrap_or_default();
+                commands += 1;
+                assert!(
+                    before_rustc_args.contains("--bin ") || before_rustc_args.contains("--lib"),
+                    "{}: cargo rustc {before_rustc_args}",
+                    file.path.display()
+                );
+            }
+        }
+        assert!(commands > 0, "no README shows cargo rustc");
+    }
+
     #[test]
     fn a_non_empty_folder_is_refused() {
         let dir = tempfile::tempdir().unwrap();
