@@ -1,5 +1,6 @@
-//! The labs, as the tasks see them: one table of data. `verify`, `bench` and `run` read what
-//! a lab computes, where it runs and how it is checked from here, never from its name.
+//! The labs, as the tasks see them: one table of data. `run`, `verify`, `bench`, `profile`,
+//! `sanitize` and `dist` read what a lab computes, where it runs, how it is checked and how
+//! NVIDIA's tools run it from here, never from its name: a new lab is one entry.
 
 use anyhow::{bail, Result};
 

@@ -4,8 +4,8 @@
 //! A kernel can read past its buffer, race on shared memory or miss a barrier and still
 //! give the right answer on the sizes tried: the sanitizer checks every access instead.
 //! memcheck (out-of-bounds and misaligned accesses, leaks) runs over every GPU lab;
-//! racecheck (shared-memory hazards) and synccheck (barriers) over lab06, whose reduction is
-//! the labs' only use of shared memory. Runs are small: memcheck slows a kernel by 10 to
+//! racecheck (shared-memory hazards) and synccheck (barriers) over the labs whose kernels
+//! share memory (`KernelRuns::shared_memory` in the lab table: lab06's reduction). Runs are small: memcheck slows a kernel by 10 to
 //! 100 times. ARGS, after `--`, replace the named lab's run (with `--kernel FILE`, a kernel
 //! of your own runs under the same tools).
 
