@@ -7,46 +7,17 @@ const QUICK: &[&str] = &["64", "48"];
 /// Long enough to be interrupted mid-run (seconds in a debug build, about one in release).
 const LONG: &[&str] = &["8192", "8192"];
 
-#[test]
-fn new_files_follow_the_umask() {
-    assert_mode_follows_umask("lab01", QUICK, "out.ppm");
-}
-
-#[test]
-fn a_replaced_file_keeps_its_mode() {
-    assert_replaced_file_keeps_its_mode("lab01", QUICK, "out.ppm");
-}
-
-#[test]
-fn special_files_are_written_in_place() {
-    assert_dev_null_stays("lab01", QUICK);
-    assert_device_written_in_place("lab01", QUICK);
-    assert_fifo_gets_every_byte("lab01", QUICK, "out.ppm");
-}
-
-#[test]
-fn a_symlink_keeps_pointing_at_the_new_image() {
-    assert_symlink_target_replaced("lab01", QUICK, "out.ppm");
-}
-
-#[test]
-fn a_name_of_255_bytes_works() {
-    assert_longest_name_works("lab01", QUICK, ".ppm");
-}
-
-#[test]
-fn signals_leave_nothing_behind() {
-    assert_signals_leave_nothing("lab01", LONG, "out.ppm", 0);
+shared::cpu_fault_tests! {
+    lab: "lab01",
+    quick: QUICK,
+    long: LONG,
+    file: "out.ppm",
+    help: "Sequential CPU Mandelbrot: the reference",
 }
 
 #[test]
 fn a_file_size_limit_is_one_line() {
     assert_file_size_limit_is_one_line("lab01", &["256", "256"], "out.ppm");
-}
-
-#[test]
-fn closed_and_full_stdout() {
-    assert_stdout_faults_handled("lab01", QUICK);
 }
 
 #[test]
@@ -57,11 +28,6 @@ fn bad_paths_fail_before_the_work() {
 #[test]
 fn the_row_pointer_table_never_aborts_under_a_memory_limit() {
     assert_memory_limits_never_abort("lab01", &["1", "65536"]);
-}
-
-#[test]
-fn help_opens_with_the_labs_own_words() {
-    assert_help_opens_with("lab01", "Sequential CPU Mandelbrot: the reference");
 }
 
 #[test]
@@ -85,9 +51,4 @@ fn numbers_in_every_notation() {
         "the width is too large",
     );
     assert_rejected("lab01", &["8", "-1e3"], "height");
-}
-
-#[test]
-fn an_unwritable_folder_fails_before_the_work() {
-    assert_unwritable_folder_fails_first("lab01", LONG, "out.ppm");
 }

@@ -7,46 +7,17 @@ const QUICK: &[&str] = &["64", "48"];
 /// Long enough to be interrupted mid-run on many cores in release.
 const LONG: &[&str] = &["8192", "8192"];
 
-#[test]
-fn new_files_follow_the_umask() {
-    assert_mode_follows_umask("lab02", QUICK, "out.ppm");
-}
-
-#[test]
-fn a_replaced_file_keeps_its_mode() {
-    assert_replaced_file_keeps_its_mode("lab02", QUICK, "out.ppm");
-}
-
-#[test]
-fn special_files_are_written_in_place() {
-    assert_dev_null_stays("lab02", QUICK);
-    assert_device_written_in_place("lab02", QUICK);
-    assert_fifo_gets_every_byte("lab02", QUICK, "out.ppm");
-}
-
-#[test]
-fn a_symlink_keeps_pointing_at_the_new_image() {
-    assert_symlink_target_replaced("lab02", QUICK, "out.ppm");
-}
-
-#[test]
-fn a_name_of_255_bytes_works() {
-    assert_longest_name_works("lab02", QUICK, ".ppm");
-}
-
-#[test]
-fn signals_leave_nothing_behind() {
-    assert_signals_leave_nothing("lab02", LONG, "out.ppm", 0);
+shared::cpu_fault_tests! {
+    lab: "lab02",
+    quick: QUICK,
+    long: LONG,
+    file: "out.ppm",
+    help: "Parallel CPU Mandelbrot with rayon",
 }
 
 #[test]
 fn a_file_size_limit_is_one_line() {
     assert_file_size_limit_is_one_line("lab02", &["256", "256"], "out.ppm");
-}
-
-#[test]
-fn closed_and_full_stdout() {
-    assert_stdout_faults_handled("lab02", QUICK);
 }
 
 #[test]
@@ -60,11 +31,6 @@ fn bad_paths_fail_before_the_work() {
 }
 
 #[test]
-fn help_opens_with_the_labs_own_words() {
-    assert_help_opens_with("lab02", "Parallel CPU Mandelbrot with rayon");
-}
-
-#[test]
 fn a_png_path_gets_a_png_of_the_same_pixels() {
     let ppm = reference_bytes("lab02", &["17", "9"], "out.ppm");
     let png = reference_bytes("lab02", &["17", "9"], "out.png");
@@ -72,11 +38,6 @@ fn a_png_path_gets_a_png_of_the_same_pixels() {
     let decoded = image::load_from_memory(&png).expect("a PNG").into_rgb8();
     assert_eq!(decoded.dimensions(), (17, 9));
     assert_eq!(decoded.as_raw()[..], ppm["P6\n17 9\n255\n".len()..]);
-}
-
-#[test]
-fn an_unwritable_folder_fails_before_the_work() {
-    assert_unwritable_folder_fails_first("lab02", LONG, "out.ppm");
 }
 
 /// 20000 threads took minutes to start: refused at once, in one line, with nothing written.

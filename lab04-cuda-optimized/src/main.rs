@@ -20,8 +20,8 @@ use cudarc::driver::{sys, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use lab04_cuda_optimized::Chunks;
 use shared::error::{try_with_capacity, CudaResultExt};
 // BEGIN SOLUTION
-// stub: use shared::gpu::{DeviceArg, Gpu};
-use shared::gpu::{elapsed_ms, DeviceArg, Gpu};
+// stub: use shared::gpu::{DeviceArg, Gpu, Kernels};
+use shared::gpu::{elapsed_ms, DeviceArg, Gpu, Kernels};
 // END SOLUTION
 use shared::nvrtc::KernelArg;
 use shared::output::ImageFile;
@@ -108,29 +108,15 @@ fn run(args: Args) -> Result<()> {
     let near = NearSet::find(&xs, &ys);
     let plan = RowPlan::new(&ys, !args.no_mirror_rows);
 
-    let stream = &gpu.stream;
-    let (d_image, d_xs, d_ys, d_rows, d_mirrors) =
-        timer.time(Phase::Allocate, || -> Result<_> {
-            gpu.check_fits(Chunks::new(view.rgb_bytes()).padded_bytes(), "the image")?;
-            let mut palette = kernels
-                .module
-                .get_global("palette", stream)
-                .cuda("finding the palette")?;
-            stream
-                .memcpy_htod(PALETTE.as_flattened(), &mut palette)
-                .cuda("copying the palette to constant memory")?;
-            let d_xs = stream.clone_htod(&xs).cuda("copying the coordinates")?;
-            let d_ys = stream.clone_htod(&ys).cuda("copying the coordinates")?;
-            let d_rows = stream.clone_htod(&plan.rows).cuda("copying the row plan")?;
-            let d_mirrors = stream
-                .clone_htod(&plan.mirrors)
-                .cuda("copying the row plan")?;
-            // Zeroed, so that black pixels need no store at all.
-            let d_image = stream
-                .alloc_zeros::<u8>(Chunks::new(view.rgb_bytes()).padded_bytes())
-                .cuda("allocating the image on the device")?;
-            Ok((d_image, d_xs, d_ys, d_rows, d_mirrors))
-        })?;
+    let OnDevice {
+        image: d_image,
+        xs: d_xs,
+        ys: d_ys,
+        rows: d_rows,
+        mirrors: d_mirrors,
+    } = timer.time(Phase::Allocate, || {
+        upload(&gpu, &kernels, view.rgb_bytes(), &xs, &ys, &plan)
+    })?;
 
     let row_count = plan.rows.len() as i32;
     let config = launch_config(&escape_colour, view.width, row_count as u32, args.block)?;
@@ -141,7 +127,7 @@ fn run(args: Args) -> Result<()> {
     // stub:     (d_xs, d_ys, d_rows, d_mirrors, row_count, near)
     // stub: );
     let (width, height) = (view.width as i32, view.height as i32);
-    let mut launch = stream.launch_builder(&escape_colour);
+    let mut launch = gpu.stream.launch_builder(&escape_colour);
     launch
         .arg(&d_image)
         .arg(&d_xs)
@@ -179,6 +165,48 @@ fn run(args: Args) -> Result<()> {
     timer.metric("nvrtc_options", kernels.options_line());
     timer.finish(args.mandelbrot.json)?;
     Ok(())
+}
+
+/// What the kernel reads and writes, on the device.
+struct OnDevice {
+    image: CudaSlice<u8>,
+    xs: CudaSlice<f64>,
+    ys: CudaSlice<f64>,
+    rows: CudaSlice<i32>,
+    mirrors: CudaSlice<i32>,
+}
+
+/// The palette into constant memory, the coordinates and the row plan into global memory,
+/// and a zeroed image of `image_bytes` (padded to whole chunks), once it is known to fit.
+fn upload(
+    gpu: &Gpu,
+    kernels: &Kernels,
+    image_bytes: usize,
+    xs: &[f64],
+    ys: &[f64],
+    plan: &RowPlan,
+) -> Result<OnDevice> {
+    let stream = &gpu.stream;
+    gpu.check_fits(Chunks::new(image_bytes).padded_bytes(), "the image")?;
+    let mut palette = kernels
+        .module
+        .get_global("palette", stream)
+        .cuda("finding the palette")?;
+    stream
+        .memcpy_htod(PALETTE.as_flattened(), &mut palette)
+        .cuda("copying the palette to constant memory")?;
+    Ok(OnDevice {
+        xs: stream.clone_htod(xs).cuda("copying the coordinates")?,
+        ys: stream.clone_htod(ys).cuda("copying the coordinates")?,
+        rows: stream.clone_htod(&plan.rows).cuda("copying the row plan")?,
+        mirrors: stream
+            .clone_htod(&plan.mirrors)
+            .cuda("copying the row plan")?,
+        // Zeroed, so that black pixels need no store at all.
+        image: stream
+            .alloc_zeros::<u8>(Chunks::new(image_bytes).padded_bytes())
+            .cuda("allocating the image on the device")?,
+    })
 }
 
 // BEGIN SOLUTION

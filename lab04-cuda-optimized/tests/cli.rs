@@ -160,3 +160,19 @@ fn rejects_block_shapes_over_the_thread_limit() {
         assert!(message.contains("at most 1024 threads"), "{message}");
     }
 }
+
+/// What the README's Exercise section promises: a grid past 65535 blocks tall is a usage error from `main`, one
+/// line and exit status 1 (2 is for what the argument parser itself refuses).
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_grid_taller_than_65535_blocks_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut command = assert_cmd::Command::cargo_bin("lab04").expect("lab04 is built");
+    command
+        .args(["16", "200000", "--block", "32x1", "-o"])
+        .arg(dir.path().join("x.ppm"));
+    let message = assert_fails_cleanly(&mut command, "lab04", dir.path());
+    assert!(message.contains("at most 65535 blocks tall"), "{message}");
+    let status = command.output().expect("lab04 starts").status;
+    assert_eq!(status.code(), Some(1));
+}

@@ -252,6 +252,19 @@ fn nvrtc_no_fused_multiply_add_in_the_kernel_loops() {
     }
 }
 
+/// A literal with a point is a double in CUDA C++: `0.25` beside a float promotes the
+/// expression to double, which the CPU twin never computes (and which can change a sample's
+/// fate). No double arithmetic in any loop of the kernel.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_no_double_arithmetic_in_the_kernel_loops() {
+    let loops = ptx_loops(&kernel_file());
+    assert!(!loops.is_empty());
+    for body in &loops {
+        assert!(!body.contains(".f64"), "double arithmetic:\n{body}");
+    }
+}
+
 /// Bad input: one line on stderr, a non-zero exit, and no file left behind.
 #[test]
 fn bad_input_fails_cleanly() {

@@ -10,36 +10,12 @@ const QUICK: &[&str] = &["--width", "16", "--height", "24", "--samples", "20000"
 /// Minutes of work: always interrupted.
 const LONG: &[&str] = &["--width", "64", "--height", "64", "--samples", "1e11"];
 
-#[test]
-fn new_files_follow_the_umask() {
-    assert_mode_follows_umask("lab05", QUICK, "out.png");
-}
-
-#[test]
-fn a_replaced_file_keeps_its_mode() {
-    assert_replaced_file_keeps_its_mode("lab05", QUICK, "out.png");
-}
-
-#[test]
-fn special_files_are_written_in_place() {
-    assert_dev_null_stays("lab05", QUICK);
-    assert_device_written_in_place("lab05", QUICK);
-    assert_fifo_gets_every_byte("lab05", QUICK, "out.png");
-}
-
-#[test]
-fn a_symlink_keeps_pointing_at_the_new_image() {
-    assert_symlink_target_replaced("lab05", QUICK, "out.png");
-}
-
-#[test]
-fn a_name_of_255_bytes_works() {
-    assert_longest_name_works("lab05", QUICK, ".png");
-}
-
-#[test]
-fn signals_leave_nothing_behind() {
-    assert_signals_leave_nothing("lab05", LONG, "out.png", 0);
+shared::cpu_fault_tests! {
+    lab: "lab05",
+    quick: QUICK,
+    long: LONG,
+    file: "out.png",
+    help: "Buddhabrot on the CPU or the GPU, with identical canvases for the same seed",
 }
 
 #[test]
@@ -51,11 +27,6 @@ fn a_file_size_limit_is_one_line() {
     args.extend(["--raw", raw.to_str().expect("a UTF-8 path")]);
     assert_file_size_limit_is_one_line("lab05", &args, "out.png");
     assert!(names_in(dir.path()).is_empty(), "the raw file was left");
-}
-
-#[test]
-fn closed_and_full_stdout() {
-    assert_stdout_faults_handled("lab05", QUICK);
 }
 
 #[test]
@@ -103,14 +74,6 @@ fn one_file_named_twice_is_refused() {
     let line = assert_one_line_failure(&output, "lab05");
     assert!(line.contains("-o and --raw both name"), "{line}");
     assert!(names_in(dir.path()).is_empty());
-}
-
-#[test]
-fn help_opens_with_the_labs_own_words() {
-    assert_help_opens_with(
-        "lab05",
-        "Buddhabrot on the CPU or the GPU, with identical canvases for the same seed",
-    );
 }
 
 #[test]

@@ -180,6 +180,7 @@ extern "C" __global__ void reduce_generic(const float* __restrict__ data, size_t
 // stub:
 // stub: extern "C" __global__ void reduce_virtual(const float* __restrict__ data, size_t n,
 // stub:                                           const void* combiner, float* total) {
+// stub:     // UNFINISHED: the virtual variant: fold() calling combine through the Combiner build_adder made
 // stub: }
 struct Combiner {
     __device__ virtual float combine(float acc, float x) const = 0;
@@ -215,10 +216,12 @@ extern "C" __global__ void reduce_virtual(const float* __restrict__ data, size_t
 // stub:
 // stub: extern "C" __global__ void reduce_fn_ptr_loop(const float* __restrict__ data, size_t n,
 // stub:                                               const void* slot, float* total) {
+// stub:     // UNFINISHED: the pointer variants: fold() calling the pointer in `slot`, read at every call
 // stub: }
 // stub:
 // stub: extern "C" __global__ void reduce_fn_ptr_hoisted(const float* __restrict__ data, size_t n,
 // stub:                                                  const void* slot, float* total) {
+// stub:     // UNFINISHED: the pointer variants: fold() calling the pointer in `slot`, read once
 // stub: }
 typedef float (*CombineFn)(float, float);
 

@@ -13,7 +13,7 @@ pub enum Error {
 
     /// The output file could not be created, written or moved into place. The path is the
     /// one the user gave, never a temporary one.
-    #[error("cannot write {}: {}", path.display(), crate::output::explain(source))]
+    #[error("cannot write {}: {}", path.display(), explain(source))]
     Output { path: PathBuf, source: io::Error },
 
     /// The request does not fit in host or device memory.
@@ -53,6 +53,29 @@ pub enum Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// One line for an output error: what went wrong and, where it helps, what to do.
+pub fn explain(error: &io::Error) -> String {
+    let advice = match error.raw_os_error() {
+        Some(libc::ENOENT) => "its folder does not exist; create the folder first or choose another path",
+        Some(libc::ENOTDIR) => "a part of the path that should be a folder is a file; choose another path",
+        Some(libc::EISDIR) => "it is a folder; add a file name to the path (e.g. DIR/out.ppm)",
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            "permission denied; choose a folder you may write to (a new file needs write permission on its folder)"
+        }
+        Some(libc::EROFS) => "the file system is read-only; choose another folder",
+        Some(libc::ENOSPC) => "no space left on the device; free some space, choose another disk or a smaller size",
+        Some(libc::EDQUOT) => "the disk quota is exhausted; free some space or choose a smaller size",
+        Some(libc::EFBIG) => {
+            "the file would exceed this shell's file-size limit (ulimit -f); raise it or choose a smaller size"
+        }
+        Some(libc::ENAMETOOLONG) => "the name is too long (at most 255 bytes per name)",
+        Some(libc::ELOOP) => "the path is a loop of symbolic links",
+        Some(libc::EBUSY) | Some(libc::ETXTBSY) => "the file is busy; choose another path",
+        _ => return error.to_string(),
+    };
+    advice.to_string()
+}
 
 impl Error {
     /// An output-file error for `path`.

@@ -1,9 +1,9 @@
 //! The hand-out's stubs: what a lab says when it runs code the student has not written yet.
 //!
-//! `cargo xtask handout` replaces each solution region of the instructor's sources by its
-//! stub. A Rust stub calls [`unfinished!`](crate::unfinished); a CUDA stub is a body that
-//! compiles and does nothing, with a `// UNFINISHED: what` comment that
-//! [`Gpu::compile`](crate::gpu::Gpu::compile) finds before compiling (see [`check_kernel`]).
+//! Each part of a lab that a student writes comes as a stub. A Rust stub calls
+//! [`unfinished!`](crate::unfinished); a CUDA stub is a body that compiles and does nothing,
+//! with a `// UNFINISHED: what` comment that [`Gpu::compile`](crate::gpu::Gpu::compile)
+//! finds before compiling (see [`check_kernel`]).
 //! Either way the lab stops with one line naming the file, the line and what is missing.
 
 use crate::{Error, Result};

@@ -95,7 +95,7 @@ fn read_source(path: &Path) -> Result<String> {
         let why = match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".to_string(),
             std::io::ErrorKind::IsADirectory => "it is a folder".to_string(),
-            _ => crate::output::explain(&e),
+            _ => crate::error::explain(&e),
         };
         Error::Usage(format!("cannot read --kernel {}: {why}", path.display()))
     };

@@ -324,29 +324,6 @@ fn file_key(path: &Path) -> Option<FileKey> {
     }
 }
 
-/// One line for an output error: what went wrong and, where it helps, what to do.
-pub fn explain(error: &io::Error) -> String {
-    let advice = match error.raw_os_error() {
-        Some(libc::ENOENT) => "its folder does not exist; create the folder first or choose another path",
-        Some(libc::ENOTDIR) => "a part of the path that should be a folder is a file; choose another path",
-        Some(libc::EISDIR) => "it is a folder; add a file name to the path (e.g. DIR/out.ppm)",
-        Some(libc::EACCES) | Some(libc::EPERM) => {
-            "permission denied; choose a folder you may write to (a new file needs write permission on its folder)"
-        }
-        Some(libc::EROFS) => "the file system is read-only; choose another folder",
-        Some(libc::ENOSPC) => "no space left on the device; free some space, choose another disk or a smaller size",
-        Some(libc::EDQUOT) => "the disk quota is exhausted; free some space or choose a smaller size",
-        Some(libc::EFBIG) => {
-            "the file would exceed this shell's file-size limit (ulimit -f); raise it or choose a smaller size"
-        }
-        Some(libc::ENAMETOOLONG) => "the name is too long (at most 255 bytes per name)",
-        Some(libc::ELOOP) => "the path is a loop of symbolic links",
-        Some(libc::EBUSY) | Some(libc::ETXTBSY) => "the file is busy; choose another path",
-        _ => return error.to_string(),
-    };
-    advice.to_string()
-}
-
 /// Write in place: a device, a FIFO (the open waits for a reader, as `cat > fifo` does), or a
 /// regular file the shell already opened for us.
 fn in_place(path: &Path, truncate: bool) -> Result<Output> {

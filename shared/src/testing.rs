@@ -297,6 +297,140 @@ pub fn ptx_loops(kernel: &KernelFile) -> Vec<String> {
     loops(&ptx)
 }
 
+/// The fault tests of a lab that runs on the CPU and writes an image, one `#[test]` each,
+/// from one declaration: its name, a quick run, a run long enough to be interrupted, the
+/// file name it writes (whose extension it keeps), and the first line of its `--help`.
+/// The checks are `fault_testing`'s; a lab's own faults stay beside the macro.
+#[macro_export]
+macro_rules! cpu_fault_tests {
+    (
+        lab: $lab:literal,
+        quick: $quick:expr,
+        long: $long:expr,
+        file: $file:literal,
+        help: $help:literal $(,)?
+    ) => {
+        #[test]
+        fn new_files_follow_the_umask() {
+            $crate::fault_testing::assert_mode_follows_umask($lab, $quick, $file);
+        }
+
+        #[test]
+        fn a_replaced_file_keeps_its_mode() {
+            $crate::fault_testing::assert_replaced_file_keeps_its_mode($lab, $quick, $file);
+        }
+
+        #[test]
+        fn special_files_are_written_in_place() {
+            $crate::fault_testing::assert_dev_null_stays($lab, $quick);
+            $crate::fault_testing::assert_device_written_in_place($lab, $quick);
+            $crate::fault_testing::assert_fifo_gets_every_byte($lab, $quick, $file);
+        }
+
+        #[test]
+        fn a_symlink_keeps_pointing_at_the_new_image() {
+            $crate::fault_testing::assert_symlink_target_replaced($lab, $quick, $file);
+        }
+
+        #[test]
+        fn a_name_of_255_bytes_works() {
+            let extension = &$file[$file.rfind('.').expect("a file name with an extension")..];
+            $crate::fault_testing::assert_longest_name_works($lab, $quick, extension);
+        }
+
+        #[test]
+        fn signals_leave_nothing_behind() {
+            $crate::fault_testing::assert_signals_leave_nothing($lab, $long, $file, 0);
+        }
+
+        #[test]
+        fn closed_and_full_stdout() {
+            $crate::fault_testing::assert_stdout_faults_handled($lab, $quick);
+        }
+
+        #[test]
+        fn an_unwritable_folder_fails_before_the_work() {
+            $crate::fault_testing::assert_unwritable_folder_fails_first($lab, $long, $file);
+        }
+
+        #[test]
+        fn help_opens_with_the_labs_own_words() {
+            $crate::fault_testing::assert_help_opens_with($lab, $help);
+        }
+    };
+}
+
+/// The fault tests of a Mandelbrot lab that needs a GPU, from one declaration: those that
+/// need none (a bad path fails before the GPU is opened, every number notation reaches the
+/// lab, a fake driver is one line, the help) and, where a GPU opens, the output file's.
+#[macro_export]
+macro_rules! gpu_fault_tests {
+    (lab: $lab:literal, help: $help:literal $(,)?) => {
+        #[test]
+        fn bad_paths_fail_before_the_work() {
+            $crate::fault_testing::assert_path_errors_come_first(
+                $lab,
+                &["1024", "1024"],
+                "out.ppm",
+            );
+        }
+
+        #[test]
+        fn help_opens_with_the_labs_own_words() {
+            $crate::fault_testing::assert_help_opens_with($lab, $help);
+        }
+
+        #[test]
+        fn numbers_in_every_notation_reach_the_lab() {
+            // Without a GPU the run then stops at the GPU, in one line: the numbers were
+            // accepted.
+            for args in [
+                &["8", "8", "--cx", "-1e-3", "--cy", "-5E-1"][..],
+                &["8", "8", "--cx", "-.5", "--scale=1e-3"],
+            ] {
+                let output = $crate::fault_testing::lab_command($lab)
+                    .env("CUDA_VISIBLE_DEVICES", "")
+                    .args(args)
+                    .args(["-o", "/dev/null"])
+                    .output()
+                    .expect("the lab starts");
+                let line = $crate::fault_testing::assert_one_line_failure(&output, $lab);
+                assert!(line.contains("no usable GPU"), "{args:?}: {line}");
+            }
+            $crate::fault_testing::assert_rejected(
+                $lab,
+                &["--cx", "-inf"],
+                "must be a finite number",
+            );
+            $crate::fault_testing::assert_rejected($lab, &["--scale", "1e-400"], "rounds to 0");
+        }
+
+        #[test]
+        #[ignore = "needs a CUDA GPU"]
+        fn special_files_and_modes() {
+            let quick = &["64", "48"];
+            $crate::fault_testing::assert_dev_null_stays($lab, quick);
+            $crate::fault_testing::assert_fifo_gets_every_byte($lab, quick, "out.ppm");
+            $crate::fault_testing::assert_mode_follows_umask($lab, quick, "out.ppm");
+            $crate::fault_testing::assert_symlink_target_replaced($lab, quick, "out.ppm");
+            $crate::fault_testing::assert_stdout_faults_handled($lab, quick);
+            $crate::fault_testing::assert_file_size_limit_is_one_line(
+                $lab,
+                &["256", "256"],
+                "out.ppm",
+            );
+        }
+
+        #[test]
+        fn a_fake_driver_library_is_one_line() {
+            $crate::fault_testing::assert_fake_driver_is_one_line(
+                $lab,
+                &["8", "8", "-o", "/dev/null"],
+            );
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,20 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 
-use crate::labs::{Device, Lab, Program};
+use crate::labs::{Device, Lab, Program, REFERENCE};
+
+/// The error type of `test` and `dist`: a message for the user. The other commands use
+/// `anyhow`, whose context chain prints as one line.
+pub type Result<T> = std::result::Result<T, String>;
+
+/// The given C program, in the reference lab's folder and in a `dist --tests` folder (the
+/// reference lab's tests compare with it; `test --bin-dir` tells them where it is).
+pub const C_PROGRAM: &str = "reference/mandelbrot.c";
+
+/// The given C program in this workspace.
+pub fn c_program() -> PathBuf {
+    workspace_root().join(REFERENCE.lab.package).join(C_PROGRAM)
+}
 
 /// A folder holding the lab binaries.
 #[derive(Debug, Clone)]
@@ -114,7 +127,7 @@ pub fn target_dir() -> PathBuf {
 }
 
 /// Run a command that prints its own output; fail if it fails.
-pub fn run_status(command: &mut Command) -> crate::Result<()> {
+pub fn run_status(command: &mut Command) -> Result<()> {
     let status = command
         .status()
         .map_err(|e| format!("cannot run {:?}: {e}", command.get_program()))?;
@@ -122,5 +135,31 @@ pub fn run_status(command: &mut Command) -> crate::Result<()> {
         Ok(())
     } else {
         Err(format!("{:?} failed ({status})", command.get_program()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labs::LABS;
+
+    /// Cargo builds a dependency once per set of features: a feature one lab's manifest adds
+    /// to a workspace dependency would make a build of one lab (`run`) recompile what a build
+    /// of several (`verify`) left, so features are chosen once, in the workspace's manifest.
+    #[test]
+    fn no_lab_adds_features_to_a_dependency() {
+        for lab in &LABS {
+            let manifest = workspace_root().join(lab.package).join("Cargo.toml");
+            let text = std::fs::read_to_string(&manifest).expect("a lab's manifest");
+            let dependencies = text
+                .split("\n[")
+                .find(|table| table.starts_with("dependencies]"))
+                .expect("a [dependencies] table");
+            let featured: Vec<&str> = dependencies
+                .lines()
+                .filter(|line| line.contains("features"))
+                .collect();
+            assert!(featured.is_empty(), "{}: {featured:?}", manifest.display());
+        }
     }
 }

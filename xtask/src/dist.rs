@@ -5,8 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::bins::{cargo, run_status, target_dir, workspace_root};
-use crate::labs::LABS;
+use crate::bins::{c_program, cargo, run_status, target_dir, Result, C_PROGRAM};
+use crate::labs::{Table, LABS};
 
 /// The file that marks a folder as made by `dist`, listing (one per line, relative to the
 /// folder) every file it copied there: only those are ever removed.
@@ -23,14 +23,10 @@ pub struct Args {
     tests: bool,
 }
 
-/// The given C program, in the workspace and in a `dist --tests` folder.
-pub const C_REFERENCE: &str = "lab01-cpu-baseline/reference/mandelbrot.c";
-pub const C_REFERENCE_IN_DIST: &str = "reference/mandelbrot.c";
-
 /// The CPU device's library, as cargo names it.
 const CPU_DEVICE: &str = "libcpu_device.so";
 
-pub fn run(args: Args) -> crate::Result<()> {
+pub fn run(args: Args) -> Result<()> {
     // Checked first: a folder that is not ours fails before minutes of building.
     let previous = previous_files(&args.out)?;
     run_status(cargo().args([
@@ -43,10 +39,8 @@ pub fn run(args: Args) -> crate::Result<()> {
     ]))?;
     let release = target_dir().join("release");
     // The CPU device beside the labs, where `--emulate` looks for it.
-    let mut files: Vec<(PathBuf, PathBuf)> = LABS
-        .iter()
-        .map(|lab| lab.name)
-        .chain(["xtask", CPU_DEVICE])
+    let mut files: Vec<(PathBuf, PathBuf)> = binaries(&LABS)
+        .chain([CPU_DEVICE])
         .map(|name| (release.join(name), PathBuf::from(name)))
         .collect();
     if args.tests {
@@ -55,10 +49,7 @@ pub fn run(args: Args) -> crate::Result<()> {
             files.push((exe, Path::new("deps").join(name)));
         }
         // lab01's tests compare it with the given C program: its source goes along.
-        files.push((
-            workspace_root().join(C_REFERENCE),
-            PathBuf::from(C_REFERENCE_IN_DIST),
-        ));
+        files.push((c_program(), PathBuf::from(C_PROGRAM)));
     }
 
     // Everything is built: only now is anything removed, and only what the last run made.
@@ -91,7 +82,7 @@ pub fn run(args: Args) -> crate::Result<()> {
 
 /// The files an earlier `dist` made in `out`: none for a new or empty folder; an error for a
 /// folder with other contents and no stamp (`--out .` in a project must never empty it).
-fn previous_files(out: &Path) -> crate::Result<Vec<PathBuf>> {
+fn previous_files(out: &Path) -> Result<Vec<PathBuf>> {
     let entries = match fs::read_dir(out) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -117,7 +108,7 @@ fn previous_files(out: &Path) -> crate::Result<Vec<PathBuf>> {
     }
 }
 
-fn remove_if_present(path: &Path) -> crate::Result<()> {
+fn remove_if_present(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(format!("cannot remove {}: {e}", path.display()))
@@ -129,7 +120,7 @@ fn remove_if_present(path: &Path) -> crate::Result<()> {
 /// Build the test executables in release and list them, from cargo's JSON messages: the
 /// labs' and `shared`'s. xtask's own tests are left out: they run cargo and read the
 /// workspace's sources, which a machine without Rust does not have (CI runs them).
-fn test_executables() -> crate::Result<Vec<PathBuf>> {
+fn test_executables() -> Result<Vec<PathBuf>> {
     let output = cargo()
         .args([
             "test",
@@ -160,12 +151,17 @@ fn test_executables() -> crate::Result<Vec<PathBuf>> {
 }
 
 /// Copy one file (mode included), creating its folder; the bytes copied.
-fn copy(from: &Path, to: &Path) -> crate::Result<u64> {
+fn copy(from: &Path, to: &Path) -> Result<u64> {
     if let Some(dir) = to.parent() {
         fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     fs::copy(from, to)
         .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+}
+
+/// The binaries a dist folder holds: every lab's, and xtask to run them.
+pub fn binaries(table: Table) -> impl Iterator<Item = &'static str> {
+    table.iter().map(|lab| lab.name).chain(["xtask"])
 }
 
 #[cfg(test)]
@@ -175,8 +171,7 @@ mod tests {
 
     #[test]
     fn the_c_reference_that_dist_carries_exists() {
-        assert!(workspace_root().join(C_REFERENCE).is_file());
-        assert!(C_REFERENCE.ends_with(C_REFERENCE_IN_DIST));
+        assert!(c_program().is_file());
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The labs, as the tasks see them: one table of data. `verify`, `bench` and `run` read what
-//! a lab computes, where it runs and how it is checked from here, never from its name.
+//! The labs, as the tasks see them: one table of data. `run`, `verify`, `bench`, `profile`,
+//! `sanitize` and `dist` read what a lab computes, where it runs, how it is checked and how
+//! NVIDIA's tools run it from here, never from its name: a new lab is one entry.
 
 use anyhow::{bail, Result};
 
@@ -50,8 +51,25 @@ pub struct Variant {
     pub device: Device,
 }
 
+/// How NVIDIA's tools run a GPU lab: each a run of its own, since a profile wants one
+/// launch of a realistic size and a sanitizer wants odd edges in seconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelRuns {
+    /// `profile LAB` without ARGS: small enough to profile in seconds.
+    pub profile: &'static [&'static str],
+    /// `profile all`, as `docs/profile-h100.csv` records it: the run the lab's README
+    /// discusses, and which launch of each kernel to profile.
+    pub recorded: (&'static [&'static str], u32),
+    /// `sanitize`: a small run whose edge blocks lie partly outside the data, where an
+    /// unchecked access would land.
+    pub sanitize: &'static [&'static str],
+    /// Its kernels share memory between a block's threads and wait at barriers: racecheck
+    /// and synccheck apply, beside memcheck.
+    pub shared_memory: bool,
+}
+
 /// One lab.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lab {
     /// Binary name, e.g. "lab04".
     pub name: &'static str,
@@ -61,6 +79,19 @@ pub struct Lab {
     pub exact: Exact,
     /// The first is the lab as it runs with no flags (the one a reference uses).
     pub variants: &'static [Variant],
+    /// How the GPU tools run it; `None` for a lab that runs no kernel.
+    pub kernels: Option<KernelRuns>,
+}
+
+impl Work {
+    /// The kind of image file the lab writes with `--output`, if it writes one.
+    pub fn image_extension(self) -> Option<&'static str> {
+        match self {
+            Work::Mandelbrot => Some("ppm"),
+            Work::Buddhabrot => Some("png"),
+            Work::Reduction => None,
+        }
+    }
 }
 
 impl Lab {
@@ -175,6 +206,7 @@ pub static LABS: [Lab; 6] = [
         work: Work::Mandelbrot,
         exact: Exact::Required,
         variants: &[no_flags("lab01", Device::Cpu)],
+        kernels: None,
     },
     Lab {
         name: "lab02",
@@ -182,6 +214,7 @@ pub static LABS: [Lab; 6] = [
         work: Work::Mandelbrot,
         exact: Exact::Required,
         variants: LAB02_VARIANTS,
+        kernels: None,
     },
     Lab {
         name: "lab03",
@@ -192,6 +225,13 @@ pub static LABS: [Lab; 6] = [
             no_flags("lab03", Device::Gpu),
             on_cpu_device("lab03 CPU device", "lab03", &["--emulate"]),
         ],
+        // At its widest image: lab03 runs one block per row, one thread per column.
+        kernels: Some(KernelRuns {
+            profile: &["1024", "1024"],
+            recorded: (&["1024", "1024"], 1),
+            sanitize: &["333", "201"],
+            shared_memory: false,
+        }),
     },
     Lab {
         name: "lab04",
@@ -202,6 +242,16 @@ pub static LABS: [Lab; 6] = [
             no_flags("lab04", Device::Gpu),
             on_cpu_device("lab04 CPU device", "lab04", &["--emulate"]),
         ],
+        // Recorded at 16384x16384, where lab01's loop bodies are counted; sanitized in the
+        // zoom, where the early exits take every path.
+        kernels: Some(KernelRuns {
+            profile: &["4096", "4096"],
+            recorded: (&["16384", "16384"], 1),
+            sanitize: &[
+                "333", "201", "--cx", "-0.74364", "--cy", "0.13182", "--scale", "1e-5",
+            ],
+            shared_memory: false,
+        }),
     },
     Lab {
         name: "lab05",
@@ -242,6 +292,22 @@ pub static LABS: [Lab; 6] = [
                 device: Device::Gpus(8),
             },
         ],
+        // Recorded at its default samples (one launch).
+        kernels: Some(KernelRuns {
+            profile: &["--backend", "gpu", "--samples", "20000000"],
+            recorded: (&["--backend", "gpu"], 1),
+            sanitize: &[
+                "--backend",
+                "gpu",
+                "--samples",
+                "300000",
+                "--width",
+                "301",
+                "--height",
+                "199",
+            ],
+            shared_memory: false,
+        }),
     },
     Lab {
         name: "lab06",
@@ -252,6 +318,17 @@ pub static LABS: [Lab; 6] = [
             no_flags("lab06", Device::Gpu),
             on_cpu_device("lab06 CPU device", "lab06", &["--emulate"]),
         ],
+        // Recorded at its default N, launch 151 of each kernel: with `--reps 1` every launch
+        // shape of its sweep takes 20 launches (a warm-up batch of 10, a timed batch of 10),
+        // so 151 is the first timed launch of the eighth shape, 256 threads x 8 blocks per SM
+        // (every thread slot of an H100's SM), not the first launch's one block of 128 per SM.
+        // Its block reduction shares memory between threads.
+        kernels: Some(KernelRuns {
+            profile: &["--gpu-only", "--reps", "1"],
+            recorded: (&["--gpu-only", "--reps", "1"], 151),
+            sanitize: &["--gpu-only", "--n", "1000003", "--reps", "1"],
+            shared_memory: true,
+        }),
     },
 ];
 
@@ -281,9 +358,24 @@ impl Reference {
     }
 }
 
+/// The labs a task reads: [`LABS`], or a test's table with a lab added.
+pub type Table = &'static [Lab];
+
 /// The labs that compute `work`, in lab order.
 pub fn doing(work: Work) -> impl Iterator<Item = &'static Lab> {
-    LABS.iter().filter(move |lab| lab.work == work)
+    doing_in(&LABS, work)
+}
+
+/// [`doing`] in `table`.
+pub fn doing_in(table: Table, work: Work) -> impl Iterator<Item = &'static Lab> {
+    table.iter().filter(move |lab| lab.work == work)
+}
+
+/// The labs that run kernels, with how the GPU tools run them, in lab order.
+pub fn with_kernels(table: Table) -> impl Iterator<Item = (&'static Lab, &'static KernelRuns)> {
+    table
+        .iter()
+        .filter_map(|lab| lab.kernels.as_ref().map(|kernels| (lab, kernels)))
 }
 
 /// Every variant of the labs that compute `work`, in lab order.
@@ -293,18 +385,23 @@ pub fn programs(work: Work) -> impl Iterator<Item = Program> {
 
 /// Find a lab by "lab04", "4", "04" or its package name.
 pub fn find(name: &str) -> Result<&'static Lab> {
+    find_in(&LABS, name)
+}
+
+/// [`find`] in `table`.
+pub fn find_in(table: Table, name: &str) -> Result<&'static Lab> {
     let number = |n: &str| {
         n.trim_start_matches("lab")
             .trim_start_matches('0')
             .to_string()
     };
-    let found = LABS
+    let found = table
         .iter()
         .find(|lab| lab.name == name || lab.package == name || number(lab.name) == number(name));
     match found {
         Some(lab) => Ok(lab),
         None => {
-            let names: Vec<_> = LABS.iter().map(|l| l.name).collect();
+            let names: Vec<_> = table.iter().map(|l| l.name).collect();
             bail!("no lab called '{name}'; the labs are {}", names.join(", "))
         }
     }
@@ -420,6 +517,19 @@ mod tests {
         // The CPU device needs no GPU, only NVRTC.
         assert_eq!(emulated.emulates(), Some("lab05 gpu"));
         assert_eq!(cannot_run(emulated, &none, 0), crate::nvrtc::find().err());
+    }
+
+    #[test]
+    fn the_gpu_tools_run_the_labs_with_a_gpu_variant_and_only_those() {
+        for lab in &LABS {
+            let gpu = lab.runs().any(|program| program.gpu());
+            assert_eq!(lab.kernels.is_some(), gpu, "{}", lab.name);
+        }
+        let shared_memory: Vec<_> = with_kernels(&LABS)
+            .filter(|(_, kernels)| kernels.shared_memory)
+            .map(|(lab, _)| lab.name)
+            .collect();
+        assert_eq!(shared_memory, ["lab06"]);
     }
 
     #[test]

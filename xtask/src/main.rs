@@ -11,6 +11,7 @@ mod bins;
 mod csv;
 mod dist;
 mod docs;
+mod format;
 mod gpu;
 // BEGIN INSTRUCTOR
 mod grade;
@@ -20,6 +21,7 @@ mod labs;
 mod nvrtc;
 mod ppm;
 mod profile;
+mod recorded;
 // BEGIN INSTRUCTOR
 mod regions;
 // END INSTRUCTOR
@@ -27,6 +29,7 @@ mod run;
 mod runner;
 mod sanitize;
 mod test;
+mod values;
 mod verify;
 
 use std::process::ExitCode;
@@ -36,7 +39,13 @@ use clap::Parser;
 
 /// The labs' task runner.
 #[derive(Parser)]
-#[command(name = "cargo xtask", arg_required_else_help = true)]
+// `bin_name` too: clap's usage lines take the executable's name ("xtask") otherwise, and
+// the command a reader types is `cargo xtask`.
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    arg_required_else_help = true
+)]
 enum Command {
     /// Build in release and run one lab: `cargo xtask run lab04 -- 4096 4096`
     Run(run::Args),
@@ -65,10 +74,6 @@ enum Command {
     Classroom(grade::classroom::Args),
     // END INSTRUCTOR
 }
-
-/// The error type of `test` and `dist`: a message for the user. The other commands use
-/// `anyhow`, whose context chain prints as one line.
-pub type Result<T> = std::result::Result<T, String>;
 
 fn main() -> ExitCode {
     let command = match Command::try_parse() {
@@ -139,46 +144,77 @@ fn argument_error(err: &clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// A clap value parser for a whole number from 1 up, through the labs' own number parser:
-/// `--runs -1` gets "the number of runs must be between 1 and ...", not clap's "unexpected
-/// argument '-1'" (the flags that take it accept a leading hyphen).
-pub fn at_least_one(
-    what: &'static str,
-    max: u64,
-) -> impl Fn(&str) -> Result<u64> + Clone + Send + Sync + 'static {
-    move |text: &str| shared::number::whole(what, text, 1, max)
-}
-
-/// [`at_least_one`] for a `u32`.
-pub fn at_least_one_u32(
-    what: &'static str,
-) -> impl Fn(&str) -> Result<u32> + Clone + Send + Sync + 'static {
-    let parse = at_least_one(what, u32::MAX.into());
-    // Within `u32`'s range, as `whole` has checked.
-    move |text: &str| parse(text).map(|n| n as u32)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn counts_start_at_one_and_name_what_is_wrong() {
-        let runs = at_least_one_u32("the number of runs");
-        assert_eq!(runs("5"), Ok(5));
-        for bad in ["-1", "0", "1.5", "x", "4294967296"] {
-            let message = runs(bad).err().unwrap_or_default();
-            assert!(
-                message.starts_with("the number of runs "),
-                "{bad}: {message}"
-            );
-        }
-        assert_eq!(at_least_one("samples", u64::MAX)("4294967296"), Ok(1 << 32));
-    }
-
-    #[test]
     fn the_command_line_is_well_formed() {
         use clap::CommandFactory;
         Command::command().debug_assert();
+    }
+
+    /// A new lab is one entry of the table: every task that runs labs finds it there, none
+    /// by its name.
+    #[test]
+    fn every_task_picks_up_a_lab_added_to_the_table() {
+        use labs::{Device, Exact, KernelRuns, Lab, Table, Variant, Work, LABS};
+        static LAB07: [Variant; 1] = [Variant {
+            label: "lab07",
+            flags: &[],
+            device: Device::Gpu,
+        }];
+        let lab07 = Lab {
+            name: "lab07",
+            package: "lab07-tensor-cores",
+            work: Work::Mandelbrot,
+            exact: Exact::Required,
+            variants: &LAB07,
+            kernels: Some(KernelRuns {
+                profile: &["64", "64"],
+                recorded: (&["8192", "8192"], 1),
+                sanitize: &["33", "21"],
+                shared_memory: true,
+            }),
+        };
+        let table: Table = Vec::leak(LABS.iter().cloned().chain([lab07]).collect());
+        let is_lab07 = |lab: &Lab| lab.name == "lab07";
+        let parsed = |line: &[&str]| Command::try_parse_from(line).expect("a command line");
+
+        assert!(labs::find_in(table, "7").is_ok_and(is_lab07), "run");
+        assert!(verify::checked(table).any(is_lab07), "verify");
+        let timed = bench::choose(table, &[], true).expect("bench's default labs");
+        assert!(timed.iter().any(|program| is_lab07(program.lab)), "bench");
+        for lab in ["all", "lab07"] {
+            let Command::Profile(args) = parsed(&["cargo xtask", "profile", lab]) else {
+                panic!("profile parses as profile");
+            };
+            let runs = profile::runs(table, &args).expect("profile's runs");
+            assert!(
+                runs.iter().any(|(lab, _, _)| is_lab07(lab)),
+                "profile {lab}"
+            );
+        }
+        let plans = sanitize::plans(table, None).expect("sanitize's plans");
+        let lab07_plan = plans.iter().find(|plan| is_lab07(plan.lab));
+        assert_eq!(lab07_plan.map(|plan| plan.tools.len()), Some(3), "sanitize");
+        assert!(dist::binaries(table).any(|name| name == "lab07"), "dist");
+    }
+
+    #[test]
+    fn usage_lines_name_the_command_a_reader_types() {
+        use clap::CommandFactory;
+        let mut command = Command::command();
+        // Subcommands' names are completed when the command line is parsed, or here.
+        command.build();
+        let usage = command.render_usage().to_string();
+        assert_eq!(usage, "Usage: cargo xtask <COMMAND>");
+        let verify = command
+            .find_subcommand_mut("verify")
+            .expect("verify")
+            .render_long_help()
+            .to_string();
+        assert!(verify.contains("Usage: cargo xtask verify"), "{verify}");
+        assert!(verify.contains("zoom"), "{verify}");
     }
 }

@@ -7,6 +7,11 @@ use std::path::{Path, PathBuf};
 /// Where `.ci/run` installs NVRTC (pip's `nvidia-cuda-nvrtc-cu12`), in the workspace root.
 const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
 
+/// The command that puts NVRTC in [`NVRTC_FOLDER`], as `.ci/run` does: a skip line says
+/// what to type, not where to read it.
+const NVRTC_INSTALL: &str =
+    "python3 -m pip install --no-deps --target .nvrtc nvidia-cuda-nvrtc-cu12==12.9.86";
+
 /// Where NVRTC was found.
 pub enum Nvrtc {
     /// The pip package's library folder (added to the tests' `LD_LIBRARY_PATH`).
@@ -33,8 +38,7 @@ pub fn find() -> Result<Nvrtc, String> {
     }
     Err(format!(
         "NVRTC not found (no libnvrtc.so.12 on the loader's path or in {NVRTC_FOLDER}); \
-         install it there with `python3 -m pip install --no-deps --target .nvrtc \
-         nvidia-cuda-nvrtc-cu12==12.9.86`"
+         `{NVRTC_INSTALL}` installs it there"
     ))
 }
 
@@ -49,4 +53,21 @@ pub fn library_path() -> Option<OsString> {
         &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
     ));
     std::env::join_paths(paths).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nvrtc_skip_line_gives_the_package_ci_installs() {
+        let ci = std::fs::read_to_string(crate::bins::workspace_root().join(".ci/run"))
+            .expect(".ci/run");
+        let package = NVRTC_INSTALL.rsplit(' ').next().unwrap_or_default();
+        assert!(
+            ci.contains(&format!("NVRTC_PACKAGE={package}\n")),
+            "{package}"
+        );
+        assert!(NVRTC_INSTALL.contains(".nvrtc") && NVRTC_FOLDER.starts_with(".nvrtc/"));
+    }
 }

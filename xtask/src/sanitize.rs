@@ -4,8 +4,8 @@
 //! A kernel can read past its buffer, race on shared memory or miss a barrier and still
 //! give the right answer on the sizes tried: the sanitizer checks every access instead.
 //! memcheck (out-of-bounds and misaligned accesses, leaks) runs over every GPU lab;
-//! racecheck (shared-memory hazards) and synccheck (barriers) over lab06, whose reduction is
-//! the labs' only use of shared memory. Runs are small: memcheck slows a kernel by 10 to
+//! racecheck (shared-memory hazards) and synccheck (barriers) over the labs whose kernels
+//! share memory (`KernelRuns::shared_memory` in the lab table: lab06's reduction). Runs are small: memcheck slows a kernel by 10 to
 //! 100 times. ARGS, after `--`, replace the named lab's run (with `--kernel FILE`, a kernel
 //! of your own runs under the same tools).
 
@@ -15,7 +15,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::bins::Bins;
-use crate::labs::{self, Lab};
+use crate::labs::{self, KernelRuns, Lab, Table, LABS};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -35,7 +35,7 @@ pub struct Args {
 
 /// A compute-sanitizer tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Tool {
+pub enum Tool {
     /// Out-of-bounds and misaligned accesses, leaks
     Memcheck,
     /// Shared-memory hazards between threads
@@ -54,55 +54,33 @@ impl Tool {
     }
 }
 
-/// How one lab is sanitized: a small run of it, and the tools that apply.
+/// How one lab is sanitized: its run, from the lab table, and the tools that apply.
 #[derive(Debug)]
-struct Plan {
-    lab: &'static str,
-    args: &'static [&'static str],
-    /// The file name its image goes to, in a scratch folder (`--output`), if it writes one.
-    output: Option<&'static str>,
-    tools: &'static [Tool],
+pub struct Plan {
+    pub lab: &'static Lab,
+    pub args: &'static [&'static str],
+    pub tools: &'static [Tool],
 }
 
-/// An odd, non-square image keeps the edge blocks partly outside it, where an unchecked
-/// store would land; lab05 and lab06 run a few hundred thousand samples and floats.
-const PLANS: &[Plan] = &[
-    Plan {
-        lab: "lab03",
-        args: &["333", "201"],
-        output: Some("lab03.ppm"),
-        tools: &[Tool::Memcheck],
-    },
-    Plan {
-        lab: "lab04",
-        args: &[
-            "333", "201", "--cx", "-0.74364", "--cy", "0.13182", "--scale", "1e-5",
-        ],
-        output: Some("lab04.ppm"),
-        tools: &[Tool::Memcheck],
-    },
-    Plan {
-        lab: "lab05",
-        args: &[
-            "--backend",
-            "gpu",
-            "--samples",
-            "300000",
-            "--width",
-            "301",
-            "--height",
-            "199",
-        ],
-        output: Some("lab05.png"),
-        tools: &[Tool::Memcheck],
-    },
-    Plan {
-        lab: "lab06",
-        args: &["--gpu-only", "--n", "1000003", "--reps", "1"],
-        output: None,
-        tools: &[Tool::Memcheck, Tool::Racecheck, Tool::Synccheck],
-    },
-];
+impl Plan {
+    fn of(lab: &'static Lab, kernels: &'static KernelRuns) -> Plan {
+        Plan {
+            lab,
+            args: kernels.sanitize,
+            tools: if kernels.shared_memory {
+                &[Tool::Memcheck, Tool::Racecheck, Tool::Synccheck]
+            } else {
+                &[Tool::Memcheck]
+            },
+        }
+    }
+
+    /// The file name its image goes to, in a scratch folder (`--output`), if it writes one.
+    fn output(&self) -> Option<String> {
+        let extension = self.lab.work.image_extension()?;
+        Some(format!("{}.{extension}", self.lab.name))
+    }
+}
 
 /// What one tool found in one run.
 #[derive(Debug, PartialEq, Eq)]
@@ -113,23 +91,13 @@ struct Finding {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let plans: Vec<&Plan> = match &args.lab {
-        Some(name) => {
-            let lab = labs::find(name)?;
-            vec![plan_of(lab)?]
-        }
-        None => PLANS.iter().collect(),
-    };
+    let plans = plans(&LABS, args.lab.as_deref())?;
     let sanitizer = find_sanitizer().context(
         "compute-sanitizer not found (on PATH or in /usr/local/cuda/bin): it comes with the \
          CUDA toolkit (https://developer.nvidia.com/cuda-downloads) on a machine with an \
          NVIDIA GPU",
     )?;
-    let labs: Vec<&Lab> = plans
-        .iter()
-        .map(|plan| labs::find(plan.lab))
-        .collect::<Result<_>>()?;
-    let bins = Bins::locate(args.bin_dir, labs.iter().copied())?;
+    let bins = Bins::locate(args.bin_dir, plans.iter().map(|plan| plan.lab))?;
     let scratch = tempfile::tempdir().context("cannot make a scratch folder")?;
 
     let mut rows = vec![
@@ -137,17 +105,18 @@ pub fn run(args: Args) -> Result<()> {
         "|---|---|---:|---|".to_string(),
     ];
     let mut failed = 0;
-    for (plan, lab) in plans.iter().zip(&labs) {
+    for plan in &plans {
         for &tool in plan
             .tools
             .iter()
             .filter(|t| args.tool.is_none_or(|only| only == **t))
         {
-            shared::cli::eprint_line(&format!("xtask: {} under {} ...", plan.lab, tool.name()));
+            let lab = plan.lab.name;
+            shared::cli::eprint_line(&format!("xtask: {lab} under {} ...", tool.name()));
             let mut command = Command::new(&sanitizer);
             command
                 .args(["--tool", tool.name(), "--print-limit", "20"])
-                .arg(bins.path(lab.name))
+                .arg(bins.path(lab))
                 .stdin(std::process::Stdio::null());
             if args.args.is_empty() {
                 command.args(plan.args);
@@ -155,7 +124,7 @@ pub fn run(args: Args) -> Result<()> {
                 command.args(&args.args);
             }
             // The image goes to a scratch folder, not into the folder the command is run from.
-            if let Some(name) = plan.output {
+            if let Some(name) = plan.output() {
                 command.arg("--output").arg(scratch.path().join(name));
             }
             let ran = command
@@ -168,8 +137,7 @@ pub fn run(args: Args) -> Result<()> {
             );
             let Some(finding) = read_report(&text) else {
                 bail!(
-                    "{} under {} printed no summary (exit {}): {}",
-                    plan.lab,
+                    "{lab} under {} printed no summary (exit {}): {}",
                     tool.name(),
                     ran.status,
                     last_lines(&text)
@@ -186,8 +154,7 @@ pub fn run(args: Args) -> Result<()> {
                 failed += 1;
             }
             rows.push(format!(
-                "| {} | {} | {} | {first} |",
-                plan.lab,
+                "| {lab} | {} | {} | {first} |",
                 tool.name(),
                 finding.errors
             ));
@@ -203,14 +170,24 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-fn plan_of(lab: &Lab) -> Result<&'static Plan> {
-    match PLANS.iter().find(|plan| plan.lab == lab.name) {
-        Some(plan) => Ok(plan),
-        None => bail!(
-            "{} runs no kernel; the GPU labs are {}",
-            lab.name,
-            PLANS.iter().map(|p| p.lab).collect::<Vec<_>>().join(", ")
-        ),
+/// Every GPU lab's plan, or the named lab's.
+pub fn plans(table: Table, lab: Option<&str>) -> Result<Vec<Plan>> {
+    let Some(name) = lab else {
+        return Ok(labs::with_kernels(table)
+            .map(|(lab, kernels)| Plan::of(lab, kernels))
+            .collect());
+    };
+    let lab = labs::find_in(table, name)?;
+    match &lab.kernels {
+        Some(kernels) => Ok(vec![Plan::of(lab, kernels)]),
+        None => {
+            let gpu_labs: Vec<&str> = labs::with_kernels(table).map(|(l, _)| l.name).collect();
+            bail!(
+                "{} runs no kernel; the GPU labs are {}",
+                lab.name,
+                gpu_labs.join(", ")
+            )
+        }
     }
 }
 
@@ -324,17 +301,22 @@ mod tests {
     }
 
     #[test]
-    fn every_plan_is_a_gpu_lab_and_only_those() {
-        for plan in PLANS {
-            let lab = labs::find(plan.lab).expect("a lab");
-            assert!(
-                lab.variants.iter().any(|v| v.device != labs::Device::Cpu),
-                "{}",
-                plan.lab
-            );
-            assert!(plan.tools.contains(&Tool::Memcheck), "{}", plan.lab);
-        }
-        let error = plan_of(labs::find("lab01").expect("lab01"))
+    fn every_gpu_lab_is_sanitized_and_lab06_by_every_tool() {
+        let all = plans(&LABS, None).expect("every plan");
+        let planned: Vec<(&str, usize, Option<String>)> = all
+            .iter()
+            .map(|plan| (plan.lab.name, plan.tools.len(), plan.output()))
+            .collect();
+        assert_eq!(
+            planned,
+            [
+                ("lab03", 1, Some("lab03.ppm".to_string())),
+                ("lab04", 1, Some("lab04.ppm".to_string())),
+                ("lab05", 1, Some("lab05.png".to_string())),
+                ("lab06", 3, None),
+            ]
+        );
+        let error = plans(&LABS, Some("lab01"))
             .expect_err("lab01 runs no kernel")
             .to_string();
         assert!(error.starts_with("lab01 runs no kernel"), "{error}");

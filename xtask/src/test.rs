@@ -51,14 +51,8 @@ pub struct Args {
     require_gpu: bool,
 }
 
-pub fn run(args: Args) -> crate::Result<()> {
-    // A dist folder carries the given C program for lab01's tests; say where, since the
-    // path built into them is the build machine's.
-    let c_reference = args
-        .bin_dir
-        .as_ref()
-        .map(|dir| dir.join(crate::dist::C_REFERENCE_IN_DIST))
-        .filter(|file| file.is_file());
+pub fn run(args: Args) -> crate::bins::Result<()> {
+    let c_reference = args.bin_dir.as_deref().and_then(c_reference_in);
     let suite = Suite::new(args.bin_dir)?;
     let mut failed = Vec::new();
 
@@ -103,23 +97,7 @@ pub fn run(args: Args) -> crate::Result<()> {
         None => format!("skipped: no C compiler ($CC, cc or gcc); {NO_C_COMPILER}=1 was set"),
     };
 
-    let mut env: Vec<(&str, OsString)> = Vec::new();
-    if let Ok(Nvrtc::Folder(dir)) = &nvrtc {
-        let mut paths = vec![dir.clone()];
-        paths.extend(std::env::split_paths(
-            &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
-        ));
-        let joined = std::env::join_paths(paths)
-            .map_err(|e| format!("cannot set LD_LIBRARY_PATH for {}: {e}", dir.display()))?;
-        env.push(("LD_LIBRARY_PATH", joined));
-    }
-    if compiler.is_none() {
-        env.push((NO_C_COMPILER, "1".into()));
-    }
-    if let Some(file) = c_reference {
-        let file = fs::canonicalize(&file).unwrap_or(file);
-        env.push((C_REFERENCE_VAR, file.into_os_string()));
-    }
+    let env = environment(&nvrtc, compiler.is_some(), c_reference)?;
 
     let mut totals = Totals::default();
     // The tests that need neither a GPU nor the CPU device: Slurm's (only with Slurm), and
@@ -195,6 +173,39 @@ pub fn run(args: Args) -> crate::Result<()> {
     }
 }
 
+/// A dist folder carries the given C program for lab01's tests; say where, since the path
+/// built into them is the build machine's.
+fn c_reference_in(bin_dir: &Path) -> Option<PathBuf> {
+    Some(bin_dir.join(crate::bins::C_PROGRAM)).filter(|file| file.is_file())
+}
+
+/// The variables the test processes get: where NVRTC is, that there is no C compiler, where
+/// the given C program is.
+fn environment(
+    nvrtc: &Result<Nvrtc, String>,
+    c_compiler: bool,
+    c_reference: Option<PathBuf>,
+) -> crate::bins::Result<Vec<(&'static str, OsString)>> {
+    let mut env: Vec<(&str, OsString)> = Vec::new();
+    if let Ok(Nvrtc::Folder(dir)) = &nvrtc {
+        let mut paths = vec![dir.clone()];
+        paths.extend(std::env::split_paths(
+            &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
+        ));
+        let joined = std::env::join_paths(paths)
+            .map_err(|e| format!("cannot set LD_LIBRARY_PATH for {}: {e}", dir.display()))?;
+        env.push(("LD_LIBRARY_PATH", joined));
+    }
+    if !c_compiler {
+        env.push((NO_C_COMPILER, "1".into()));
+    }
+    if let Some(file) = c_reference {
+        let file = fs::canonicalize(&file).unwrap_or(file);
+        env.push((C_REFERENCE_VAR, file.into_os_string()));
+    }
+    Ok(env)
+}
+
 /// Where the test executables come from: cargo, or a `dist --tests` folder.
 enum Suite {
     Cargo,
@@ -202,7 +213,7 @@ enum Suite {
 }
 
 impl Suite {
-    fn new(bin_dir: Option<PathBuf>) -> crate::Result<Suite> {
+    fn new(bin_dir: Option<PathBuf>) -> crate::bins::Result<Suite> {
         Ok(match bin_dir {
             None => Suite::Cargo,
             Some(dir) => Suite::Executables(test_executables(&dir.join("deps"))?),
@@ -211,7 +222,7 @@ impl Suite {
 
     /// Build the CPU device beside the labs under test (cargo builds a library for tests
     /// only where a test links it; a `dist` folder has it already).
-    fn build_cpu_device(&self) -> crate::Result<()> {
+    fn build_cpu_device(&self) -> crate::bins::Result<()> {
         match self {
             Suite::Cargo => crate::bins::run_status(cargo().args([
                 "build",
@@ -230,7 +241,7 @@ impl Suite {
         env: &[(&str, OsString)],
         totals: &mut Totals,
         failed: &mut Vec<String>,
-    ) -> crate::Result<()> {
+    ) -> crate::bins::Result<()> {
         let described = test_args.join(" ");
         match self {
             Suite::Cargo => {
@@ -272,11 +283,9 @@ fn find_slurm() -> Result<PathBuf, String> {
     let find = |name: &str| dirs.iter().find(|dir| dir.join(name).is_file()).cloned();
     match (find("slurmctld"), find("slurmd"), find("sbatch")) {
         (Some(daemons), Some(_), Some(_)) => Ok(daemons),
-        _ => Err(
-            "Slurm not found (slurmctld, slurmd and sbatch); `.ci/run` installs \
-                  Debian's slurmctld, slurmd and slurm-client"
-                .to_string(),
-        ),
+        _ => Err("Slurm not found (slurmctld, slurmd and sbatch); \
+             `sudo apt-get install slurmctld slurmd slurm-client` installs them"
+            .to_string()),
     }
 }
 
@@ -313,7 +322,7 @@ impl Totals {
 
 /// Run a test command, echoing its output while adding up its `test result:` lines.
 /// Returns whether it succeeded.
-fn run_counting(command: &mut Command, totals: &mut Totals) -> crate::Result<bool> {
+fn run_counting(command: &mut Command, totals: &mut Totals) -> crate::bins::Result<bool> {
     let mut child = command
         .stdout(Stdio::piped())
         .spawn()
@@ -345,7 +354,7 @@ fn run_counting(command: &mut Command, totals: &mut Totals) -> crate::Result<boo
 }
 
 /// The test executables of a `cargo xtask dist --tests` folder.
-fn test_executables(deps: &Path) -> crate::Result<Vec<PathBuf>> {
+fn test_executables(deps: &Path) -> crate::bins::Result<Vec<PathBuf>> {
     let mut executables: Vec<PathBuf> = fs::read_dir(deps)
         .map_err(|e| {
             format!(

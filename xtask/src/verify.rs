@@ -15,7 +15,7 @@ use std::time::Duration;
 use anyhow::{bail, Context as _, Result};
 
 use crate::bins::Bins;
-use crate::labs::{self, Exact, Lab, Program, Work, REFERENCE};
+use crate::labs::{self, Exact, Lab, Program, Table, Work, LABS, REFERENCE};
 use crate::runner::{self, Failure};
 use crate::{gpu, ppm};
 
@@ -25,7 +25,8 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
     /// Sizes to try, e.g. `--sizes 1x1,640x480` [default: 1x1, 7x5, 333x517, 1024x1024,
-    /// 1920x1080, 3001x2001, 4096x4096, and 16384x16384 where a GPU is present]
+    /// 1920x1080, 3001x2001, 4096x4096, 16384x16384 where a GPU is present, and a 1024x1024
+    /// zoom into the boundary, where rounding most often changes a pixel]
     #[arg(long, value_delimiter = ',', value_parser = parse_size, allow_hyphen_values = true)]
     sizes: Vec<(u32, u32)>,
     /// The folder for the difference PNGs (and, with --keep, the images and raw canvases)
@@ -39,7 +40,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "SECONDS",
-        value_parser = crate::at_least_one("the time limit in seconds", u64::MAX),
+        value_parser = crate::values::at_least_one("the time limit in seconds", u64::MAX),
         allow_hyphen_values = true
     )]
     time_limit: Option<u64>,
@@ -120,12 +121,10 @@ const BUDDHABROT_PIXELS: u64 = 1440 * 2560;
 pub fn run(args: Args) -> Result<()> {
     let gpu = gpu::probe();
     let gpus = if gpu.is_ok() { gpu::count() } else { 0 };
-    let checked = labs::doing(Work::Mandelbrot)
-        .chain(labs::doing(Work::Buddhabrot))
-        .chain(labs::doing(Work::Reduction));
-    let bins = Bins::locate(args.bin_dir.clone(), checked)?;
+    let bins = Bins::locate(args.bin_dir.clone(), checked(&LABS))?;
     let folder = OutFolder::create(&args.out)?;
     let verifier = Verifier {
+        labs: &LABS,
         bins: &bins,
         out: &args.out,
         gpu: &gpu,
@@ -165,10 +164,10 @@ pub fn run(args: Args) -> Result<()> {
     for case in &cases {
         rows.extend(verifier.mandelbrot(case));
     }
-    for lab in labs::doing(Work::Buddhabrot) {
+    for lab in labs::doing_in(verifier.labs, Work::Buddhabrot) {
         rows.extend(verifier.buddhabrot(lab));
     }
-    for lab in labs::doing(Work::Reduction) {
+    for lab in labs::doing_in(verifier.labs, Work::Reduction) {
         rows.extend(verifier.reduction(lab));
     }
     drop(folder);
@@ -182,13 +181,66 @@ pub fn run(args: Args) -> Result<()> {
         (Err(why), 0) => shared::cli::eprint_line(&format!(
             "verify: the CPU labs match; GPU labs skipped ({why})"
         )),
-        (_, n) => bail!("{n} check(s) failed; the rows marked FAIL say why"),
+        (_, n) => {
+            let unwritten = match not_written(&rows)[..] {
+                [] => String::new(),
+                ref labs => format!(
+                    "; not written yet: {} (each lab's README says, under Exercise, what to \
+                     write)",
+                    labs.join(", ")
+                ),
+            };
+            let skipped = gpu
+                .as_ref()
+                .err()
+                .map(|why| format!("; GPU labs skipped ({why})"));
+            bail!(
+                "{n} check(s) failed; the rows marked FAIL say why{unwritten}{}",
+                skipped.unwrap_or_default()
+            )
+        }
     }
     Ok(())
 }
 
+/// The variants whose rows failed because the lab stopped at a part of the exercise not
+/// written yet (`shared::exercise`): on a fresh hand-out, the labs still to do.
+fn not_written(rows: &[Row]) -> Vec<&'static str> {
+    let stopped = rows
+        .iter()
+        .filter(|row| row.failed && row.result.contains(": not written yet"))
+        .map(|row| row.label);
+    crate::format::distinct(stopped)
+}
+
+/// The labs `verify` compares: every Mandelbrot lab with the reference image, each
+/// Buddhabrot lab's variants with its first, each reduction lab's GPU sums with the exact
+/// total.
+pub fn checked(table: Table) -> impl Iterator<Item = &'static Lab> {
+    labs::doing_in(table, Work::Mandelbrot)
+        .chain(labs::doing_in(table, Work::Buddhabrot))
+        .chain(labs::doing_in(table, Work::Reduction))
+}
+
+/// A skipped row's result: why `program` cannot run here. Where no GPU opened at all, the
+/// line under the table says why once, not every GPU row.
+fn skipped(
+    program: Program,
+    gpu: &std::result::Result<String, String>,
+    gpus: usize,
+) -> Option<String> {
+    let why = labs::cannot_run(program, gpu, gpus)?;
+    Some(match gpu {
+        Err(_) if program.emulates().is_none() => {
+            "skipped: no GPU (why: below the table)".to_string()
+        }
+        _ => format!("skipped: {why}"),
+    })
+}
+
 /// What checking needs: where the labs and the files are, whether a GPU opened, the limits.
 pub struct Verifier<'a> {
+    pub labs: Table,
     pub bins: &'a Bins,
     pub out: &'a Path,
     pub gpu: &'a std::result::Result<String, String>,
@@ -227,7 +279,7 @@ impl Verifier<'_> {
         }
 
         let mut rows = Vec::new();
-        for lab in labs::doing(Work::Mandelbrot) {
+        for lab in labs::doing_in(self.labs, Work::Mandelbrot) {
             for program in lab.runs() {
                 if program == reference {
                     continue;
@@ -237,8 +289,8 @@ impl Verifier<'_> {
                     rows.push(row(program, why, false));
                     continue;
                 }
-                if let Some(why) = labs::cannot_run(program, self.gpu, self.gpus) {
-                    rows.push(row(program, format!("skipped: {why}"), false));
+                if let Some(skipped) = skipped(program, self.gpu, self.gpus) {
+                    rows.push(row(program, skipped, false));
                     continue;
                 }
                 let file = scratch.add(self.image_path(program, case));
@@ -255,7 +307,7 @@ impl Verifier<'_> {
     /// fused pixels included).
     fn twins(&self, case: &Case) -> Vec<Row> {
         let mut rows = Vec::new();
-        for program in labs::programs(Work::Mandelbrot) {
+        for program in labs::doing_in(self.labs, Work::Mandelbrot).flat_map(Lab::runs) {
             let Some(twin) = program.emulates() else {
                 continue;
             };
@@ -385,8 +437,8 @@ impl Verifier<'_> {
         let mut expected = None;
         let mut rows = Vec::new();
         for program in lab.runs().filter(|&p| p != reference) {
-            if let Some(why) = labs::cannot_run(program, self.gpu, self.gpus) {
-                rows.push(row(program, format!("skipped: {why}"), false));
+            if let Some(skipped) = skipped(program, self.gpu, self.gpus) {
+                rows.push(row(program, skipped, false));
                 continue;
             }
             if expected.is_none() {
@@ -434,8 +486,8 @@ impl Verifier<'_> {
         let case = REDUCTION_RUN.join(" ");
         let mut rows = Vec::new();
         for program in lab.runs().filter(|p| p.gpu()) {
-            let (result, failed) = match labs::cannot_run(program, self.gpu, self.gpus) {
-                Some(why) => (format!("skipped: {why}"), false),
+            let (result, failed) = match skipped(program, self.gpu, self.gpus) {
+                Some(why) => (why, false),
                 None => {
                     let mut command = self.bins.program(program);
                     command.args(REDUCTION_RUN);
@@ -563,7 +615,7 @@ fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let (w, h) = s
         .split_once('x')
         .ok_or("a size is WIDTHxHEIGHT, e.g. 640x480")?;
-    let side = crate::at_least_one_u32("an image side");
+    let side = crate::values::at_least_one_u32("an image side");
     Ok((side(w)?, side(h)?))
 }
 
@@ -594,6 +646,51 @@ mod tests {
             (plain.tag(), plain.describe()),
             ("7x5".into(), "7x5".into())
         );
+    }
+
+    #[test]
+    fn the_reason_for_no_gpu_is_said_once_not_in_every_row() {
+        let none = Err("no usable GPU: the CUDA driver was not found".to_string());
+        let h100 = Ok("NVIDIA H100".to_string());
+        let lab04 = labs::find("lab04").expect("lab04").first();
+        let lab02 = labs::find("lab02").expect("lab02").first();
+        let [_, _, two, ..] = labs::find("lab05")
+            .expect("lab05")
+            .runs()
+            .collect::<Vec<_>>()[..]
+        else {
+            panic!("lab05 has its multi-GPU variants");
+        };
+        assert_eq!(
+            skipped(lab04, &none, 0).as_deref(),
+            Some("skipped: no GPU (why: below the table)")
+        );
+        assert_eq!(skipped(lab02, &none, 0), None);
+        assert_eq!(skipped(lab04, &h100, 1), None);
+        assert_eq!(
+            skipped(two, &h100, 1).as_deref(),
+            Some("skipped: needs 2 GPUs, and 1 opened here")
+        );
+    }
+
+    #[test]
+    fn labs_not_written_yet_are_named_once() {
+        let row = |label, result: &str| Row {
+            label,
+            case: "7x5".into(),
+            against: "lab01",
+            result: result.into(),
+            failed: result != "identical",
+        };
+        let unwritten = "did not run: lab02-rayon/src/main.rs:60: not written yet: the rows";
+        let rows = [
+            row("lab02", unwritten),
+            row("lab02", unwritten),
+            row("lab03", "timed out"),
+            row("lab04", "identical"),
+        ];
+        assert_eq!(not_written(&rows), ["lab02"]);
+        assert!(not_written(&rows[2..]).is_empty());
     }
 
     #[test]

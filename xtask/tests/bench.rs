@@ -7,13 +7,12 @@
 //! `cargo xtask dist --tests`, run by `xtask test --bin-dir`), the labs are read from the
 //! folder that holds xtask, where `dist` put them.
 
-#[path = "../src/csv.rs"]
-mod csv;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use assert_cmd::cargo::CommandCargoExt;
+use support::{fields, xtask};
 
 /// Run `xtask bench` with `args`, the lab binaries and `out`; return its stdout.
 fn bench(out: &Path, args: &[&str]) -> String {
@@ -29,10 +28,6 @@ fn bench(out: &Path, args: &[&str]) -> String {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "xtask bench failed: {stderr}");
     String::from_utf8(output.stdout).expect("stdout is UTF-8")
-}
-
-fn xtask() -> Command {
-    Command::cargo_bin("xtask").expect("the xtask binary")
 }
 
 /// The folder holding lab01 and lab02 (see the module comment).
@@ -63,11 +58,6 @@ fn lab_bin_dir() -> PathBuf {
             Some(Path::new(exe).parent()?.to_path_buf())
         })
         .expect("cargo names the lab executables")
-}
-
-/// The fields of one line of a CSV file the program wrote, every quote closed.
-fn fields(line: &str) -> Vec<String> {
-    csv::fields(line).expect("every quote closed")
 }
 
 #[test]
@@ -178,10 +168,13 @@ fn bench_writes_a_table_a_csv_and_a_chart() {
 fn bench_refuses_bad_arguments_before_running_anything() {
     let out = tempfile::tempdir().expect("a temporary folder");
     for (args, message) in [
-        (&["--labs", "lab05"][..], "--labs takes a Mandelbrot lab"),
+        (
+            &["--labs", "lab05"][..],
+            "--labs takes one of lab01, lab02, lab03, lab04, not lab05",
+        ),
         (
             &["--include", "lab01"][..],
-            "--include takes lab05 or lab06",
+            "--include takes one of lab05, lab06, not lab01",
         ),
         (&["--labs", "lab09"][..], "no lab called 'lab09'"),
         (&["--sizes", "0"][..], "an image side must be between 1 and"),

@@ -8,8 +8,7 @@
 //! time the machine of the moment. And GitHub Classroom's workflow: each step's command
 //! passes on the solution and fails on the hand-out.
 
-#[path = "../src/csv.rs"]
-mod csv;
+mod support;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -19,6 +18,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::{copy_dir, fields, target_dir, workspace, xtask};
 
 /// The tests that build into copies of this workspace's release folder, or into it, one at a
 /// time: a copy taken while another build writes would be half old, half new.
@@ -28,23 +28,6 @@ fn release_builds() -> std::sync::MutexGuard<'static, ()> {
     RELEASE_BUILDS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn xtask() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace")
-        .to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
 }
 
 /// Run `command`; its output, after checking it succeeded.
@@ -58,10 +41,6 @@ fn succeed(command: &mut Command, what: &str) -> Output {
         String::from_utf8_lossy(&output.stderr)
     );
     output
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    succeed(Command::new("cp").arg("-a").arg(from).arg(to), "cp -a");
 }
 
 /// A correct lab02 written apart from the solution: scoped threads taking file rows from a
@@ -226,11 +205,6 @@ fn zip(dir: &Path, to: &Path) {
         }
     }
     writer.finish().expect("finished");
-}
-
-/// The fields of one line of a CSV file the program wrote, every quote closed.
-fn fields(line: &str) -> Vec<String> {
-    csv::fields(line).expect("every quote closed")
 }
 
 /// A check that times the machine of the moment.

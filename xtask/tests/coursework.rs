@@ -6,20 +6,14 @@
 //! One test, in this order, so that the builds are shared: the student's workspaces build
 //! in one grader target folder, where the registry dependencies compile once.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::Command;
 
+use assert_cmd::assert::OutputAssertExt;
 use serde_json::Value;
-
-fn xtask() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("xtask").expect("the xtask binary")
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
+use support::{target_dir, xtask};
 
 fn cargo_in(dir: &Path) -> Command {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));

@@ -1,10 +1,12 @@
 //! `cargo xtask dist --out DIR` never empties a folder it did not make, and says so before
 //! building anything.
 
+mod support;
+
 use std::fs;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
+use support::xtask;
 
 #[test]
 fn a_folder_with_foreign_files_is_refused_untouched() {
@@ -14,8 +16,7 @@ fn a_folder_with_foreign_files_is_refused_untouched() {
     fs::write(dir.path().join("notes.txt"), "mine").expect("a file");
     for out in [dir.path().to_str().expect("a UTF-8 path"), "."] {
         let started = Instant::now();
-        let output = Command::cargo_bin("xtask")
-            .expect("xtask is built with its tests")
+        let output = xtask()
             .current_dir(dir.path())
             .args(["dist", "--out", out])
             .output()

@@ -11,6 +11,8 @@
 //! file it writes outside its output has `corpus-attack` in its name, so that the checks
 //! below find what a failed defence would have left.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
@@ -21,6 +23,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use support::{copy_dir, workspace, xtask};
 
 /// The build limit the corpus grades with: a lab builds in well under it, a compile-time
 /// loop is cut off at it.
@@ -79,31 +82,10 @@ struct Link {
     target: String,
 }
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace")
-        .to_path_buf()
-}
-
-fn xtask() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_xtask"))
-}
-
 /// Run `xtask ARGS OUT`, which must succeed (a hand-out, a dist folder).
 fn xtask_into(args: &[&str], out: &Path) {
     let status = xtask().args(args).arg(out).status().expect("xtask runs");
     assert!(status.success(), "xtask {args:?} {}", out.display());
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .status()
-        .expect("cp runs");
-    assert!(status.success(), "cp {} {}", from.display(), to.display());
 }
 
 /// Lay `submission` out in `dir` from its base.

@@ -775,7 +775,13 @@ fn first_difference(
 
 /// Write each word where `cpu` and `gpu` differ: the statement, and the GPU's values of the
 /// variables it reads (inputs, the thread's index, or earlier outputs).
-fn list_differences(file: &mut impl std::io::Write, kernel: &Kernel, options: &[&str], cpu: &[u64], gpu: &[u64]) {
+fn list_differences(
+    file: &mut impl std::io::Write,
+    kernel: &Kernel,
+    options: &[&str],
+    cpu: &[u64],
+    gpu: &[u64],
+) {
     let n_out = kernel.outputs.len();
     let n_in = INPUTS.len();
     let words = kernel.inputs();

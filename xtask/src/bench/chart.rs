@@ -5,6 +5,7 @@ use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
 use super::Row;
+use crate::format::distinct;
 
 /// Draw `rows` as an SVG document, titled with the devices the labs ran on.
 pub fn draw(rows: &[Row]) -> Result<String> {
@@ -86,17 +87,6 @@ fn milliseconds(ms: f64) -> String {
     } else {
         format!("{ms:.1}")
     }
-}
-
-/// Each value once, in the order first seen.
-pub fn distinct<'a>(values: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
-    let mut seen = Vec::new();
-    for value in values {
-        if !seen.contains(&value) {
-            seen.push(value);
-        }
-    }
-    seen
 }
 
 /// The range of `values` widened by a third of a doubling each side, so the end points are

@@ -9,9 +9,8 @@
 //! series. lab05 and lab06 (`--include`) are not Mandelbrot renderers: they run with their
 //! own defaults and their numeric metrics go into a second table, `extras.csv`.
 
-pub(crate) mod chart;
+mod chart;
 mod report;
-pub use report::ms;
 mod summary;
 
 use std::collections::BTreeMap;
@@ -25,7 +24,7 @@ use shared::timing::LabReport;
 
 use crate::bins::Bins;
 use crate::gpu;
-use crate::labs::{self, Lab, Program, Work, LABS};
+use crate::labs::{self, Lab, Program, Table, Work, LABS};
 use crate::runner::{self, Failure};
 use shared::output::Output;
 
@@ -35,10 +34,10 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
     /// Square image sides to time, e.g. `--sizes 512,2048` [default: 512, 1024, ..., 16384]
-    #[arg(long, value_delimiter = ',', value_parser = crate::at_least_one_u32("an image side"), allow_hyphen_values = true)]
+    #[arg(long, value_delimiter = ',', value_parser = crate::values::at_least_one_u32("an image side"), allow_hyphen_values = true)]
     sizes: Vec<u32>,
     /// Runs per lab and size; the tables show the median
-    #[arg(long, default_value_t = 5, value_parser = crate::at_least_one_u32("the number of runs"), allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 5, value_parser = crate::values::at_least_one_u32("the number of runs"), allow_hyphen_values = true)]
     runs: u32,
     /// The Mandelbrot labs to time, every variant of each, e.g. `--labs lab01,lab04`
     /// [default: lab01 to lab04]
@@ -46,17 +45,17 @@ pub struct Args {
     labs: Vec<String>,
     /// The largest side the CPU labs (lab01, lab02) are timed at: sequential lab01 takes
     /// about 15 s per run at 16384 on one core; pass 16384 to time them everywhere
-    #[arg(long, default_value_t = 8192, value_parser = crate::at_least_one_u32("an image side"), allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 8192, value_parser = crate::values::at_least_one_u32("an image side"), allow_hyphen_values = true)]
     max_cpu_size: u32,
     /// Also run these labs with their defaults and tabulate their metrics: lab05, lab06
     #[arg(long, value_delimiter = ',')]
     include: Vec<String>,
     /// lab05's `--samples` when it is included [default: lab05's own]
-    #[arg(long, value_name = "N", value_parser = crate::at_least_one("the number of samples", u64::MAX), allow_hyphen_values = true)]
+    #[arg(long, value_name = "N", value_parser = crate::values::at_least_one("the number of samples", u64::MAX), allow_hyphen_values = true)]
     lab05_samples: Option<u64>,
     /// Seconds one run may take before it is killed and its series ends
     /// [default: 60, plus 2 per megapixel; 600 for --include]
-    #[arg(long, value_name = "SECONDS", value_parser = crate::at_least_one("the time limit in seconds", u64::MAX), allow_hyphen_values = true)]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::values::at_least_one("the time limit in seconds", u64::MAX), allow_hyphen_values = true)]
     time_limit: Option<u64>,
     /// Also time the GPU labs' kernels on the CPU device (`--emulate`): its times are this
     /// machine's cores', beside lab02's
@@ -99,8 +98,8 @@ pub(crate) struct Extra {
 const EXTRA_LIMIT: Duration = Duration::from_secs(600);
 
 pub fn run(args: Args) -> Result<()> {
-    let mandelbrot = with_cpu_device(choose(&args.labs, true)?, args.cpu_device);
-    let extras = with_cpu_device(choose(&args.include, false)?, args.cpu_device);
+    let mandelbrot = with_cpu_device(choose(&LABS, &args.labs, true)?, args.cpu_device);
+    let extras = with_cpu_device(choose(&LABS, &args.include, false)?, args.cpu_device);
     let sizes = if args.sizes.is_empty() {
         (9..=14).map(|power| 1 << power).collect()
     } else {
@@ -229,24 +228,22 @@ fn runnable(programs: Vec<Program>, notes: &mut Vec<String>) -> Vec<Program> {
 
 /// Every variant of the labs named on the command line, in lab order: Mandelbrot labs for
 /// `--labs` (all of them if none is named), the others for `--include`.
-fn choose(names: &[String], mandelbrot: bool) -> Result<Vec<Program>> {
-    let (flag, kind) = if mandelbrot {
-        ("--labs", "a Mandelbrot lab (lab01 to lab04)")
-    } else {
-        ("--include", "lab05 or lab06")
-    };
+pub fn choose(table: Table, names: &[String], mandelbrot: bool) -> Result<Vec<Program>> {
+    let flag = if mandelbrot { "--labs" } else { "--include" };
+    let fits = |lab: &Lab| (lab.work == Work::Mandelbrot) == mandelbrot;
     let mut chosen: Vec<&Lab> = Vec::new();
     for name in names {
-        let lab = labs::find(name)?;
-        if (lab.work == Work::Mandelbrot) != mandelbrot {
-            bail!("{flag} takes {kind}, not {}", lab.name);
+        let lab = labs::find_in(table, name)?;
+        if !fits(lab) {
+            let kind: Vec<&str> = table.iter().filter(|l| fits(l)).map(|l| l.name).collect();
+            bail!("{flag} takes one of {}, not {}", kind.join(", "), lab.name);
         }
         chosen.push(lab);
     }
     if names.is_empty() && mandelbrot {
-        chosen = labs::doing(Work::Mandelbrot).collect();
+        chosen = labs::doing_in(table, Work::Mandelbrot).collect();
     }
-    Ok(LABS
+    Ok(table
         .iter()
         .filter(|lab| chosen.contains(lab))
         .flat_map(Lab::runs)
@@ -393,7 +390,7 @@ mod tests {
 
     #[test]
     fn cpu_labs_stop_at_the_cap_and_say_so() {
-        let chosen = with_cpu_device(choose(&[], true).expect("the default labs"), false);
+        let chosen = with_cpu_device(choose(&LABS, &[], true).expect("the default labs"), false);
         let mut notes = Vec::new();
         let jobs = plan(&chosen, &[512, 16384], 8192, &mut notes);
         let at_16384: Vec<&str> = jobs
@@ -410,9 +407,10 @@ mod tests {
 
     #[test]
     fn labs_and_include_take_their_own_kind_with_every_variant() {
-        assert!(choose(&["lab05".to_string()], true).is_err());
-        assert!(choose(&["lab01".to_string()], false).is_err());
+        assert!(choose(&LABS, &["lab05".to_string()], true).is_err());
+        assert!(choose(&LABS, &["lab01".to_string()], false).is_err());
         let picked = choose(
+            &LABS,
             &["2".to_string(), "lab01".to_string(), "lab02".to_string()],
             true,
         )
@@ -426,8 +424,10 @@ mod tests {
             picked.iter().map(Program::label).collect::<Vec<_>>(),
             expected
         );
-        let included =
-            with_cpu_device(choose(&["lab05".to_string()], false).expect("lab05"), false);
+        let included = with_cpu_device(
+            choose(&LABS, &["lab05".to_string()], false).expect("lab05"),
+            false,
+        );
         assert_eq!(
             included.iter().map(Program::label).collect::<Vec<_>>(),
             [
@@ -438,7 +438,10 @@ mod tests {
                 "lab05 8 GPUs"
             ]
         );
-        let asked = with_cpu_device(choose(&["lab05".to_string()], false).expect("lab05"), true);
+        let asked = with_cpu_device(
+            choose(&LABS, &["lab05".to_string()], false).expect("lab05"),
+            true,
+        );
         assert_eq!(asked.len(), included.len() + 1);
         assert!(asked.iter().any(|p| p.label() == "lab05 CPU device"));
     }

@@ -3,6 +3,7 @@
 use shared::timing::Phase;
 
 use super::{Extra, Row};
+use crate::format::ms;
 use crate::labs::{self, Program, Work};
 
 /// Phases in the order work happens; `total` has a column of its own.
@@ -49,15 +50,6 @@ fn phase_columns(rows: &[Row]) -> Vec<String> {
     });
     columns.dedup();
     columns
-}
-
-/// Milliseconds with three significant figures or so, for a person.
-pub fn ms(value: f64) -> String {
-    match value {
-        v if v >= 100.0 => format!("{v:.0}"),
-        v if v >= 10.0 => format!("{v:.1}"),
-        v => format!("{v:.2}"),
-    }
 }
 
 pub fn markdown(rows: &[Row], extras: &[Extra], notes: &[String], runs: u32) -> String {
@@ -322,6 +314,7 @@ mod tests {
                     device: Device::Cpu,
                 },
             ],
+            kernels: None,
         };
         let both = [
             row("lab02", 512, 5.0, &[]),

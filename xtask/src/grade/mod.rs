@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 use crate::bins::Bins;
 use crate::gpu;
 use crate::handout;
-use crate::labs::{Lab, LABS};
+use crate::labs::{Lab, LABS, REFERENCE};
 use crate::regions::Keep;
 use checks::{Built, Outcome};
 use report::Graded;
@@ -77,7 +77,7 @@ pub struct Args {
     #[arg(long)]
     unsandboxed: bool,
     /// Seconds each lab's build may take [default: the rubric's build_time_limit_s]
-    #[arg(long, value_name = "SECONDS", value_parser = crate::at_least_one("the build time limit", 86_400))]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::values::at_least_one("the build time limit", 86_400))]
     build_time_limit: Option<u64>,
     /// Where no GPU opens, list the GPU checks instead of running them on the CPU device (a
     /// grade of the CPU labs alone, in seconds instead of a minute)
@@ -154,7 +154,7 @@ pub fn run(args: Args) -> Result<()> {
     };
     let reference_labs = LABS
         .iter()
-        .filter(|lab| lab.name == "lab01" || graded.contains(lab));
+        .filter(|lab| *lab == REFERENCE.lab || graded.contains(lab));
     // Absolute: the reference programs run in folders of their own.
     let bin_dir = args
         .bin_dir

@@ -26,7 +26,9 @@ use crate::regions::{self, Keep};
 /// the test that proves the loop, and the CPU device's test against a GPU (it compiles with
 /// lab04's answer among its option sets). A path ending in `/` is a folder.
 pub const INSTRUCTOR_ONLY: &[&str] = &[
+    ".ci/setup.d/grader",
     "shared/cpu-device/tests/differential.rs",
+    "xtask/INSTRUCTORS.md",
     "xtask/answers.toml",
     "xtask/rubric.toml",
     "xtask/src/grade/",
@@ -225,6 +227,80 @@ mod tests {
             tracked_files(dir.path()).unwrap(),
             [PathBuf::from("tracked.rs")]
         );
+    }
+
+    /// `shared::exercise::check_kernel` stops at the first `UNFINISHED` mark: a stub kernel
+    /// without one of its own would compile, run and give a wrong result, not a message.
+    #[test]
+    fn every_stub_kernel_says_it_is_not_written() {
+        let root = workspace_root();
+        let mut kernels = 0;
+        for path in tracked_files(&root).unwrap() {
+            if path.extension().is_none_or(|e| e != "cu") {
+                continue;
+            }
+            let text = fs::read_to_string(root.join(&path)).unwrap();
+            let stubs: String = text
+                .lines()
+                .filter_map(|line| line.trim_start().strip_prefix("// stub:"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for kernel in stubs.split("__global__").skip(1) {
+                kernels += 1;
+                assert!(
+                    kernel.contains("// UNFINISHED: "),
+                    "{}: a stub kernel with no mark: {kernel}",
+                    path.display()
+                );
+            }
+        }
+        assert!(kernels >= 7, "only {kernels} stub kernels found");
+    }
+
+    /// A student looks in vain for what the hand-out names but leaves out: no instructor-only
+    /// file, and none of the instructor's commands.
+    #[test]
+    fn the_hand_out_names_nothing_it_leaves_out() {
+        let (files, _) = files(Keep::Stub).unwrap();
+        let commands =
+            ["handout", "grade", "autograder", "classroom"].map(|c| format!("xtask {c}"));
+        let left_out = INSTRUCTOR_ONLY
+            .iter()
+            .map(|path| path.trim_end_matches('/').to_string())
+            .chain(commands);
+        let names: Vec<String> = left_out.collect();
+        let mut found = Vec::new();
+        for file in &files {
+            let text = String::from_utf8_lossy(&file.bytes);
+            for name in names.iter().filter(|name| text.contains(name.as_str())) {
+                found.push(format!("{} names {name}", file.path.display()));
+            }
+        }
+        assert!(found.is_empty(), "{found:#?}");
+    }
+
+    /// cargo passes extra arguments to rustc for one target only: a README's `cargo rustc
+    /// ... --` that names no `--bin` or `--lib` fails in a package that has both.
+    #[test]
+    fn every_cargo_rustc_in_a_readme_names_its_target() {
+        let (files, _) = files(Keep::Stub).unwrap();
+        let mut commands = 0;
+        for file in files
+            .iter()
+            .filter(|f| f.path.extension().is_some_and(|e| e == "md"))
+        {
+            let text = String::from_utf8_lossy(&file.bytes);
+            for rest in text.split("cargo rustc ").skip(1) {
+                let before_rustc_args = rest.split(" -- ").next().unwrap_or_default();
+                commands += 1;
+                assert!(
+                    before_rustc_args.contains("--bin ") || before_rustc_args.contains("--lib"),
+                    "{}: cargo rustc {before_rustc_args}",
+                    file.path.display()
+                );
+            }
+        }
+        assert!(commands > 0, "no README shows cargo rustc");
     }
 
     #[test]

@@ -8,39 +8,7 @@
 //! atomics: with scattered addresses, about one per thread's `atomicAdd`.
 
 use super::ncu::{self, Launch};
-
-/// The columns of the saved CSV, in order.
-pub const COLUMNS: &[&str] = &[
-    "lab",
-    "args",
-    "kernel",
-    "launch",
-    "time_us",
-    "occupancy_pct",
-    "lanes_active",
-    "fp64_ops",
-    "fp32_ops",
-    "fp64_gflops",
-    "fp32_gflops",
-    "fp64_pct_of_peak_no_fma",
-    "dram_bytes",
-    "dram_gbps",
-    "dram_pct_of_peak",
-    "l2_bytes",
-    "l2_gbps",
-    "atomic_sectors",
-    "atomics_per_s",
-    "ops_per_dram_byte",
-    "lab01_loop_bodies",
-    "lab01_bodies_per_s",
-    "top_stalls",
-    "device",
-    "sms",
-    "sm_clock_ghz",
-    "fp64_peak_gflops_no_fma",
-    "fp32_peak_gflops_fma",
-    "dram_peak_gbps",
-];
+use crate::recorded::PROFILE_COLUMNS as COLUMNS;
 
 /// What a row is made from besides the launch.
 pub struct Context<'a> {

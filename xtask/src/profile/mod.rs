@@ -1,6 +1,6 @@
 //! `cargo xtask profile LAB [-- ARGS]`: one lab under Nsight Compute (`ncu`), a small named
 //! set of metrics per kernel, printed as a table; `--save FILE` also writes each kernel's
-//! figures as CSV ([`figures`]), which `cargo xtask docs` draws as a roofline ([`roofline`]).
+//! figures as CSV ([`figures`]), which `cargo xtask docs` draws as a roofline.
 //!
 //! Where a kernel's time goes, in the few numbers that explain the labs: how long it ran,
 //! how full the SMs were kept (achieved occupancy), how busy they and the FP64 pipe were,
@@ -12,7 +12,6 @@
 mod bodies;
 mod figures;
 mod ncu;
-pub mod roofline;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -20,7 +19,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::bins::Bins;
-use crate::labs;
+use crate::labs::{self, Lab, Table, Work, LABS};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -30,7 +29,7 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
     /// Profile the Nth launch of each kernel [default: 1]
-    #[arg(long, value_name = "N", value_parser = crate::at_least_one_u32("the launch"))]
+    #[arg(long, value_name = "N", value_parser = crate::values::at_least_one_u32("the launch"))]
     launch: Option<u32>,
     /// Also write each kernel's figures, and the peaks they are shares of, to FILE as CSV
     #[arg(long, value_name = "FILE")]
@@ -40,70 +39,14 @@ pub struct Args {
     args: Vec<String>,
 }
 
-/// The lab's run if no ARGS are given: small enough to profile in seconds.
-const SMALL_RUNS: &[(&str, &[&str])] = &[
-    ("lab03", &["1024", "1024"]),
-    ("lab04", &["4096", "4096"]),
-    ("lab05", &["--backend", "gpu", "--samples", "20000000"]),
-    ("lab06", &["--gpu-only", "--reps", "1"]),
-];
-
-/// What `profile all` runs (docs/profile-h100.csv): each GPU lab at the size its README
-/// discusses, and which launch of each kernel to profile. lab03 at its widest image; lab04
-/// at 16384x16384, where lab01's loop bodies are counted; lab05 at its default samples (one
-/// launch); lab06 at its default N, launch 151 of each kernel: with `--reps 1` every launch
-/// shape of its sweep takes 20 launches (a warm-up batch of 10, a timed batch of 10), so
-/// 151 is the first timed launch of the eighth shape, 256 threads x 8 blocks per SM (every
-/// thread slot of an H100's SM), not the first launch's one block of 128 per SM.
-const RECORDED: &[(&str, &[&str], u32)] = &[
-    ("lab03", &["1024", "1024"], 1),
-    ("lab04", &["16384", "16384"], 1),
-    ("lab05", &["--backend", "gpu"], 1),
-    ("lab06", &["--gpu-only", "--reps", "1"], 151),
-];
-
-/// The Mandelbrot labs: their arguments describe an image lab01 can count its work for.
-const MANDELBROT: &[&str] = &["lab03", "lab04"];
-
 pub fn run(args: Args) -> Result<()> {
-    let runs: Vec<(&str, Vec<String>, u32)> = if args.lab == "all" {
-        if !args.args.is_empty() || args.launch.is_some() {
-            bail!("`profile all` runs what docs/profile-h100.csv records: no ARGS, no --launch");
-        }
-        RECORDED
-            .iter()
-            .map(|(lab, run, launch)| (*lab, strings(run), *launch))
-            .collect()
-    } else {
-        let lab = labs::find(&args.lab)?;
-        let Some((_, small)) = SMALL_RUNS.iter().find(|(name, _)| *name == lab.name) else {
-            bail!(
-                "{} runs no kernel; profile one of {}",
-                lab.name,
-                SMALL_RUNS
-                    .iter()
-                    .map(|r| r.0)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        };
-        let run = if args.args.is_empty() {
-            strings(small)
-        } else {
-            args.args.clone()
-        };
-        vec![(lab.name, run, args.launch.unwrap_or(1))]
-    };
+    let runs = runs(&LABS, &args)?;
     let ncu = find_ncu().context(
         "ncu (Nsight Compute) not found on PATH or in /usr/local/cuda/bin: it comes with the \
          CUDA toolkit (https://developer.nvidia.com/nsight-compute) on a machine with an \
          NVIDIA GPU",
     )?;
-    let labs = runs
-        .iter()
-        .map(|(name, _, _)| labs::find(name))
-        .collect::<Result<Vec<_>>>()?;
-    let bins = Bins::locate(args.bin_dir, labs)?;
+    let bins = Bins::locate(args.bin_dir, runs.iter().map(|(lab, _, _)| *lab))?;
     // Opened before the work, so that a bad path costs no profiling.
     let save = args
         .save
@@ -113,18 +56,19 @@ pub fn run(args: Args) -> Result<()> {
     let device = crate::gpu::probe().unwrap_or_else(|why| why);
     let mut rows = Vec::new();
     for (lab, run, launch) in &runs {
-        let launches = profile(&ncu, &bins, lab, run, *launch)?;
+        let launches = profile(&ncu, &bins, lab.name, run, *launch)?;
         if runs.len() > 1 {
-            shared::cli::print_line(&format!("\n{lab} {}:\n", run.join(" ")))?;
+            shared::cli::print_line(&format!("\n{} {}:\n", lab.name, run.join(" ")))?;
         }
         shared::cli::print_line(&table(&launches))?;
-        let lab01_bodies = if MANDELBROT.contains(lab) {
+        // A Mandelbrot lab's arguments describe an image lab01 can count its work for.
+        let lab01_bodies = if lab.work == Work::Mandelbrot {
             bodies::lab01_loop_bodies(run)
         } else {
             None
         };
         let context = figures::Context {
-            lab,
+            lab: lab.name,
             args: &run.join(" "),
             device: &device,
             lab01_bodies,
@@ -136,6 +80,34 @@ pub fn run(args: Args) -> Result<()> {
         file.commit()?;
     }
     Ok(())
+}
+
+/// What to profile: each GPU lab's recorded run for `all`, else the lab named with ARGS or
+/// its small run; with the launch of each kernel to profile.
+pub fn runs(table: Table, args: &Args) -> Result<Vec<(&'static Lab, Vec<String>, u32)>> {
+    if args.lab == "all" {
+        if !args.args.is_empty() || args.launch.is_some() {
+            bail!("`profile all` runs what docs/profile-h100.csv records: no ARGS, no --launch");
+        }
+        return Ok(labs::with_kernels(table)
+            .map(|(lab, kernels)| (lab, strings(kernels.recorded.0), kernels.recorded.1))
+            .collect());
+    }
+    let lab = labs::find_in(table, &args.lab)?;
+    let Some(kernels) = &lab.kernels else {
+        let gpu_labs: Vec<&str> = labs::with_kernels(table).map(|(l, _)| l.name).collect();
+        bail!(
+            "{} runs no kernel; profile one of {}",
+            lab.name,
+            gpu_labs.join(", ")
+        );
+    };
+    let run = if args.args.is_empty() {
+        strings(kernels.profile)
+    } else {
+        args.args.clone()
+    };
+    Ok(vec![(lab, run, args.launch.unwrap_or(1))])
 }
 
 fn strings(list: &[&str]) -> Vec<String> {
@@ -248,14 +220,24 @@ mod tests {
     }
 
     #[test]
-    fn every_run_is_a_gpu_lab() {
-        let recorded = RECORDED.iter().map(|r| r.0);
-        for name in SMALL_RUNS.iter().map(|r| r.0).chain(recorded) {
-            let lab = labs::find(name).expect("a lab");
-            assert!(
-                lab.variants.iter().any(|v| v.device != labs::Device::Cpu),
-                "{name}"
-            );
-        }
+    fn all_is_every_gpu_lab_and_a_cpu_lab_is_refused() {
+        let args = |lab: &str| Args {
+            lab: lab.to_string(),
+            bin_dir: None,
+            launch: None,
+            save: None,
+            args: Vec::new(),
+        };
+        let all: Vec<&str> = runs(&LABS, &args("all"))
+            .expect("profile all")
+            .iter()
+            .map(|(lab, _, _)| lab.name)
+            .collect();
+        assert_eq!(all, ["lab03", "lab04", "lab05", "lab06"]);
+        let error = runs(&LABS, &args("lab02")).expect_err("lab02 runs no kernel");
+        assert_eq!(
+            error.to_string(),
+            "lab02 runs no kernel; profile one of lab03, lab04, lab05, lab06"
+        );
     }
 }

@@ -26,7 +26,7 @@ impl FromStr for Gpus {
         if text == "all" {
             return Ok(Gpus::All);
         }
-        let n = crate::at_least_one("the number of GPUs (or all)", 1024)(text)?;
+        let n = crate::values::at_least_one("the number of GPUs (or all)", 1024)(text)?;
         Ok(Gpus::Count(n as usize))
     }
 }

@@ -62,7 +62,7 @@ pub struct ClassArgs {
     pub gpus: Option<Gpus>,
     /// Seconds one submission may take, building and every check together [default: what
     /// the rubric's limits add up to]
-    #[arg(long, value_name = "SECONDS", requires = "class", value_parser = crate::at_least_one("the submission time limit", 7 * 86_400))]
+    #[arg(long, value_name = "SECONDS", requires = "class", value_parser = crate::values::at_least_one("the submission time limit", 7 * 86_400))]
     pub submission_time_limit: Option<u64>,
     /// Grade on a Slurm cluster: one job-array task per submission (sbatch --wait), the
     /// gradebook gathered when the array ends; this binary, DIR and OUT must be on a file

@@ -17,14 +17,16 @@
 //! profile, `docs/profile-NAME.csv` (`cargo xtask profile --save`), is drawn the same way as
 //! a roofline chart, `docs/roofline-NAME.svg`.
 
+mod roofline;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
 use crate::bins::workspace_root;
-use crate::csv::fields;
-use crate::profile::roofline;
+use crate::format::ms;
+use crate::recorded::{is_numeric, records};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -249,46 +251,6 @@ impl Request {
     }
 }
 
-/// Every record of a CSV file, checked: each has the header's number of fields, quotes are
-/// balanced, no cell holds `|` (it would split a Markdown cell), and the numeric columns hold
-/// finite numbers or nothing. An error names the file, the line and what is wrong.
-pub fn records(file: &str, csv: &str) -> Result<Vec<Vec<String>>> {
-    let mut records: Vec<Vec<String>> = Vec::new();
-    for (index, line) in csv.lines().enumerate() {
-        let at = || format!("{file} line {}", index + 1);
-        let cells = fields(line).with_context(|| format!("{}: a quote is not closed", at()))?;
-        if let Some(header) = records.first() {
-            if cells.len() != header.len() {
-                bail!(
-                    "{}: {} fields, the header has {}",
-                    at(),
-                    cells.len(),
-                    header.len()
-                );
-            }
-            for (name, cell) in header.iter().zip(&cells) {
-                if is_numeric(name)
-                    && !cell.is_empty()
-                    && !cell.parse::<f64>().is_ok_and(f64::is_finite)
-                {
-                    bail!("{}: {name} is `{cell}`, not a finite number", at());
-                }
-            }
-        }
-        if let Some(cell) = cells.iter().find(|c| c.contains('|')) {
-            bail!(
-                "{}: `{cell}` holds a `|`, which would break the Markdown table",
-                at()
-            );
-        }
-        records.push(cells);
-    }
-    if records.is_empty() {
-        bail!("{file} is empty");
-    }
-    Ok(records)
-}
-
 /// A column's heading: `compute_ms` as "compute ms", `speedup_vs_lab01` as "vs lab01",
 /// `dram_pct_of_peak` as "DRAM % of peak".
 fn heading(column: &str) -> String {
@@ -314,30 +276,6 @@ fn heading(column: &str) -> String {
         .join(" ")
 }
 
-/// The columns of figures: right-aligned, and checked to hold numbers.
-fn is_numeric(column: &str) -> bool {
-    const FIGURES: &[&str] = &[
-        "_ms",
-        "_us",
-        "_pct",
-        "_gbps",
-        "_gflops",
-        "_ghz",
-        "_ops",
-        "_bytes",
-        "_bodies",
-        "_per_s",
-        "_sectors",
-        "_active",
-        "_fma",
-        "_of_peak",
-        "_per_dram_byte",
-    ];
-    FIGURES.iter().any(|s| column.ends_with(s))
-        || column.starts_with("speedup_")
-        || column == "median"
-}
-
 /// A cell as a person reads it: milliseconds to about three figures, speedups as `12.3x`,
 /// large counts in scientific notation; an empty cell as `-`.
 fn cell(column: &str, value: &str) -> String {
@@ -355,7 +293,7 @@ fn cell(column: &str, value: &str) -> String {
     } else if number.abs() >= 1e6 {
         format!("{number:.2e}")
     } else if column.ends_with("_ms") || column == "median" {
-        crate::bench::ms(number)
+        ms(number)
     } else {
         value.to_string()
     }

@@ -10,10 +10,12 @@
 //! instead, the bandwidth a real read reaches beside the specified one, and the side panel
 //! says so.
 
+use std::ops::Range;
+
 use anyhow::{anyhow, bail, Context, Result};
 use plotters::prelude::*;
 
-use crate::bench::chart::distinct;
+use crate::format::distinct;
 
 /// One kernel on the chart.
 #[derive(Debug, PartialEq)]
@@ -44,7 +46,7 @@ pub struct Inputs {
 /// The chart's inputs from the CSV `profile --save` writes. The roofs are the highest
 /// peaks among its rows (each row's are worked out from the clocks during its launch).
 pub fn inputs(file: &str, csv: &str) -> Result<Inputs> {
-    let records = crate::docs::records(file, csv)?;
+    let records = crate::recorded::records(file, csv)?;
     let (header, rows) = records
         .split_first()
         .with_context(|| format!("{file} is empty"))?;
@@ -150,18 +152,7 @@ fn draw(svg: &mut String, inputs: &Inputs) -> DrawResult {
         ),
         ("FP64 without FMA", inputs.fp64_peak, BLACK),
     ];
-    let intensities = inputs
-        .points
-        .iter()
-        .map(|p| p.intensity)
-        .chain(roofs.iter().map(|r| r.1 / bandwidth));
-    let (x_low, x_high) = span(intensities);
-    let flops = inputs.points.iter().map(|p| p.flops);
-    let (y_low, _) = span(flops.chain([bandwidth * x_low]));
-    let (x_range, y_range) = (
-        x_low / 4.0..x_high * 4.0,
-        y_low / 4.0..inputs.fp32_peak * 3.0,
-    );
+    let (x_range, y_range) = axes(inputs, roofs.map(|roof| roof.1));
 
     let root = SVGBackend::with_string(svg, (1080, 640)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -213,14 +204,9 @@ fn draw(svg: &mut String, inputs: &Inputs) -> DrawResult {
         ))?;
     }
 
-    let colours = [RED, BLUE, GREEN, MAGENTA, CYAN, RGBColor(0xcc, 0x88, 0x00)];
     let labs: Vec<&str> = distinct(inputs.points.iter().map(|p| lab_of(&p.label)));
     for (n, point) in inputs.points.iter().enumerate() {
-        let lab = labs
-            .iter()
-            .position(|l| *l == lab_of(&point.label))
-            .unwrap_or(0);
-        let colour = colours[lab % colours.len()];
+        let colour = colour_of(&labs, point);
         // Points drawn on top of each other get their numbers side by side.
         let near = inputs.points[..n]
             .iter()
@@ -237,18 +223,29 @@ fn draw(svg: &mut String, inputs: &Inputs) -> DrawResult {
         ))?;
     }
 
+    let lines = legend(inputs, &labs);
+    for (i, (text, colour)) in lines.iter().enumerate() {
+        side.draw(&Text::new(
+            text.clone(),
+            (8, 40 + 18 * i as i32),
+            ("sans-serif", 13).into_font().color(colour),
+        ))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// The side panel's lines: each kernel's number, label and figures in its lab's colour, then
+/// the DRAM peak and the kernels with no floating-point operation.
+fn legend(inputs: &Inputs, labs: &[&str]) -> Vec<(String, RGBColor)> {
     let mut lines: Vec<(String, RGBColor)> = vec![
         ("Kernels (one launch each, ncu):".to_string(), BLACK),
         (String::new(), BLACK),
     ];
     for (n, point) in inputs.points.iter().enumerate() {
-        let lab = labs
-            .iter()
-            .position(|l| *l == lab_of(&point.label))
-            .unwrap_or(0);
         lines.push((
             format!("{}  {}", n + 1, point.label),
-            colours[lab % colours.len()],
+            colour_of(labs, point),
         ));
         lines.push((
             format!(
@@ -262,7 +259,7 @@ fn draw(svg: &mut String, inputs: &Inputs) -> DrawResult {
     }
     lines.push((String::new(), BLACK));
     lines.push((
-        format!("DRAM peak: {}B/s (solid slope)", short(bandwidth)),
+        format!("DRAM peak: {}B/s (solid slope)", short(inputs.dram_peak)),
         BLACK,
     ));
     for (label, measured) in &inputs.bandwidth_only {
@@ -275,15 +272,35 @@ fn draw(svg: &mut String, inputs: &Inputs) -> DrawResult {
             BLUE,
         ));
     }
-    for (i, (text, colour)) in lines.iter().enumerate() {
-        side.draw(&Text::new(
-            text.clone(),
-            (8, 40 + 18 * i as i32),
-            ("sans-serif", 13).into_font().color(colour),
-        ))?;
-    }
-    root.present()?;
-    Ok(())
+    lines
+}
+
+/// A point's colour: its lab's, the same in the chart and the side panel.
+fn colour_of(labs: &[&str], point: &Point) -> RGBColor {
+    const COLOURS: [RGBColor; 6] = [RED, BLUE, GREEN, MAGENTA, CYAN, RGBColor(0xcc, 0x88, 0x00)];
+    let lab = labs
+        .iter()
+        .position(|l| *l == lab_of(&point.label))
+        .unwrap_or(0);
+    COLOURS[lab % COLOURS.len()]
+}
+
+/// The axes' ranges: every point and every ridge (where a roof meets the DRAM slope) well
+/// inside, and the highest roof below the top.
+fn axes(inputs: &Inputs, peaks: [f64; 3]) -> (Range<f64>, Range<f64>) {
+    let bandwidth = inputs.dram_peak;
+    let intensities = inputs
+        .points
+        .iter()
+        .map(|p| p.intensity)
+        .chain(peaks.iter().map(|peak| peak / bandwidth));
+    let (x_low, x_high) = span(intensities);
+    let flops = inputs.points.iter().map(|p| p.flops);
+    let (y_low, _) = span(flops.chain([bandwidth * x_low]));
+    (
+        x_low / 4.0..x_high * 4.0,
+        y_low / 4.0..inputs.fp32_peak * 3.0,
+    )
 }
 
 /// The lowest and highest of `values`.
@@ -321,7 +338,7 @@ fn short(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::figures::COLUMNS;
+    use crate::recorded::PROFILE_COLUMNS as COLUMNS;
 
     /// A CSV of `profile --save`'s shape: (lab, kernel, fp64_ops, fp32_ops, time_us,
     /// dram_bytes); peaks of an H100 at 1.98 GHz.
