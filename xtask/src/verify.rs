@@ -654,13 +654,18 @@ mod tests {
         let h100 = Ok("NVIDIA H100".to_string());
         let lab04 = labs::find("lab04").expect("lab04").first();
         let lab02 = labs::find("lab02").expect("lab02").first();
-        let [_, _, two, ..] = labs::find("lab05")
+        let [_, _, emulated, two, ..] = labs::find("lab05")
             .expect("lab05")
             .runs()
             .collect::<Vec<_>>()[..]
         else {
             panic!("lab05 has its multi-GPU variants");
         };
+        // The CPU device needs NVRTC, not a GPU: its reason is its own, in its row.
+        assert_eq!(
+            skipped(emulated, &none, 0),
+            crate::nvrtc::find().err().map(|why| format!("skipped: {why}"))
+        );
         assert_eq!(
             skipped(lab04, &none, 0).as_deref(),
             Some("skipped: no GPU (why: below the table)")
