@@ -664,7 +664,9 @@ mod tests {
         // The CPU device needs NVRTC, not a GPU: its reason is its own, in its row.
         assert_eq!(
             skipped(emulated, &none, 0),
-            crate::nvrtc::find().err().map(|why| format!("skipped: {why}"))
+            crate::nvrtc::find()
+                .err()
+                .map(|why| format!("skipped: {why}"))
         );
         assert_eq!(
             skipped(lab04, &none, 0).as_deref(),

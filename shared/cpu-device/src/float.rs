@@ -12,7 +12,8 @@ use crate::ir::Rnd;
 
 /// The NaN an f32 operation returns (the GPU's canonical NaN).
 pub const NAN32: u32 = 0x7fff_ffff;
-/// The NaN an f64 operation returns (measured on an H100: the negative quiet NaN).
+/// The NaN an f64 operation makes from no NaN (inf - inf, sqrt(-1)): the negative quiet NaN,
+/// as on the host; a NaN operand comes out itself, quieted (both measured on an H100).
 pub const NAN64: u64 = 0xfff8_0000_0000_0000;
 /// The NaN the approximate f64 instructions return (their low word is always zero).
 const NAN64_APPROX: u64 = 0x7fff_ffff_0000_0000;
@@ -105,15 +106,59 @@ pub fn add64(a: f64, b: f64, rnd: Rnd) -> f64 {
 
 pub fn mul64(a: f64, b: f64, rnd: Rnd) -> f64 {
     let p = a * b;
-    if rnd == Rnd::N || !p.is_finite() || p == 0.0 {
+    if rnd == Rnd::N || !p.is_finite() || a == 0.0 || b == 0.0 {
         return if p.is_infinite() && a.is_finite() && b.is_finite() {
             overflow64(p, rnd)
         } else {
             p
         };
     }
-    let e = a.mul_add(b, -p);
-    direct64(p, if e == 0.0 { 0.0 } else { e.signum() }, rnd)
+    direct64(p, product_side(a, b, p), rnd)
+}
+
+/// The sign of `a * b - p`, exactly. Where `p` is tiny (subnormal, or zero from a product
+/// that underflowed), the product's rounding error is no double: `a` and `b` are scaled to
+/// [0.5, 1) first, and `p` by the same power of two, which keeps the sign.
+fn product_side(a: f64, b: f64, p: f64) -> f64 {
+    let e = if p.abs() < 1e-290 {
+        let (ma, ea) = frexp(a);
+        let (mb, eb) = frexp(b);
+        ma.mul_add(mb, -ldexp(p, -(ea + eb)))
+    } else {
+        a.mul_add(b, -p)
+    };
+    if e == 0.0 {
+        0.0
+    } else {
+        e.signum()
+    }
+}
+
+/// `x` as `m * 2^e` with `|m|` in [0.5, 1) (`x` finite and not zero).
+fn frexp(x: f64) -> (f64, i32) {
+    let (x, bias) = if x.is_subnormal() {
+        (x * ldexp(1.0, 64), 64)
+    } else {
+        (x, 0)
+    };
+    let bits = x.to_bits();
+    let e = ((bits >> 52) & 0x7ff) as i32 - 1022;
+    let m = f64::from_bits((bits & !(0x7ff << 52)) | (1022 << 52));
+    (m, e - bias)
+}
+
+/// `x * 2^n`, in steps that stay inside the exponent range (exact while the result is).
+fn ldexp(mut x: f64, mut n: i32) -> f64 {
+    let step = |k: i32| f64::from_bits(((k + 1023) as u64) << 52);
+    while n > 1000 {
+        x *= step(1000);
+        n -= 1000;
+    }
+    while n < -1000 {
+        x *= step(-1000);
+        n += 1000;
+    }
+    x * step(n)
 }
 
 pub fn fma64(a: f64, b: f64, c: f64, rnd: Rnd) -> f64 {
@@ -134,14 +179,22 @@ pub fn fma64(a: f64, b: f64, c: f64, rnd: Rnd) -> f64 {
 
 pub fn div64(a: f64, b: f64, rnd: Rnd) -> f64 {
     let q = a / b;
-    if rnd == Rnd::N || !q.is_finite() || q == 0.0 {
+    if rnd == Rnd::N || !q.is_finite() || a == 0.0 || b.is_infinite() {
         return if q.is_infinite() && a.is_finite() && b != 0.0 {
             overflow64(q, rnd)
         } else {
             q
         };
     }
-    let residual = (-q).mul_add(b, a);
+    // a - q*b, whose sign says which side of `a / b` the quotient is; where `q` is tiny, with
+    // `a` and `b` scaled to [0.5, 1) first (and `q` by their ratio) so that it stays a double.
+    let residual = if q.abs() < 1e-290 {
+        let (ma, ea) = frexp(a);
+        let (mb, eb) = frexp(b);
+        (-ldexp(q, eb - ea)).mul_add(mb, ma)
+    } else {
+        (-q).mul_add(b, a)
+    };
     direct64(
         q,
         residual.signum() * b.signum() * f64::from(u8::from(residual != 0.0)),
@@ -170,7 +223,9 @@ pub fn sqrt64(a: f64, rnd: Rnd) -> f64 {
 pub fn round32(s: f64, e: f64, rnd: Rnd) -> f32 {
     let c = s as f32;
     if s.is_nan() {
-        return f32::from_bits(NAN32);
+        // Converted as the host converts it: quieted, the payload's top bits kept (an H100
+        // gives the same, 0x7fc00000 for 0x7ff8000000000001).
+        return c;
     }
     if c.is_infinite() && s.is_finite() {
         return match (rnd, s > 0.0) {
@@ -241,14 +296,6 @@ pub fn ftz32(x: f32) -> f32 {
 pub fn canonical32(x: f32) -> f32 {
     if x.is_nan() {
         f32::from_bits(NAN32)
-    } else {
-        x
-    }
-}
-
-pub fn canonical64(x: f64) -> f64 {
-    if x.is_nan() {
-        f64::from_bits(NAN64)
     } else {
         x
     }
@@ -494,6 +541,14 @@ mod tests {
         assert_eq!(add64(-1.0, -1e-30, Rnd::Z), -1.0);
         assert_eq!(add64(-1.0, -1e-30, Rnd::M), (-1.0f64).next_down());
         assert_eq!(mul64(f64::MAX, 2.0, Rnd::Z), f64::MAX);
+        // A product that underflows to zero still rounds up to the smallest subnormal (as an
+        // H100's __dmul_ru does).
+        let tiny = f64::from_bits(0x81a5_6e1f_c2f8_f359);
+        assert_eq!(mul64(tiny, tiny, Rnd::P).to_bits(), 1);
+        assert_eq!(mul64(tiny, tiny, Rnd::Z).to_bits(), 0);
+        assert_eq!(mul64(tiny, -tiny, Rnd::M).to_bits(), 0x8000_0000_0000_0001);
+        assert_eq!(div64(tiny, 1e300, Rnd::M).to_bits(), 0x8000_0000_0000_0001);
+        assert_eq!(div64(tiny, 1e300, Rnd::Z).to_bits(), 0x8000_0000_0000_0000);
         assert_eq!(fma64(1.0, 1.0, 1e-30, Rnd::P), 1.0f64.next_up());
         assert_eq!(fma64(1.0, 1.0, -1e-30, Rnd::Z), 1.0f64.next_down());
         assert_eq!(sqrt64(2.0, Rnd::P), 2.0f64.sqrt().max(sqrt64(2.0, Rnd::P)));

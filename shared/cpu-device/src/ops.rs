@@ -90,7 +90,7 @@ pub fn atom_value(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
             let r = ftz32(ftz32(f32::from_bits(old as u32)) + ftz32(f32::from_bits(b as u32)));
             u64::from(canonical32(r).to_bits())
         }
-        (AtomOp::Add, Ty::F64) => canonical64(f64::from_bits(old) + f64::from_bits(b)).to_bits(),
+        (AtomOp::Add, Ty::F64) => (f64::from_bits(old) + f64::from_bits(b)).to_bits(),
         (AtomOp::Add, _) => old.wrapping_add(b) & bits,
         (AtomOp::Min, _) if ty.signed() => {
             if sext(old, ty) <= sext(b, ty) {
@@ -215,7 +215,8 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
         }
         IntOp::Rem => {
             if b & m == 0 {
-                a & m
+                // What an H100 gives: all ones, as for a quotient.
+                m
             } else if signed {
                 sa.wrapping_rem(sb) as u64 & m
             } else {
@@ -374,7 +375,7 @@ pub fn float_op(
             FloatOp::RsqrtApprox => return rsqrt_approx(x).to_bits(),
         };
         let r = if sat { saturate64(r) } else { r };
-        return canonical64(r).to_bits();
+        return r.to_bits();
     }
     let (x, y, z) = (f32_in(a, ftz), f32_in(b, ftz), f32_in(c, ftz));
     let r = match op {
@@ -570,7 +571,7 @@ pub fn convert(
                         None => x,
                     };
                     let x = if sat { saturate64(x) } else { x };
-                    canonical64(x).to_bits()
+                    x.to_bits()
                 }
                 (Ty::F64, Ty::F32) => {
                     // `.ftz` flushes f32 inputs; an f64 input rounds to a subnormal f32 and
@@ -592,7 +593,7 @@ pub fn convert(
                         None => x,
                     };
                     let x = if sat { saturate64(x) } else { x };
-                    canonical64(x).to_bits()
+                    x.to_bits()
                 }
                 _ => {
                     let x = f32_in(v, ftz);
