@@ -218,6 +218,14 @@ impl Jail {
             });
         }
         let as_root = is_root();
+        let installed = find_program("bwrap").is_some();
+        // What would let bubblewrap run: never "install it" where it is installed.
+        let remedy = if installed {
+            "let bubblewrap make namespaces (Docker: --cap-add SYS_ADMIN \
+             --security-opt apparmor=unconfined)"
+        } else {
+            "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap)"
+        };
         let bwrap = match (find_program("bwrap"), find_program("setpriv")) {
             (None, _) => "bwrap (bubblewrap) is not installed".to_string(),
             (Some(_), None) if as_root => {
@@ -239,8 +247,8 @@ impl Jail {
             bail!(
                 "no sandbox can run here: {bwrap}, and this kernel has no Landlock for the \
                  fallback sandbox (it needs Linux 5.13 or later with landlock among its LSMs); \
-                 grade where bubblewrap can make namespaces (Docker: --cap-add SYS_ADMIN) or \
-                 Landlock is on, or pass --unsandboxed for code you trust"
+                 {remedy}, or grade on a kernel with Landlock, or pass --unsandboxed for code \
+                 you trust"
             );
         };
         let jail = Jail {
@@ -257,8 +265,8 @@ impl Jail {
             Ok(()) => Ok(jail),
             Err(why) => bail!(
                 "no sandbox can run here: {bwrap}, and the fallback sandbox (Landlock and \
-                 seccomp) cannot start either ({why}); grade where bubblewrap can make \
-                 namespaces, or pass --unsandboxed for code you trust"
+                 seccomp) cannot start either ({why}); {remedy}, or pass --unsandboxed for \
+                 code you trust"
             ),
         }
     }
