@@ -87,11 +87,10 @@ impl Cache {
             // A cache of an older hand-out or toolchain is of no more use: one at a time
             // for each kind of sandbox.
             for entry in fs::read_dir(&root).into_iter().flatten().flatten() {
-                let same_kind = entry
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("{kind}-"));
-                if entry.path() != cache.dir && entry.path().is_dir() && same_kind {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                // A name without a kind is an older grader's.
+                let stale = name.starts_with(&format!("{kind}-")) || !name.contains('-');
+                if entry.path() != cache.dir && entry.path().is_dir() && stale {
                     let _ = fs::remove_dir_all(entry.path());
                 }
             }

@@ -253,6 +253,9 @@ pub fn confine(command: &mut Command, user: Option<u32>, ruleset: &OwnedFd) -> R
                 // capabilities are cleared.
                 check(libc::setresuid(user, user, user) as libc::c_long)?;
             }
+            // The check's main process dies with the grader (set after the change of user,
+            // which clears it); the rest of the session by [`end_all`] or [`end_user`].
+            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) as libc::c_long)?;
             check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
             check(libc::syscall(
                 libc::SYS_landlock_restrict_self,
@@ -290,6 +293,47 @@ fn members(session: i32) -> Vec<i32> {
                 && fields.get(3).and_then(|s| s.parse::<i32>().ok()) == Some(session)
         })
         .collect()
+}
+
+/// Kill every process of `user` (a grade's own uid: a class grade that was stopped leaves
+/// no process of its sandbox behind, though no grader is left to end its sessions).
+pub fn end_user(user: u32) {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(5) {
+        let left: Vec<i32> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|&pid| uid_of(pid) == Some(user))
+            .collect();
+        if left.is_empty() {
+            return;
+        }
+        for pid in left {
+            // SAFETY: kill has no memory effects; a pid that ended meanwhile gives ESRCH.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The real uid of a live process (a zombie's is of no interest: it is dead).
+fn uid_of(pid: i32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    if status
+        .lines()
+        .any(|l| l.starts_with("State:") && l.contains("zombie"))
+    {
+        return None;
+    }
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Kill every process of the sandbox's session until none is left: no process of it can

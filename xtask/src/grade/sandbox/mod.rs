@@ -735,6 +735,14 @@ fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Kill every process of a grade's own `user`, run by root, once the grade is over: a grade
+/// stopped at its time limit cannot end its sandboxes itself.
+pub fn end_user(user: u32) {
+    if is_root() && user != 0 {
+        fallback::end_user(user);
+    }
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
@@ -1022,6 +1030,30 @@ mod tests {
                 || said.starts_with("no route: Network is unreachable"),
             "{said}"
         );
+    }
+
+    #[test]
+    fn a_stopped_grade_leaves_no_process_of_its_user() {
+        use std::os::unix::process::CommandExt;
+        // A process of a class grade's user, as one that outlived its grader would be.
+        let user = class_user(7);
+        let mut command = Command::new("sleep");
+        command.arg("30");
+        if is_root() {
+            command.uid(user).gid(user);
+        }
+        let mut left = command.spawn().expect("sleep starts");
+        end_user(user);
+        thread::sleep(Duration::from_millis(100));
+        let ended = left.try_wait().expect("waits");
+        if is_root() {
+            assert!(ended.is_some(), "the grade's user still has a process");
+        } else {
+            // Without root the sandbox is the grader's own user: nothing is killed by user.
+            assert!(ended.is_none());
+            let _ = left.kill();
+        }
+        let _ = left.wait();
     }
 
     #[test]
