@@ -31,8 +31,8 @@ use landlock::{
     RulesetCreatedAttr, Scope, ABI,
 };
 use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
+    sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+    SeccompFilter, SeccompRule, TargetArch,
 };
 
 /// The Landlock ABI this kernel offers (1 is Linux 5.13's; 6, Linux 6.12, adds the scopes of
@@ -113,18 +113,20 @@ pub fn ruleset(reach: &Reach) -> Result<OwnedFd> {
     Option::<OwnedFd>::from(created).ok_or_else(|| anyhow!("this kernel offers no Landlock"))
 }
 
-/// The two seccomp filters every student process runs under, compiled once: the first
-/// refuses (EPERM) what a sandbox must not do; the second answers clone3 with ENOSYS, so the
-/// C library falls back to clone, whose flags the first filter can read.
-pub fn filters() -> Result<&'static [BpfProgram; 2]> {
-    static FILTERS: OnceLock<std::result::Result<[BpfProgram; 2], String>> = OnceLock::new();
+/// The seccomp filters every student process runs under, compiled once: the first refuses
+/// (EPERM) what a sandbox must not do; the second answers clone3 with ENOSYS, so the C
+/// library falls back to clone, whose flags the first filter can read; on x86_64 a third
+/// refuses x32's system calls.
+pub fn filters() -> Result<&'static [BpfProgram]> {
+    static FILTERS: OnceLock<std::result::Result<Vec<BpfProgram>, String>> = OnceLock::new();
     FILTERS
         .get_or_init(|| compile_filters().map_err(|e| format!("{e:#}")))
         .as_ref()
+        .map(Vec::as_slice)
         .map_err(|e| anyhow!("cannot compile the seccomp filter: {e}"))
 }
 
-fn compile_filters() -> Result<[BpfProgram; 2]> {
+fn compile_filters() -> Result<Vec<BpfProgram>> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| anyhow!("no seccomp filter for {}: {e:?}", std::env::consts::ARCH))?;
     let refused: &[libc::c_long] = &[
@@ -214,7 +216,27 @@ fn compile_filters() -> Result<[BpfProgram; 2]> {
         SeccompAction::Errno(libc::ENOSYS as u32),
         arch,
     )?;
-    Ok([refuse.try_into()?, clone3.try_into()?])
+    let mut programs = vec![refuse.try_into()?, clone3.try_into()?];
+    if arch == TargetArch::x86_64 {
+        programs.push(x32_refused());
+    }
+    Ok(programs)
+}
+
+/// x32's system calls are x86_64's numbered from 0x4000_0000: they pass the first filter's
+/// check of the architecture and match none of its numbers. Refused whole (ENOSYS), on a
+/// kernel that has them at all.
+fn x32_refused() -> BpfProgram {
+    let instruction = |code: u16, jt: u8, jf: u8, k: u32| sock_filter { code, jt, jf, k };
+    vec![
+        // BPF_LD | BPF_W | BPF_ABS: the system call's number, at offset 0 of seccomp_data.
+        instruction(0x20, 0, 0, 0),
+        // BPF_JMP | BPF_JGE | BPF_K: x32's numbers, next; any other, skip one.
+        instruction(0x35, 0, 1, 0x4000_0000),
+        // BPF_RET | BPF_K
+        instruction(0x06, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
+        instruction(0x06, 0, 0, libc::SECCOMP_RET_ALLOW),
+    ]
 }
 
 /// Confine the process `command` starts, in the child before exec: a session of its own,

@@ -1059,11 +1059,13 @@ mod tests {
     #[test]
     fn no_process_leaves_the_check_by_a_session_of_its_own() {
         // Without a PID namespace the fallback finds a check's processes by their session:
-        // setsid is refused, so a process that tries stays in it and is killed.
+        // setsid is refused, so a process that tries stays in it and is killed. The sleep's
+        // length is this test's own, so that no other sleep on the machine is taken for it.
+        let sleep = format!("sleep 60.{}", std::process::id());
         let started = Instant::now();
         let (status, ran, _) = jail()
             .run(
-                &sh("setsid sleep 60 & sleep 0.2; echo started"),
+                &sh(&format!("setsid {sleep} & sleep 0.2; echo started")),
                 &limits(30),
             )
             .expect("runs");
@@ -1071,7 +1073,7 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&ran.stdout), "started\n");
         assert!(started.elapsed() < Duration::from_secs(20));
         let sleeping = Command::new("pgrep")
-            .args(["-f", "^sleep 60$"])
+            .args(["-f", &format!("^{sleep}$")])
             .output()
             .expect("pgrep runs");
         assert!(sleeping.stdout.is_empty(), "a sleep survived the check");
