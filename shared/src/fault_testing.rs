@@ -351,6 +351,36 @@ pub fn assert_closed_stderr_is_quiet(lab: &str, command: &mut Command) {
 /// user, a grade's included; a uid with no name is as unprivileged.
 const UNPRIVILEGED: u32 = 65533;
 
+/// `command` ready to drop to [`UNPRIVILEGED`]: run by root, its program is a copy in a
+/// folder any user may enter, since the workspace may be under one only root may enter
+/// (`/root`, as in most containers), where the dropped process could not start it. The
+/// copy lasts as long as the folder handed back.
+fn as_unprivileged(command: Command) -> (Option<tempfile::TempDir>, Command) {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        return (None, command);
+    }
+    let folder = tempfile::tempdir().expect("a temporary folder");
+    fs::set_permissions(folder.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let program = Path::new(command.get_program());
+    let copy = folder
+        .path()
+        .join(program.file_name().expect("a program name"));
+    fs::copy(program, &copy).expect("copy the lab");
+    let mut copied = Command::new(&copy);
+    copied.args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => copied.env(key, value),
+            None => copied.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        copied.current_dir(dir);
+    }
+    (Some(folder), copied)
+}
+
 /// A process limit that leaves no room for worker threads is one error line.
 pub fn assert_thread_limit_is_one_line(lab: &str, args: &[&str]) {
     assert_one_line_under_a_thread_limit(lab, run_to(lab, args, Path::new("/dev/null")));
@@ -359,7 +389,8 @@ pub fn assert_thread_limit_is_one_line(lab: &str, args: &[&str]) {
 /// `command` under a process limit that leaves no room for worker threads ends in one error
 /// line that names threads. As root the limit does not bind, so the run drops to an
 /// unprivileged user first.
-pub fn assert_one_line_under_a_thread_limit(lab: &str, mut command: Command) {
+pub fn assert_one_line_under_a_thread_limit(lab: &str, command: Command) {
+    let (_copy, mut command) = as_unprivileged(command);
     // SAFETY: setrlimit, setgid and setuid are async-signal-safe and touch only the child.
     unsafe {
         command.pre_exec(|| {
@@ -510,7 +541,7 @@ pub fn assert_fake_driver_is_one_line(lab: &str, args: &[&str]) {
 pub fn assert_unwritable_folder_fails_first(lab: &str, long_args: &[&str], name: &str) {
     let dir = tempfile::tempdir().expect("a temporary folder");
     fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o555)).expect("chmod");
-    let mut command = run_to(lab, long_args, &dir.path().join(name));
+    let (_copy, mut command) = as_unprivileged(run_to(lab, long_args, &dir.path().join(name)));
     // SAFETY: setgid and setuid are async-signal-safe and touch only the child.
     unsafe {
         command.pre_exec(|| {

@@ -6,7 +6,8 @@
 //!
 //! A submission is a `submission.toml`: the hand-out (`base = "handout"`) or the hand-out
 //! with the solutions (`"solved"`), changed by `remove`, `[[write]]`, `[[inject]]` (code put
-//! after a given line) and `[[link]]` (symbolic links; `{workspace}` is this workspace).
+//! after a given line) and `[[link]]` (symbolic links; `{workspace}` is this workspace, there
+//! and in injected code).
 //! Every process an attack starts carries `corpus-attack` in its command line, and every
 //! file it writes outside its output has `corpus-attack` in its name, so that the checks
 //! below find what a failed defence would have left.
@@ -121,7 +122,10 @@ fn lay_out(submission: &Submission, bases: &BTreeMap<&str, PathBuf>, dir: &Path,
             .find(inject.after.as_str())
             .unwrap_or_else(|| panic!("{}: no line {:?}", inject.file, inject.after))
             + inject.after.len();
-        let code = inject.code.replace("{port}", &port.to_string());
+        let code = inject
+            .code
+            .replace("{port}", &port.to_string())
+            .replace("{workspace}", &workspace().to_string_lossy());
         fs::write(
             &at,
             format!("{}\n{code}\n{}", &text[..place], &text[place..]),
@@ -260,6 +264,15 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     listener.set_nonblocking(true).expect("non-blocking");
     let port = listener.local_addr().expect("an address").port();
+    // And an abstract unix socket (no file guards it), named after that port.
+    let abstract_socket = {
+        use std::os::linux::net::SocketAddrExt;
+        let name = format!("corpus-attack-{port}");
+        let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+            .expect("an abstract address");
+        std::os::unix::net::UnixListener::bind_addr(&address).expect("an abstract socket")
+    };
+    abstract_socket.set_nonblocking(true).expect("non-blocking");
 
     let before = workspace_state(&bin_dir);
     let mut corpus: Vec<PathBuf> =
@@ -292,6 +305,15 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         })
         .collect();
 
+    // CI grades the corpus twice and names the sandbox each pass must have run in:
+    // CORPUS_SANDBOX=bubblewrap, or =fallback under `capsh --drop=cap_sys_admin`.
+    let expected_sandbox = std::env::var("CORPUS_SANDBOX")
+        .ok()
+        .map(|name| match name.as_str() {
+            "bubblewrap" => "a bubblewrap sandbox",
+            "fallback" => "the fallback sandbox",
+            other => panic!("CORPUS_SANDBOX={other}: give bubblewrap or fallback"),
+        });
     let mut failures = Vec::new();
     let mut written = Vec::new();
     let mut table = String::from("submission | points here | seconds\n");
@@ -346,6 +368,11 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         if took > GRADE_LIMIT {
             wrong.push(format!("grading took {took:?}"));
         }
+        if let Some(sandbox) = &expected_sandbox {
+            if !stdout.contains(&format!("Grading: student code ran in {sandbox}")) {
+                wrong.push(format!("not graded in {sandbox}"));
+            }
+        }
         let bytes = fs::read(&results).expect("results.json");
         if String::from_utf8_lossy(&bytes).contains("LEAKED") || stdout.contains("LEAKED") {
             wrong.push("something it read or reached shows in the results".into());
@@ -363,6 +390,9 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         }
         if listener.accept().is_ok() {
             wrong.push("reached a server on the loopback".into());
+        }
+        if abstract_socket.accept().is_ok() {
+            wrong.push("reached an abstract unix socket".into());
         }
         if !wrong.is_empty() {
             failures.push(format!(

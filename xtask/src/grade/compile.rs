@@ -69,7 +69,13 @@ impl Cache {
     pub fn open(files: &[File], jail: &Jail, labs: &[&Lab], limit: Duration) -> Result<Cache> {
         let root = target_dir().join("grade-cache");
         fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
-        let dir = root.join(key(files, jail));
+        // One cache per kind of sandbox (CI grades with bubblewrap and with the fallback).
+        let kind: String = jail
+            .kind()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let dir = root.join(format!("{kind}-{}", key(files, jail)));
         let lock = fs::File::create(root.join("lock"))
             .with_context(|| format!("cannot create the lock in {}", root.display()))?;
         // SAFETY: flock on a file descriptor this function owns; released when `lock` drops.
@@ -78,9 +84,13 @@ impl Cache {
         }
         let cache = Cache { dir };
         if !cache.dir.join("ready").is_file() {
-            // A cache of an older hand-out or toolchain is of no more use: one at a time.
+            // A cache of an older hand-out or toolchain is of no more use: one at a time
+            // for each kind of sandbox.
             for entry in fs::read_dir(&root).into_iter().flatten().flatten() {
-                if entry.path() != cache.dir && entry.path().is_dir() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                // A name without a kind is an older grader's.
+                let stale = name.starts_with(&format!("{kind}-")) || !name.contains('-');
+                if entry.path() != cache.dir && entry.path().is_dir() && stale {
                     let _ = fs::remove_dir_all(entry.path());
                 }
             }
@@ -97,7 +107,14 @@ impl Cache {
             fs::remove_dir_all(&self.dir)
                 .with_context(|| format!("cannot clear {}", self.dir.display()))?;
         }
-        let work = self.dir.join("work");
+        // Laid out outside the instructor's workspace: cargo reads the `.cargo/config.toml`
+        // of every folder above the one it builds in, and the fallback sandbox, at host
+        // paths, may read none of the workspace's.
+        let scratch = tempfile::Builder::new()
+            .prefix("xtask-grade-cache-")
+            .tempdir()
+            .context("cannot make a folder to build the grader's cache in")?;
+        let work = scratch.path().join("work");
         lay_out(&work, files, &Default::default())?;
         let vendored = Command::new(cargo_program())
             .args(["vendor", "--locked", "--quiet", "--manifest-path"])
@@ -166,7 +183,10 @@ pub fn build_lab(
         .arg("--config")
         .arg("source.crates-io.replace-with=\"vendored\"")
         .arg("--config")
-        .arg(format!("source.vendored.directory=\"{VENDOR}\""))
+        .arg(format!(
+            "source.vendored.directory=\"{}\"",
+            jail.path_of(vendor, Path::new(VENDOR)).display()
+        ))
         .mount(Mount::read_only(work, WORK))
         .mount(Mount::writable(target, TARGET))
         .mount(Mount::read_only(vendor, VENDOR))

@@ -137,6 +137,15 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
         let jail = super::sandbox::Jail::detect(forward.unsandboxed)?;
         let (slots, line) = gpus::slots(args.gpus.unwrap_or(Gpus::All))?;
         shared::cli::eprint_line(&format!("xtask: {line}"));
+        // Which sandbox, and what it lacks next to bubblewrap: the class log says it once
+        // (each student's results.json too), with the first grade's user.
+        if let Some(slot) = slots.first() {
+            let described = jail.clone().for_user(slot.user).map(|j| j.describe());
+            shared::cli::eprint_line(&format!(
+                "xtask: {}",
+                described.unwrap_or_else(|_| jail.describe())
+            ));
+        }
         if slots.len() > 1 && jail.shares_one_user() {
             shared::cli::eprint_line(
                 "xtask: warning: not run by root, every sandbox is your user: the submissions \

@@ -162,7 +162,10 @@ fn run(
         });
     }
     let limit = Duration::from_secs(settings.limit_s);
-    let finished = match runner::run(&mut command, limit) {
+    let ran = runner::run(&mut command, limit);
+    // The fallback sandbox has no PID namespace to die with a grade that was stopped.
+    crate::grade::sandbox::end_user(slot.user);
+    let finished = match ran {
         Ok(finished) => finished,
         Err(runner::Failure::TimedOut(_)) => {
             return Err(format!(

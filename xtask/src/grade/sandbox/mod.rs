@@ -16,8 +16,15 @@
 //! otherwise starve the submission graded beside it. Run by anyone else, bwrap maps that user
 //! into a user namespace of its own.
 //!
+//! Where bubblewrap cannot start (a container without CAP_SYS_ADMIN, as Gradescope runs every
+//! autograder; a kernel that refuses unprivileged user namespaces), the [`fallback`] sandbox
+//! runs the same commands at their host paths under Landlock and seccomp, as a uid of its own;
+//! the report says which sandbox ran and what the fallback lacks.
+//!
 //! `--unsandboxed` runs the same commands directly, for code the instructor trusts; the
 //! report says so.
+
+mod fallback;
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -58,7 +65,16 @@ pub struct Jail {
 
 #[derive(Debug, Clone)]
 enum Kind {
-    Bwrap { program: PathBuf, as_root: bool },
+    Bwrap {
+        program: PathBuf,
+        as_root: bool,
+    },
+    /// Landlock and seccomp ([`fallback`]); `bwrap` says why bubblewrap could not run.
+    Fallback {
+        as_root: bool,
+        landlock: i32,
+        bwrap: String,
+    },
     Unsandboxed,
 }
 
@@ -192,7 +208,8 @@ impl Spec {
 }
 
 impl Jail {
-    /// bubblewrap, checked by starting a sandbox; or, with `unsandboxed`, no sandbox.
+    /// bubblewrap, checked by starting a sandbox; where it cannot start, the fallback,
+    /// checked the same way; or, with `unsandboxed`, no sandbox.
     pub fn detect(unsandboxed: bool) -> Result<Jail> {
         if unsandboxed {
             return Ok(Jail {
@@ -200,28 +217,67 @@ impl Jail {
                 user: NOBODY,
             });
         }
-        let advice = "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap; \
-                      Fedora: dnf install bubblewrap), or pass --unsandboxed for code you trust";
-        let Some(program) = find_program("bwrap") else {
-            bail!("bwrap (bubblewrap) is not installed: the grader runs no student code without its sandbox; {advice}");
-        };
         let as_root = is_root();
-        if as_root && find_program("setpriv").is_none() {
-            bail!("setpriv (util-linux) is not installed: the sandbox needs it to drop root's rights; install util-linux, or pass --unsandboxed for code you trust");
-        }
-        let jail = Jail {
-            kind: Kind::Bwrap { program, as_root },
-            user: NOBODY,
+        let installed = find_program("bwrap").is_some();
+        // What would let bubblewrap run: never "install it" where it is installed.
+        let remedy = if installed {
+            "let bubblewrap make namespaces (Docker: --cap-add SYS_ADMIN \
+             --security-opt apparmor=unconfined)"
+        } else {
+            "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap)"
         };
-        let probe = Spec::new("/bin/sh").args(["-c", "exit 0"]);
-        let limits = Limits::check(Duration::from_secs(30));
-        match jail.run(&probe, &limits) {
-            Ok((status, _, _)) if status.success() => Ok(jail),
-            Ok((_, _, stderr)) => bail!(
-                "bwrap cannot start a sandbox here ({}): {advice}",
-                last_line(&stderr)
+        let bwrap = match (find_program("bwrap"), find_program("setpriv")) {
+            (None, _) => "bwrap (bubblewrap) is not installed".to_string(),
+            (Some(_), None) if as_root => {
+                "setpriv (util-linux), which drops root's rights in bwrap, is not installed"
+                    .to_string()
+            }
+            (Some(program), _) => {
+                let jail = Jail {
+                    kind: Kind::Bwrap { program, as_root },
+                    user: NOBODY,
+                };
+                match jail.probe() {
+                    Ok(()) => return Ok(jail),
+                    Err(why) => format!("bwrap cannot start a sandbox here ({why})"),
+                }
+            }
+        };
+        let Some(landlock) = fallback::landlock_abi() else {
+            bail!(
+                "no sandbox can run here: {bwrap}, and this kernel has no Landlock for the \
+                 fallback sandbox (it needs Linux 5.13 or later with landlock among its LSMs); \
+                 {remedy}, or grade on a kernel with Landlock, or pass --unsandboxed for code \
+                 you trust"
+            );
+        };
+        let jail = Jail {
+            kind: Kind::Fallback {
+                as_root,
+                landlock,
+                bwrap: bwrap.clone(),
+            },
+            // A uid of this grade's own, never nobody's: every process of it is killed after
+            // each check.
+            user: class_user(0x0080_0000 + std::process::id() as usize % 0x0080_0000),
+        };
+        match jail.probe() {
+            Ok(()) => Ok(jail),
+            Err(why) => bail!(
+                "no sandbox can run here: {bwrap}, and the fallback sandbox (Landlock and \
+                 seccomp) cannot start either ({why}); {remedy}, or pass --unsandboxed for \
+                 code you trust"
             ),
-            Err(failure) => bail!("bwrap cannot start a sandbox here ({failure}): {advice}"),
+        }
+    }
+
+    /// Start a shell in the sandbox: None, or why it did not run.
+    fn probe(&self) -> std::result::Result<(), String> {
+        let probe = Spec::new("/bin/sh").args(["-c", "exit 0"]);
+        match self.run(&probe, &Limits::check(Duration::from_secs(30))) {
+            Ok((status, _, _)) if status.success() => Ok(()),
+            Ok((_, _, stderr)) => Err(last_line(&stderr)),
+            Err(failure) => Err(failure.to_string()),
         }
     }
 
@@ -233,10 +289,13 @@ impl Jail {
         Ok(Jail { user, ..self })
     }
 
-    /// Whether two grades run at once by this user share one process limit: bwrap run by
-    /// anyone but root maps every sandbox to the user who runs it.
+    /// Whether two grades run at once by this user share one process limit: a sandbox run by
+    /// anyone but root is the user who runs it.
     pub fn shares_one_user(&self) -> bool {
-        matches!(self.kind, Kind::Bwrap { as_root: false, .. })
+        matches!(
+            self.kind,
+            Kind::Bwrap { as_root: false, .. } | Kind::Fallback { as_root: false, .. }
+        )
     }
 
     /// How the sandbox runs, whoever its user: what a build made in it depends on.
@@ -244,6 +303,8 @@ impl Jail {
         match &self.kind {
             Kind::Bwrap { as_root: true, .. } => "bubblewrap, run by root",
             Kind::Bwrap { as_root: false, .. } => "bubblewrap, in a user namespace",
+            Kind::Fallback { as_root: true, .. } => "fallback, run by root",
+            Kind::Fallback { as_root: false, .. } => "fallback",
             Kind::Unsandboxed => "no sandbox",
         }
     }
@@ -258,6 +319,34 @@ impl Jail {
             Kind::Bwrap { as_root: false, .. } => {
                 "student code ran in a bubblewrap sandbox (user namespace)".to_string()
             }
+            Kind::Fallback {
+                as_root,
+                landlock,
+                bwrap,
+            } => {
+                let who = if *as_root {
+                    format!("as uid {}, a user of its own", self.user)
+                } else {
+                    "as the grader's own user (only root can give it a user of its own, so \
+                     its processes count against the grader's process limit)"
+                        .to_string()
+                };
+                let signals = if *landlock < 6 && !as_root {
+                    " and may signal the grader's processes (Landlock ABI 6, Linux 6.12, \
+                     scopes signals)"
+                } else {
+                    ""
+                };
+                format!(
+                    "student code ran in the fallback sandbox ({bwrap}) {who}, under Landlock \
+                     (ABI {landlock}: it reads only the system, the toolchain and its check's \
+                     files, and writes only its output and a scratch folder) and seccomp (no \
+                     sockets, ptrace, namespaces, mount, keyrings or bpf), every process of it \
+                     killed after each check; it lacks bubblewrap's PID, network and IPC \
+                     namespaces: other users' processes are listed in /proc, though it may \
+                     read no file there{signals}"
+                )
+            }
             Kind::Unsandboxed => {
                 "UNSANDBOXED: student code ran with the grader's own rights (--unsandboxed)"
                     .to_string()
@@ -265,9 +354,22 @@ impl Jail {
         }
     }
 
+    /// The path at which a sandboxed process finds `host`, mounted at `inside`: the fallback
+    /// and no sandbox map the paths of a command's program, arguments and environment, but
+    /// not a path within an argument.
+    pub fn path_of(&self, host: &Path, inside: &Path) -> PathBuf {
+        match self.kind {
+            Kind::Bwrap { .. } => inside.to_path_buf(),
+            Kind::Fallback { .. } | Kind::Unsandboxed => host.to_path_buf(),
+        }
+    }
+
     /// Whether writable folders must be handed to the unprivileged user first.
     pub fn needs_chown(&self) -> bool {
-        matches!(self.kind, Kind::Bwrap { as_root: true, .. })
+        matches!(
+            self.kind,
+            Kind::Bwrap { as_root: true, .. } | Kind::Fallback { as_root: true, .. }
+        )
     }
 
     /// Run `spec` within `limits`: its exit status, what it printed (capped), and the stderr
@@ -277,16 +379,36 @@ impl Jail {
         spec: &Spec,
         limits: &Limits,
     ) -> std::result::Result<(std::process::ExitStatus, Ran, Vec<u8>), Failure> {
-        let mut command = self.command(spec);
+        let grader_fault = |e: anyhow::Error| {
+            Failure::Spawn(format!(
+                "cannot start the sandbox (not the student's fault): {e:#}"
+            ))
+        };
+        // The fallback's own scratch folder (its /tmp), its ruleset and its user.
+        let confined = match &self.kind {
+            Kind::Fallback { as_root, .. } => {
+                Some(self.confinement(spec, *as_root).map_err(grader_fault)?)
+            }
+            _ => None,
+        };
+        let mut command = match &confined {
+            Some(confined) => direct_command(spec, &confined.mounts),
+            None => self.command(spec),
+        };
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         set_limits(&mut command, *limits);
+        if let Some(confined) = &confined {
+            fallback::confine(&mut command, confined.user, &confined.ruleset)
+                .map_err(grader_fault)?;
+        }
         let started = Instant::now();
         let mut child = command
             .spawn()
             .map_err(|e| Failure::Spawn(format!("cannot start the sandbox: {e}")))?;
+        drop(command);
         let out = drain(child.stdout.take());
         let err = drain(child.stderr.take());
         let waited = child.wait_timeout(limits.wall);
@@ -294,60 +416,123 @@ impl Jail {
         let status = match waited {
             Ok(Some(status)) => Some(status),
             _ => {
-                // The sandbox's own process holds the PID namespace: killing it kills every
+                // bwrap's own process holds the PID namespace: killing it kills every
                 // process inside (--die-with-parent), so the pipes close and the drains end.
+                // The fallback's processes are ended below.
                 let _ = child.kill();
                 let _ = child.wait();
                 None
             }
         };
+        // No PID namespace: every process of the check's session is killed now, before its
+        // output is read; one that survives fails the check.
+        let survivors = match &confined {
+            Some(_) => fallback::end_all(child.id() as i32).err(),
+            None => None,
+        };
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();
+        if let Some(survivors) = survivors {
+            return Err(Failure::Crashed(format!(
+                "{survivors} of its processes survived being killed after the check"
+            )));
+        }
         match status {
             Some(status) => Ok((status, Ran { stdout, wall }, stderr)),
             None => Err(Failure::TimedOut(limits.wall)),
         }
     }
 
+    /// What the fallback needs for one run: its scratch folder, seen as `/tmp`, handed to its
+    /// user; the way to every folder it may reach; and the Landlock ruleset of those folders.
+    fn confinement(&self, spec: &Spec, as_root: bool) -> Result<Confined> {
+        let scratch = tempfile::Builder::new()
+            .prefix("xtask-sandbox-")
+            .tempdir()
+            .context("cannot make the sandbox's scratch folder")?;
+        self.give(scratch.path())?;
+        let mut mounts = spec.mounts.clone();
+        mounts.push(Mount::writable(scratch.path(), "/tmp"));
+        let mut reach = fallback::Reach::base(toolchain().as_deref());
+        for mount in &mounts {
+            let list = if mount.writable {
+                &mut reach.write
+            } else {
+                &mut reach.read
+            };
+            list.push(mount.host.clone());
+        }
+        if spec.gpu {
+            reach.write.extend(gpu_devices());
+            reach.read.push(PathBuf::from("/sys"));
+            reach.read.push(PathBuf::from("/proc/driver/nvidia"));
+        }
+        if as_root {
+            for path in reach.read.iter().chain(&reach.write) {
+                if path.exists() {
+                    fallback::open_way_to(path)?;
+                }
+            }
+        }
+        Ok(Confined {
+            ruleset: fallback::ruleset(&reach)?,
+            user: as_root.then_some(self.user),
+            mounts,
+            _scratch: scratch,
+        })
+    }
+
     /// The command that runs `spec`: bwrap and its arguments, or the program itself.
     fn command(&self, spec: &Spec) -> Command {
         match &self.kind {
-            Kind::Unsandboxed => {
-                let map = |p: &Path| outside(p, &spec.mounts);
-                let mut command = Command::new(map(&spec.program));
-                command.args(spec.args.iter().map(|a| {
-                    let path = Path::new(a);
-                    if path.is_absolute() {
-                        map(path).into_os_string()
-                    } else {
-                        a.clone()
-                    }
-                }));
-                command.current_dir(map(&spec.cwd));
-                command
-                    .env_clear()
-                    .envs(base_env())
-                    .envs(spec.env.iter().map(|(k, v)| {
-                        let mapped = map(Path::new(v)).into_os_string();
-                        (
-                            k.clone(),
-                            if Path::new(v).is_absolute() {
-                                mapped
-                            } else {
-                                v.clone()
-                            },
-                        )
-                    }));
-                command
-            }
             Kind::Bwrap { program, as_root } => {
                 let mut command = Command::new(program);
                 command.env_clear();
                 command.args(bwrap_args(spec, *as_root, self.user));
                 command
             }
+            Kind::Fallback { .. } | Kind::Unsandboxed => direct_command(spec, &spec.mounts),
         }
     }
+}
+
+/// The fallback's confinement of one run, kept until its processes are gone.
+struct Confined {
+    ruleset: std::os::fd::OwnedFd,
+    /// The uid it runs as, run by root.
+    user: Option<u32>,
+    /// The check's mounts and the scratch folder as its `/tmp`: the host paths of the
+    /// sandbox's paths.
+    mounts: Vec<Mount>,
+    _scratch: tempfile::TempDir,
+}
+
+/// The program itself at its host path, its paths, working folder and environment mapped
+/// through `mounts`.
+fn direct_command(spec: &Spec, mounts: &[Mount]) -> Command {
+    let map = |p: &Path| outside(p, mounts);
+    let mut command = Command::new(map(&spec.program));
+    command.args(spec.args.iter().map(|a| {
+        let path = Path::new(a);
+        if path.is_absolute() {
+            map(path).into_os_string()
+        } else {
+            a.clone()
+        }
+    }));
+    command.current_dir(map(&spec.cwd));
+    command
+        .env_clear()
+        .envs(base_env().iter().chain(&spec.env).map(|(k, v)| {
+            let path = Path::new(v);
+            let value = if path.is_absolute() {
+                map(path).into_os_string()
+            } else {
+                v.clone()
+            };
+            (k.clone(), value)
+        }));
+    command
 }
 
 /// The environment every student process gets: nothing of the grader's.
@@ -495,10 +680,15 @@ fn outside(inside: &Path, mounts: &[Mount]) -> PathBuf {
     mounts
         .iter()
         .filter_map(|m| {
-            inside
-                .strip_prefix(&m.inside)
-                .ok()
-                .map(|rest| (m.inside.components().count(), m.host.join(rest)))
+            inside.strip_prefix(&m.inside).ok().map(|rest| {
+                // Joining "" would add a slash: a file's path would name a folder.
+                let host = if rest.as_os_str().is_empty() {
+                    m.host.clone()
+                } else {
+                    m.host.join(rest)
+                };
+                (m.inside.components().count(), host)
+            })
         })
         .max_by_key(|(depth, _)| *depth)
         .map_or_else(|| inside.to_path_buf(), |(_, host)| host)
@@ -543,6 +733,14 @@ fn find_program(name: &str) -> Option<PathBuf> {
         .chain(["/usr/bin", "/bin", "/usr/sbin"].map(PathBuf::from))
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
+}
+
+/// Kill every process of a grade's own `user`, run by root, once the grade is over: a grade
+/// stopped at its time limit cannot end its sandboxes itself.
+pub fn end_user(user: u32) {
+    if is_root() && user != 0 {
+        fallback::end_user(user);
+    }
 }
 
 pub fn is_root() -> bool {
@@ -643,8 +841,7 @@ mod tests {
     use super::*;
 
     fn jail() -> Jail {
-        Jail::detect(false)
-            .expect("bubblewrap starts here (the tests need it: apt-get install bubblewrap)")
+        Jail::detect(false).expect("a sandbox starts here")
     }
 
     fn sh(script: &str) -> Spec {
@@ -669,6 +866,11 @@ mod tests {
             outside(Path::new("/grade/bin"), &mounts),
             Path::new("/host/a/bin")
         );
+        let file = [Mount::read_only("/host/lab02", "/grade/bin/lab02")];
+        assert_eq!(
+            outside(Path::new("/grade/bin/lab02"), &file).as_os_str(),
+            "/host/lab02"
+        );
         assert_eq!(
             outside(Path::new("/usr/bin/sh"), &mounts),
             Path::new("/usr/bin/sh")
@@ -684,12 +886,17 @@ mod tests {
              touch /usr/x 2>/dev/null && echo LEAKED; echo $CARGO_MANIFEST_DIR",
             secret.path().display()
         );
-        let (status, ran, _) = jail().run(&sh(&script), &limits(30)).expect("runs");
+        let jail = jail();
+        let (status, ran, _) = jail.run(&sh(&script), &limits(30)).expect("runs");
         let out = String::from_utf8_lossy(&ran.stdout);
         assert!(status.success(), "{out}");
         assert!(!out.contains("LEAKED"), "{out}");
         if is_root() {
-            assert_eq!(out.lines().next(), Some("65534"), "{out}");
+            assert_eq!(
+                out.lines().next(),
+                Some(jail.user.to_string().as_str()),
+                "{out}"
+            );
         }
     }
 
@@ -701,10 +908,12 @@ mod tests {
             std::fs::create_dir(d).expect("created");
         }
         jail().give(&out).expect("chown");
-        let spec =
-            sh("echo ok > /grade/out/f && echo no > /grade/ro/f; echo tmp > /tmp/t && cat /tmp/t")
-                .mount(Mount::writable(&out, "/grade/out"))
-                .mount(Mount::read_only(&ro, "/grade/ro"));
+        // Paths through the environment: the fallback sandbox runs at the host's paths.
+        let spec = sh("echo ok > $OUT/f && echo no > $RO/f; echo tmp > $TMPDIR/t && cat $TMPDIR/t")
+            .mount(Mount::writable(&out, "/grade/out"))
+            .mount(Mount::read_only(&ro, "/grade/ro"))
+            .env("OUT", "/grade/out")
+            .env("RO", "/grade/ro");
         let (_, ran, _) = jail().run(&spec, &limits(30)).expect("runs");
         assert_eq!(
             std::fs::read_to_string(out.join("f")).ok().as_deref(),
@@ -729,8 +938,9 @@ mod tests {
         // The first grade's student takes every process its user may have (39 sleeps and
         // itself), and keeps them.
         let bomb = sh("i=0; while [ $i -lt 39 ]; do sleep 30 & i=$((i+1)); done; \
-                       echo $i > /grade/out/full; exec sleep 30")
-        .mount(Mount::writable(dir.path(), "/grade/out"));
+                       echo $i > $OUT/full; exec sleep 30")
+        .mount(Mount::writable(dir.path(), "/grade/out"))
+        .env("OUT", "/grade/out");
         let holder = {
             let first = first.clone();
             thread::spawn(move || first.run(&bomb, &few))
@@ -792,7 +1002,7 @@ mod tests {
         small.file_bytes = 1 << 20;
         let (status, ran, _) = jail()
             .run(
-                &sh("head -c 2000000 /dev/zero > /tmp/big; echo $?; wc -c < /tmp/big"),
+                &sh("head -c 2000000 /dev/zero > $TMPDIR/big; echo $?; wc -c < $TMPDIR/big"),
                 &small,
             )
             .expect("runs");
@@ -803,13 +1013,69 @@ mod tests {
 
     #[test]
     fn no_network_inside() {
-        let (_, ran, _) = jail()
-            .run(&sh("cat /proc/net/dev | grep -c ':'"), &limits(30))
-            .expect("runs");
-        assert_eq!(
-            String::from_utf8_lossy(&ran.stdout).trim(),
-            "1",
-            "only the loopback"
+        // bubblewrap gives a network namespace with only the loopback; the fallback refuses
+        // every socket. perl-base is in every Debian and Ubuntu.
+        let script = "perl -MSocket -e 'socket(S, PF_INET, SOCK_STREAM, 0) or die \"no socket: $!\\n\"; \
+                      connect(S, pack_sockaddr_in(53, inet_aton(\"1.1.1.1\"))) or die \"no route: $!\\n\"; \
+                      print \"connected\\n\"'";
+        let (status, ran, stderr) = jail().run(&sh(script), &limits(30)).expect("runs");
+        let said = String::from_utf8_lossy(&stderr);
+        assert!(
+            !status.success(),
+            "{}",
+            String::from_utf8_lossy(&ran.stdout)
         );
+        assert!(
+            said.starts_with("no socket: Operation not permitted")
+                || said.starts_with("no route: Network is unreachable"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn a_stopped_grade_leaves_no_process_of_its_user() {
+        use std::os::unix::process::CommandExt;
+        // A process of a class grade's user, as one that outlived its grader would be.
+        let user = class_user(7);
+        let mut command = Command::new("sleep");
+        command.arg("30");
+        if is_root() {
+            command.uid(user).gid(user);
+        }
+        let mut left = command.spawn().expect("sleep starts");
+        end_user(user);
+        thread::sleep(Duration::from_millis(100));
+        let ended = left.try_wait().expect("waits");
+        if is_root() {
+            assert!(ended.is_some(), "the grade's user still has a process");
+        } else {
+            // Without root the sandbox is the grader's own user: nothing is killed by user.
+            assert!(ended.is_none());
+            let _ = left.kill();
+        }
+        let _ = left.wait();
+    }
+
+    #[test]
+    fn no_process_leaves_the_check_by_a_session_of_its_own() {
+        // Without a PID namespace the fallback finds a check's processes by their session:
+        // setsid is refused, so a process that tries stays in it and is killed. The sleep's
+        // length is this test's own, so that no other sleep on the machine is taken for it.
+        let sleep = format!("sleep 60.{}", std::process::id());
+        let started = Instant::now();
+        let (status, ran, _) = jail()
+            .run(
+                &sh(&format!("setsid {sleep} & sleep 0.2; echo started")),
+                &limits(30),
+            )
+            .expect("runs");
+        assert!(status.success());
+        assert_eq!(String::from_utf8_lossy(&ran.stdout), "started\n");
+        assert!(started.elapsed() < Duration::from_secs(20));
+        let sleeping = Command::new("pgrep")
+            .args(["-f", &format!("^{sleep}$")])
+            .output()
+            .expect("pgrep runs");
+        assert!(sleeping.stdout.is_empty(), "a sleep survived the check");
     }
 }
