@@ -26,6 +26,7 @@ use crate::regions::{self, Keep};
 /// the test that proves the loop, and the CPU device's test against a GPU (it compiles with
 /// lab04's answer among its option sets). A path ending in `/` is a folder.
 pub const INSTRUCTOR_ONLY: &[&str] = &[
+    ".ci/check.d/grader",
     ".ci/setup.d/grader",
     "shared/cpu-device/tests/differential.rs",
     "xtask/INSTRUCTORS.md",
