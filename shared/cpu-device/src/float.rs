@@ -334,16 +334,17 @@ pub fn fma32(a: f32, b: f32, c: f32, rnd: Rnd) -> f32 {
 
 pub fn div32(a: f32, b: f32, rnd: Rnd) -> f32 {
     let q = a / b;
-    if rnd == Rnd::N || !q.is_finite() || q == 0.0 {
+    if rnd == Rnd::N || !q.is_finite() || a == 0.0 || b.is_infinite() {
         return q;
     }
-    let residual = f64::from(-q).mul_add(f64::from(b), f64::from(a));
-    let side = residual.signum() * f64::from(b).signum() * f64::from(u8::from(residual != 0.0));
-    round32(
-        f64::from(q),
-        side * f64::from(q).abs() * f64::EPSILON * 0.25,
-        rnd,
-    )
+    // The quotient in f64 (f32 operands: no underflow there), and the side of it the exact
+    // one is on, rounded to f32 in the mode: right even where the f32 result is subnormal or
+    // rounds to zero.
+    let (x, y) = (f64::from(a), f64::from(b));
+    let q64 = x / y;
+    let residual = (-q64).mul_add(y, x);
+    let side = residual.signum() * y.signum() * f64::from(u8::from(residual != 0.0));
+    round32(q64, side * q64.abs() * f64::EPSILON * 0.25, rnd)
 }
 
 pub fn sqrt32(a: f32, rnd: Rnd) -> f32 {
@@ -363,7 +364,8 @@ pub fn sqrt32(a: f32, rnd: Rnd) -> f32 {
 /// PTX's min and max: a NaN operand gives the other one; -0 is below +0.
 pub fn min64(a: f64, b: f64) -> f64 {
     match (a.is_nan(), b.is_nan()) {
-        (true, true) => f64::from_bits(NAN64),
+        // Both NaN: the second, quieted (an H100's fmax and fmin, the differential test).
+        (true, true) => f64::from_bits(b.to_bits() | (1 << 51)),
         (true, false) => b,
         (false, true) => a,
         _ if a == b => {
@@ -379,7 +381,7 @@ pub fn min64(a: f64, b: f64) -> f64 {
 
 pub fn max64(a: f64, b: f64) -> f64 {
     match (a.is_nan(), b.is_nan()) {
-        (true, true) => f64::from_bits(NAN64),
+        (true, true) => f64::from_bits(b.to_bits() | (1 << 51)),
         (true, false) => b,
         (false, true) => a,
         _ if a == b => {

@@ -171,6 +171,10 @@ pub enum FloatOp {
     Sub,
     Mul,
     Fma,
+    /// `a * b - c` and `c - a * b`, rounded once: a multiply and a subtraction that ptxas
+    /// fuses where PTX leaves it free to ([`crate::load`]'s contraction).
+    FmaSub,
+    FmaRev,
     Div,
     Abs,
     Neg,

@@ -622,6 +622,8 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
         f.retval = Some((at, size));
     }
     let mut code: Vec<Inst> = Vec::new();
+    // Which instructions name no rounding: a multiply and an add ptxas may fuse.
+    let mut loose: Vec<bool> = Vec::new();
     let mut labels: HashMap<String, u32> = HashMap::new();
     let mut fixups: Vec<(usize, String)> = Vec::new();
     let mut c = Cursor {
@@ -735,6 +737,7 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
         let op = decode(&mut d, &word, &operands, |label| {
             fixups.push((index, label.to_string()));
         })?;
+        loose.push(loose_rounding(&word));
         if matches!(op, Op::Bar) {
             f.barriers = true;
         }
@@ -752,6 +755,7 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
             *t = target;
         }
     }
+    contract(&mut code, &loose, &labels, start);
     // A function that runs off its end returns.
     code.push(Inst {
         guard: None,
@@ -766,6 +770,183 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
     module.code.extend(code);
     f.end = module.code.len() as u32;
     Ok(f)
+}
+
+/// Whether `opcode` is an f32 or f64 multiply, add or subtract that names no rounding: PTX
+/// leaves ptxas free to fuse such a multiply into the add that uses it.
+fn loose_rounding(opcode: &str) -> bool {
+    let parts: Vec<&str> = opcode.split('.').collect();
+    matches!(parts[0], "mul" | "add" | "sub")
+        && parts.iter().any(|p| matches!(*p, "f32" | "f64"))
+        && !parts
+            .iter()
+            .any(|p| matches!(*p, "rn" | "rz" | "rm" | "rp"))
+}
+
+/// Fuse as ptxas does (seen on an H100 by the differential test): a loose multiply whose
+/// result is read once, by a loose add or subtract of the same type later in its block, with
+/// its operands unchanged in between, becomes one fused multiply-add there. lab03's loop
+/// keeps its multiplies: their results are read twice.
+fn contract(code: &mut [Inst], loose: &[bool], labels: &HashMap<String, u32>, start: u32) {
+    let targets: std::collections::HashSet<usize> =
+        labels.values().map(|&t| (t - start) as usize).collect();
+    let mut reads: HashMap<Reg, usize> = HashMap::new();
+    for inst in code.iter() {
+        for r in reads_of(&inst.op) {
+            *reads.entry(r).or_insert(0) += 1;
+        }
+        if let Some((p, _)) = inst.guard {
+            *reads.entry(p).or_insert(0) += 1;
+        }
+    }
+    for i in 0..code.len() {
+        let Op::Float {
+            op: FloatOp::Mul,
+            ty,
+            d: m,
+            a: x,
+            b: y,
+            ..
+        } = code[i].op.clone()
+        else {
+            continue;
+        };
+        if !loose[i] || code[i].guard.is_some() || reads.get(&m) != Some(&1) {
+            continue;
+        }
+        for j in i + 1..code.len() {
+            if targets.contains(&j)
+                || matches!(
+                    code[j].op,
+                    Op::Bra { .. } | Op::Call { .. } | Op::Ret | Op::Exit
+                )
+            {
+                break;
+            }
+            if !reads_of(&code[j].op).contains(&m) {
+                if writes_of(&code[j].op)
+                    .iter()
+                    .any(|w| Src::R(*w) == x || Src::R(*w) == y || *w == m)
+                {
+                    break;
+                }
+                continue;
+            }
+            if let Op::Float {
+                op: add @ (FloatOp::Add | FloatOp::Sub),
+                ty: t2,
+                rnd,
+                ftz,
+                sat,
+                d,
+                a,
+                b,
+                ..
+            } = code[j].op.clone()
+            {
+                if loose[j]
+                    && t2 == ty
+                    && code[j].guard.is_none()
+                    && (a == Src::R(m)) != (b == Src::R(m))
+                {
+                    let (fused, c) = match (add, a == Src::R(m)) {
+                        (FloatOp::Add, true) => (FloatOp::Fma, b),
+                        (FloatOp::Add, false) => (FloatOp::Fma, a),
+                        (_, true) => (FloatOp::FmaSub, b),
+                        (_, false) => (FloatOp::FmaRev, a),
+                    };
+                    code[j].op = Op::Float {
+                        op: fused,
+                        ty,
+                        rnd,
+                        ftz,
+                        sat,
+                        d,
+                        a: x,
+                        b: y,
+                        c,
+                    };
+                }
+            }
+            break;
+        }
+    }
+}
+
+/// The registers an instruction reads.
+fn reads_of(op: &Op) -> Vec<Reg> {
+    let mut out = Vec::new();
+    let mut src = |s: &Src| {
+        if let Src::R(r) = s {
+            out.push(*r);
+        }
+    };
+    match op {
+        Op::Mov { a, .. } | Op::Unpack { a, .. } | Op::Cvt { a, .. } | Op::Cvta { a, .. } => src(a),
+        Op::Pack { parts, .. } => parts.iter().for_each(&mut src),
+        Op::Int { a, b, c, .. } | Op::Float { a, b, c, .. } => {
+            [a, b, c].into_iter().for_each(&mut src)
+        }
+        Op::Setp { a, b, comb, .. } => {
+            src(a);
+            src(b);
+            if let Some((_, p, _)) = comb {
+                src(p);
+            }
+        }
+        Op::Selp { a, b, p, .. } => [a, b, p].into_iter().for_each(&mut src),
+        Op::PredLogic { a, b, .. } => [&a.0, &b.0].into_iter().for_each(&mut src),
+        Op::Ld { addr, .. } => {
+            if let Addr::Reg(r, _) = addr {
+                out.push(*r);
+            }
+        }
+        Op::St { srcs, addr, .. } => {
+            srcs.iter().for_each(&mut src);
+            if let Addr::Reg(r, _) = addr {
+                out.push(*r);
+            }
+        }
+        Op::Atom { addr, b, c, .. } => {
+            src(b);
+            src(c);
+            if let Addr::Reg(r, _) = addr {
+                out.push(*r);
+            }
+        }
+        Op::WarpSync { mask } => src(mask),
+        Op::Shfl { a, b, c, mask, .. } => [a, b, c, mask].into_iter().for_each(&mut src),
+        Op::Vote { a, mask, .. } => [a, mask].into_iter().for_each(&mut src),
+        Op::Call {
+            target: CallTarget::Indirect(s),
+            ..
+        } => src(s),
+        _ => {}
+    }
+    out
+}
+
+/// The registers an instruction writes.
+fn writes_of(op: &Op) -> Vec<Reg> {
+    match op {
+        Op::Mov { d, .. }
+        | Op::Special { d, .. }
+        | Op::LocalAddr { d, .. }
+        | Op::Pack { d, .. }
+        | Op::Int { d, .. }
+        | Op::Float { d, .. }
+        | Op::Selp { d, .. }
+        | Op::PredLogic { d, .. }
+        | Op::Cvt { d, .. }
+        | Op::Cvta { d, .. }
+        | Op::Vote { d, .. }
+        | Op::Activemask { d } => vec![*d],
+        Op::Setp { d, d2, .. } => std::iter::once(*d).chain(*d2).collect(),
+        Op::Shfl { d, p, .. } => std::iter::once(*d).chain(*p).collect(),
+        Op::Unpack { ds, .. } | Op::Ld { ds, .. } => ds.iter().flatten().copied().collect(),
+        Op::Atom { d, .. } => d.iter().copied().collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn operand(c: &mut Cursor) -> LoadResult<Operand> {

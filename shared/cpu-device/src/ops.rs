@@ -358,11 +358,34 @@ pub fn float_op(
 ) -> u64 {
     if ty == Ty::F64 {
         let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
+        // NaNs, as an H100 gives them (the differential test): an operand NaN comes out
+        // quieted, a directed-rounding operation's from its last NaN operand, and negation and
+        // absolute value leave a NaN as it is.
+        let nan = [x, y, z]
+            .iter()
+            .take(arity(op))
+            .rev()
+            .find(|v| v.is_nan())
+            .copied();
         let r = match op {
+            FloatOp::Abs | FloatOp::Neg if x.is_nan() => return quiet64(a),
+            FloatOp::Add
+            | FloatOp::Sub
+            | FloatOp::Mul
+            | FloatOp::Fma
+            | FloatOp::FmaSub
+            | FloatOp::FmaRev
+            | FloatOp::Div
+                if rnd != Rnd::N && nan.is_some() =>
+            {
+                return quiet64(nan.map_or(0, f64::to_bits))
+            }
             FloatOp::Add => add64(x, y, rnd),
-            FloatOp::Sub => add64(x, -y, rnd),
+            FloatOp::Sub => sub64(x, y, rnd),
             FloatOp::Mul => mul64(x, y, rnd),
             FloatOp::Fma => fma64(x, y, z, rnd),
+            FloatOp::FmaSub => fma64(x, y, -z, rnd),
+            FloatOp::FmaRev => fma64(-x, y, z, rnd),
             FloatOp::Div => div64(x, y, rnd),
             FloatOp::Sqrt => sqrt64(x, rnd),
             FloatOp::Rcp => div64(1.0, x, rnd),
@@ -377,29 +400,79 @@ pub fn float_op(
         let r = if sat { saturate64(r) } else { r };
         return r.to_bits();
     }
-    let (x, y, z) = (f32_in(a, ftz), f32_in(b, ftz), f32_in(c, ftz));
+    // `.ftz` flushes where the H100's own instruction does (add, subtract, multiply and
+    // fused multiply-add rounded to nearest); its directed-rounding operations, division,
+    // reciprocal, square root, min, max, negation and absolute value keep subnormals
+    // (measured by the differential test).
+    let flushes = ftz
+        && rnd == Rnd::N
+        && matches!(
+            op,
+            FloatOp::Add
+                | FloatOp::Sub
+                | FloatOp::Mul
+                | FloatOp::Fma
+                | FloatOp::FmaSub
+                | FloatOp::FmaRev
+        );
+    let (x, y, z) = (f32_in(a, flushes), f32_in(b, flushes), f32_in(c, flushes));
     let r = match op {
         FloatOp::Add => add32(x, y, rnd),
         FloatOp::Sub => add32(x, -y, rnd),
         FloatOp::Mul => mul32(x, y, rnd),
         FloatOp::Fma => fma32(x, y, z, rnd),
+        FloatOp::FmaSub => fma32(x, y, -z, rnd),
+        FloatOp::FmaRev => fma32(-x, y, z, rnd),
         FloatOp::Div => div32(x, y, rnd),
         FloatOp::Sqrt => sqrt32(x, rnd),
         FloatOp::Rcp => div32(1.0, x, rnd),
-        FloatOp::Abs => return u64::from(x.to_bits() & 0x7fff_ffff),
-        FloatOp::Neg => return u64::from(x.to_bits() ^ 0x8000_0000),
+        FloatOp::Abs if !x.is_nan() => return u64::from(x.to_bits() & 0x7fff_ffff),
+        FloatOp::Neg if !x.is_nan() => return u64::from(x.to_bits() ^ 0x8000_0000),
+        FloatOp::Abs | FloatOp::Neg => f32::NAN,
         FloatOp::Min => min64(f64::from(x), f64::from(y)) as f32,
         FloatOp::Max => max64(f64::from(x), f64::from(y)) as f32,
         FloatOp::Copysign => return u64::from((b as u32 & 0x7fff_ffff) | (a as u32 & 0x8000_0000)),
         FloatOp::RcpApprox | FloatOp::RsqrtApprox => f32::NAN,
     };
-    let r = if ftz { ftz32(r) } else { r };
+    let r = if flushes { ftz32(r) } else { r };
     let r = if sat {
         saturate64(f64::from(r)) as f32
     } else {
         r
     };
     u64::from(canonical32(r).to_bits())
+}
+
+/// How many operands `op` reads.
+fn arity(op: FloatOp) -> usize {
+    match op {
+        FloatOp::Fma | FloatOp::FmaSub | FloatOp::FmaRev => 3,
+        FloatOp::Abs
+        | FloatOp::Neg
+        | FloatOp::Sqrt
+        | FloatOp::Rcp
+        | FloatOp::RcpApprox
+        | FloatOp::RsqrtApprox => 1,
+        _ => 2,
+    }
+}
+
+/// `bits`, a NaN made quiet (its payload kept), or any other value as it is.
+pub fn quiet64(bits: u64) -> u64 {
+    if f64::from_bits(bits).is_nan() {
+        bits | (1 << 51)
+    } else {
+        bits
+    }
+}
+
+/// `x - y`: with a NaN among them, the host's own subtraction, which keeps its sign.
+fn sub64(x: f64, y: f64, rnd: Rnd) -> f64 {
+    if x.is_nan() || y.is_nan() {
+        x - y
+    } else {
+        add64(x, -y, rnd)
+    }
 }
 
 /// `.sat`: clamp to [0, 1], NaN to 0.
@@ -524,13 +597,15 @@ pub fn convert(
             }
         }
         (true, false) => {
+            // `.ftz` changes nothing in a conversion on an H100 (the differential test).
             let x = if sty == Ty::F64 {
                 f64::from_bits(v)
             } else {
-                f64::from(f32_in(v, ftz))
+                f64::from(f32::from_bits(v as u32))
             };
             if x.is_nan() {
-                return 0;
+                // What an H100 gives for a NaN, signed or unsigned: the top bit alone.
+                return (1u64 << (dty.bits() - 1)) & dm;
             }
             let r = round_integral(x, int_rnd.unwrap_or(Rnd::Z));
             let (lo, hi) = int_range(dty);
@@ -565,7 +640,8 @@ pub fn convert(
         (true, true) => {
             let out = match (sty, dty) {
                 (Ty::F32, Ty::F64) => {
-                    let x = f64::from(f32_in(v, ftz));
+                    // No flush: `(double)f` of a subnormal keeps it on an H100.
+                    let x = f64::from(f32::from_bits(v as u32));
                     let x = match int_rnd {
                         Some(r) => round_integral(x, r),
                         None => x,
@@ -584,7 +660,7 @@ pub fn convert(
                     } else {
                         r
                     };
-                    u64::from(canonical32(r).to_bits())
+                    u64::from(r.to_bits())
                 }
                 (Ty::F64, _) => {
                     let x = f64::from_bits(v);
@@ -593,7 +669,7 @@ pub fn convert(
                         None => x,
                     };
                     let x = if sat { saturate64(x) } else { x };
-                    x.to_bits()
+                    quiet64(x.to_bits())
                 }
                 _ => {
                     let x = f32_in(v, ftz);
