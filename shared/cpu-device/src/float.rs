@@ -334,7 +334,7 @@ pub fn fma32(a: f32, b: f32, c: f32, rnd: Rnd) -> f32 {
 
 pub fn div32(a: f32, b: f32, rnd: Rnd) -> f32 {
     let q = a / b;
-    if rnd == Rnd::N || !q.is_finite() || a == 0.0 || b.is_infinite() {
+    if rnd == Rnd::N || q.is_nan() || !a.is_finite() || a == 0.0 || b == 0.0 || b.is_infinite() {
         return q;
     }
     // The quotient in f64 (f32 operands: no underflow there), and the side of it the exact
@@ -364,8 +364,8 @@ pub fn sqrt32(a: f32, rnd: Rnd) -> f32 {
 /// PTX's min and max: a NaN operand gives the other one; -0 is below +0.
 pub fn min64(a: f64, b: f64) -> f64 {
     match (a.is_nan(), b.is_nan()) {
-        // Both NaN: the second, quieted (an H100's fmax and fmin, the differential test).
-        (true, true) => f64::from_bits(b.to_bits() | (1 << 51)),
+        // Both NaN: the first, quieted (an H100's fmax and fmin, the differential test).
+        (true, true) => f64::from_bits(a.to_bits() | (1 << 51)),
         (true, false) => b,
         (false, true) => a,
         _ if a == b => {
@@ -381,7 +381,7 @@ pub fn min64(a: f64, b: f64) -> f64 {
 
 pub fn max64(a: f64, b: f64) -> f64 {
     match (a.is_nan(), b.is_nan()) {
-        (true, true) => f64::from_bits(b.to_bits() | (1 << 51)),
+        (true, true) => f64::from_bits(a.to_bits() | (1 << 51)),
         (true, false) => b,
         (false, true) => a,
         _ if a == b => {
@@ -433,7 +433,10 @@ fn inflate(deflated: &[u8], len: usize) -> Vec<u32> {
 }
 
 pub fn rsqrt_approx(x: f64) -> f64 {
-    let bits = x.to_bits();
+    // The instruction reads the high word alone: a NaN whose payload is all in the low word
+    // is an infinity to it (an H100 gives 0 for 0x7ff0000000000001).
+    let bits = x.to_bits() & !0xffff_ffff;
+    let x = f64::from_bits(bits);
     let exponent = ((bits >> 52) & 0x7ff) as i64;
     let negative = bits >> 63 == 1;
     if x.is_nan() {
@@ -460,7 +463,9 @@ pub fn rsqrt_approx(x: f64) -> f64 {
 }
 
 pub fn rcp_approx(x: f64) -> f64 {
-    let bits = x.to_bits();
+    // The high word alone, as in `rsqrt_approx`.
+    let bits = x.to_bits() & !0xffff_ffff;
+    let x = f64::from_bits(bits);
     let exponent = ((bits >> 52) & 0x7ff) as i64;
     let sign = bits & (1 << 63);
     if x.is_nan() {

@@ -359,14 +359,14 @@ pub fn float_op(
     if ty == Ty::F64 {
         let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
         // NaNs, as an H100 gives them (the differential test): an operand NaN comes out
-        // quieted, a directed-rounding operation's from its last NaN operand, and negation and
-        // absolute value leave a NaN as it is.
-        let nan = [x, y, z]
-            .iter()
-            .take(arity(op))
-            .rev()
-            .find(|v| v.is_nan())
-            .copied();
+        // quieted, a directed-rounding operation's from its last NaN operand (a division's
+        // from its first), and negation and absolute value leave a NaN as it is.
+        let operands = &[x, y, z][..arity(op)];
+        let nan = if op == FloatOp::Div {
+            operands.iter().find(|v| v.is_nan()).copied()
+        } else {
+            operands.iter().rev().find(|v| v.is_nan()).copied()
+        };
         let r = match op {
             FloatOp::Abs | FloatOp::Neg if x.is_nan() => return quiet64(a),
             FloatOp::Add
@@ -384,6 +384,10 @@ pub fn float_op(
             FloatOp::Sub => sub64(x, y, rnd),
             FloatOp::Mul => mul64(x, y, rnd),
             FloatOp::Fma => fma64(x, y, z, rnd),
+            // The negated operand's NaN keeps its sign: it is subtracted, not negated.
+            FloatOp::FmaSub | FloatOp::FmaRev if nan.is_some() => {
+                return quiet64(nan.map_or(0, f64::to_bits))
+            }
             FloatOp::FmaSub => fma64(x, y, -z, rnd),
             FloatOp::FmaRev => fma64(-x, y, z, rnd),
             FloatOp::Div => div64(x, y, rnd),
@@ -400,22 +404,7 @@ pub fn float_op(
         let r = if sat { saturate64(r) } else { r };
         return r.to_bits();
     }
-    // `.ftz` flushes where the H100's own instruction does (add, subtract, multiply and
-    // fused multiply-add rounded to nearest); its directed-rounding operations, division,
-    // reciprocal, square root, min, max, negation and absolute value keep subnormals
-    // (measured by the differential test).
-    let flushes = ftz
-        && rnd == Rnd::N
-        && matches!(
-            op,
-            FloatOp::Add
-                | FloatOp::Sub
-                | FloatOp::Mul
-                | FloatOp::Fma
-                | FloatOp::FmaSub
-                | FloatOp::FmaRev
-        );
-    let (x, y, z) = (f32_in(a, flushes), f32_in(b, flushes), f32_in(c, flushes));
+    let (x, y, z) = (f32_in(a, ftz), f32_in(b, ftz), f32_in(c, ftz));
     let r = match op {
         FloatOp::Add => add32(x, y, rnd),
         FloatOp::Sub => add32(x, -y, rnd),
@@ -434,7 +423,7 @@ pub fn float_op(
         FloatOp::Copysign => return u64::from((b as u32 & 0x7fff_ffff) | (a as u32 & 0x8000_0000)),
         FloatOp::RcpApprox | FloatOp::RsqrtApprox => f32::NAN,
     };
-    let r = if flushes { ftz32(r) } else { r };
+    let r = if ftz { ftz32(r) } else { r };
     let r = if sat {
         saturate64(f64::from(r)) as f32
     } else {
@@ -604,8 +593,13 @@ pub fn convert(
                 f64::from(f32::from_bits(v as u32))
             };
             if x.is_nan() {
-                // What an H100 gives for a NaN, signed or unsigned: the top bit alone.
-                return (1u64 << (dty.bits() - 1)) & dm;
+                // What an H100 gives for a NaN, signed or unsigned: from a double, the top
+                // bit alone; from a float, zero.
+                return if sty == Ty::F64 {
+                    (1u64 << (dty.bits() - 1)) & dm
+                } else {
+                    0
+                };
             }
             let r = round_integral(x, int_rnd.unwrap_or(Rnd::Z));
             let (lo, hi) = int_range(dty);
