@@ -33,6 +33,11 @@ pub fn find() -> Result<Nvrtc, String> {
     if folder.join("libnvrtc.so.12").is_file() {
         return Ok(Nvrtc::Folder(folder));
     }
+    // A folder on the loader's path: named, so that a sandboxed lab can be given it too.
+    let path = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();
+    if let Some(dir) = std::env::split_paths(&path).find(|d| d.join("libnvrtc.so.12").is_file()) {
+        return Ok(Nvrtc::Folder(dir));
+    }
     if shared::nvrtc::is_present() {
         return Ok(Nvrtc::System);
     }

@@ -442,10 +442,13 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
         let _ = fs::remove_dir_all(&submission);
         let _ = fs::remove_dir_all(root.join("results"));
         copy_dir(folder, &submission);
+        // Without NVRTC (`setup.sh build` skips its install), as the class above runs with
+        // --no-cpu-device: the GPU checks are listed, not run on the CPU device, both ways.
         let output = succeed(
             autograder_command(&source.join("run_autograder"))
                 .env("AUTOGRADER_ROOT", &root)
                 .env("CARGO_TARGET_DIR", target_dir())
+                .env_remove("LD_LIBRARY_PATH")
                 .stdin(Stdio::null()),
             "run_autograder",
         );
@@ -594,11 +597,26 @@ fn the_classroom_workflow_passes_the_solution_and_fails_the_hand_out() {
                 .arg(&target),
             "copying the release dependencies",
         );
+        // The workflow's own set-up step first (NVRTC from pip, the CPU device built), as
+        // the runner runs it before the checks.
+        let setup = steps
+            .iter()
+            .find_map(|s| s["run"].as_str())
+            .expect("the set-up step");
+        succeed(
+            Command::new("bash")
+                .args(["-euo", "pipefail", "-c", setup])
+                .current_dir(dir)
+                .env("CARGO_TARGET_DIR", &target)
+                .env("RUNNER_TEMP", scratch.path()),
+            "the workflow's set-up step",
+        );
         for (id, command) in &graders {
             let output = Command::new("sh")
                 .args(["-c", command])
                 .current_dir(dir)
                 .env("CARGO_TARGET_DIR", &target)
+                .env("LD_LIBRARY_PATH", dir.join(".nvrtc/nvidia/cuda_nvrtc/lib"))
                 .output()
                 .expect("sh runs");
             assert_eq!(

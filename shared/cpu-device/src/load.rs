@@ -904,11 +904,10 @@ fn reads_of(op: &Op) -> Vec<Reg> {
         }
         Op::Selp { a, b, p, .. } => [a, b, p].into_iter().for_each(&mut src),
         Op::PredLogic { a, b, .. } => [&a.0, &b.0].into_iter().for_each(&mut src),
-        Op::Ld { addr, .. } => {
-            if let Addr::Reg(r, _) = addr {
-                out.push(*r);
-            }
-        }
+        Op::Ld {
+            addr: Addr::Reg(r, _),
+            ..
+        } => out.push(*r),
         Op::St { srcs, addr, .. } => {
             srcs.iter().for_each(&mut src);
             if let Addr::Reg(r, _) = addr {

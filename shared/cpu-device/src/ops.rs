@@ -593,12 +593,12 @@ pub fn convert(
                 f64::from(f32::from_bits(v as u32))
             };
             if x.is_nan() {
-                // What an H100 gives for a NaN, signed or unsigned: from a double, the top
-                // bit alone; from a float, zero.
-                return if sty == Ty::F64 {
-                    (1u64 << (dty.bits() - 1)) & dm
-                } else {
+                // What an H100 gives for a NaN, signed or unsigned: the top bit alone, but
+                // zero from a float to 32 bits.
+                return if sty == Ty::F32 && dty.bits() == 32 {
                     0
+                } else {
+                    (1u64 << (dty.bits() - 1)) & dm
                 };
             }
             let r = round_integral(x, int_rnd.unwrap_or(Rnd::Z));
