@@ -168,8 +168,10 @@ fn rejects_block_shapes_over_the_thread_limit() {
 fn a_grid_taller_than_65535_blocks_is_one_line_and_exit_1() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut command = assert_cmd::Command::cargo_bin("lab04").expect("lab04 is built");
+    // 65536 rows (the tallest image; every row computed, none mirrored) in blocks one row
+    // tall: 65536 blocks.
     command
-        .args(["16", "200000", "--block", "32x1", "-o"])
+        .args(["16", "65536", "--block", "32x1", "--no-mirror-rows", "-o"])
         .arg(dir.path().join("x.ppm"));
     let message = assert_fails_cleanly(&mut command, "lab04", dir.path());
     assert!(message.contains("at most 65535 blocks tall"), "{message}");
