@@ -385,8 +385,3 @@ fn find_cpu_device() -> Result<PathBuf> {
         ))
     })
 }
-
-/// Whether the CPU device is the one in use (`--emulate`).
-pub fn emulated() -> bool {
-    EMULATED.load(Ordering::Relaxed)
-}

@@ -394,34 +394,31 @@ impl<'a> Worker<'a> {
                 op,
                 ty,
                 rnd,
-                ftz,
                 sat,
                 d,
                 a,
                 b,
                 c,
-            } => float_lanes(w, exec, *op, *ty, *rnd, *ftz, *sat, *d, *a, *b, *c),
+            } => float_lanes(w, exec, *op, *ty, *rnd, *sat, *d, *a, *b, *c),
             Op::Setp {
                 cmp,
                 ty,
-                ftz,
                 d,
                 d2: None,
                 a,
                 b,
                 comb: None,
-            } => setp_lanes(w, exec, *cmp, *ty, *ftz, *d, *a, *b),
+            } => setp_lanes(w, exec, *cmp, *ty, *d, *a, *b),
             Op::Setp {
                 cmp,
                 ty,
-                ftz,
                 d,
                 d2,
                 a,
                 b,
                 comb,
             } => each!(|l| {
-                let mut t = compare(*cmp, *ty, *ftz, w.get(*a, l), w.get(*b, l));
+                let mut t = compare(*cmp, *ty, w.get(*a, l), w.get(*b, l));
                 let mut f = !t;
                 if let Some((op, p, neg)) = comb {
                     let q = (w.get(*p, l) != 0) != *neg;
@@ -468,15 +465,12 @@ impl<'a> Worker<'a> {
                 sty,
                 rnd,
                 int_rnd,
-                ftz,
                 sat,
                 d,
                 a,
             } => {
-                let (dty, sty, rnd, int_rnd, ftz, sat) = (*dty, *sty, *rnd, *int_rnd, *ftz, *sat);
-                w.map1(exec, *d, *a, |x| {
-                    convert(dty, sty, rnd, int_rnd, ftz, sat, x)
-                });
+                let (dty, sty, rnd, int_rnd, sat) = (*dty, *sty, *rnd, *int_rnd, *sat);
+                w.map1(exec, *d, *a, |x| convert(dty, sty, rnd, int_rnd, sat, x));
             }
             Op::Special { d, s } => each!(|l| {
                 let v = self.special(w, l, *s);
@@ -1372,14 +1366,13 @@ fn float_lanes(
     op: FloatOp,
     ty: Ty,
     rnd: Rnd,
-    ftz: bool,
     sat: bool,
     d: Reg,
     a: Src,
     b: Src,
     c: Src,
 ) {
-    let plain = rnd == Rnd::N && !ftz && !sat;
+    let plain = rnd == Rnd::N && !sat;
     match (ty, op, plain) {
         (Ty::F64, FloatOp::Add, true) => {
             w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) + f64_of(y)))
@@ -1421,14 +1414,14 @@ fn float_lanes(
             bits32(f32_of(x).mul_add(f32_of(y), f32_of(z)))
         }),
         _ => w.map3(exec, d, a, b, c, |x, y, z| {
-            float_op(op, ty, rnd, ftz, sat, x, y, z)
+            float_op(op, ty, rnd, sat, x, y, z)
         }),
     }
 }
 
 /// Comparisons into a predicate, the common ones as tight loops of their own.
 #[allow(clippy::too_many_arguments)]
-fn setp_lanes(w: &mut Warp, exec: u32, cmp: Cmp, ty: Ty, ftz: bool, d: Reg, a: Src, b: Src) {
+fn setp_lanes(w: &mut Warp, exec: u32, cmp: Cmp, ty: Ty, d: Reg, a: Src, b: Src) {
     let m = type_mask(ty);
     match (ty, cmp) {
         (Ty::F64, Cmp::Lt) => w.map2(exec, d, a, b, |x, y| u64::from(f64_of(x) < f64_of(y))),
@@ -1439,6 +1432,6 @@ fn setp_lanes(w: &mut Warp, exec: u32, cmp: Cmp, ty: Ty, ftz: bool, d: Reg, a: S
             w.map2(exec, d, a, b, |x, y| u64::from(x & m < y & m))
         }
         (_, Cmp::Eq) if !ty.float() => w.map2(exec, d, a, b, |x, y| u64::from(x & m == y & m)),
-        _ => w.map2(exec, d, a, b, |x, y| u64::from(compare(cmp, ty, ftz, x, y))),
+        _ => w.map2(exec, d, a, b, |x, y| u64::from(compare(cmp, ty, x, y))),
     }
 }

@@ -292,7 +292,6 @@ pub enum Op {
         op: FloatOp,
         ty: Ty,
         rnd: Rnd,
-        ftz: bool,
         sat: bool,
         d: Reg,
         a: Src,
@@ -302,7 +301,6 @@ pub enum Op {
     Setp {
         cmp: Cmp,
         ty: Ty,
-        ftz: bool,
         d: Reg,
         d2: Option<Reg>,
         a: Src,
@@ -328,7 +326,6 @@ pub enum Op {
         sty: Ty,
         rnd: Option<Rnd>,
         int_rnd: Option<Rnd>,
-        ftz: bool,
         sat: bool,
         d: Reg,
         a: Src,

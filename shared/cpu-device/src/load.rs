@@ -772,14 +772,6 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
     Ok(f)
 }
 
-/// Whether an instruction's `.ftz` flushes: never. An H100 keeps subnormals in every
-/// instruction the differential test reaches with `.ftz` (add, multiply, fused multiply-add,
-/// division, reciprocal, square root, min, max, compare, conversions, in every rounding
-/// mode), so the modifier is read and changes nothing.
-fn flushes(_mods: &[&str]) -> bool {
-    false
-}
-
 /// Whether `opcode` is an f32 or f64 multiply, add or subtract that names no rounding: PTX
 /// leaves ptxas free to fuse such a multiply into the add that uses it.
 fn loose_rounding(opcode: &str) -> bool {
@@ -844,7 +836,6 @@ fn contract(code: &mut [Inst], loose: &[bool], labels: &HashMap<String, u32>, st
                 op: add @ (FloatOp::Add | FloatOp::Sub),
                 ty: t2,
                 rnd,
-                ftz,
                 sat,
                 d,
                 a,
@@ -867,7 +858,6 @@ fn contract(code: &mut [Inst], loose: &[bool], labels: &HashMap<String, u32>, st
                         op: fused,
                         ty,
                         rnd,
-                        ftz,
                         sat,
                         d,
                         a: x,
@@ -1403,6 +1393,9 @@ fn decode(
                     rnd = Some(r);
                 } else if let Some(r) = int_rounding(m) {
                     int_rnd = Some(r);
+                // `.ftz` is accepted and changes nothing: an H100 keeps subnormals in every
+                // instruction the differential test reaches with it (conversions, add,
+                // multiply, fma, division, square root, min, max, compare, every rounding).
                 } else if !matches!(*m, "ftz" | "sat") && Ty::parse(m).is_none() {
                     return Err(d.unknown(opcode));
                 }
@@ -1415,7 +1408,6 @@ fn decode(
                 sty,
                 rnd,
                 int_rnd,
-                ftz: flushes(mods),
                 sat: has("sat"),
                 d: d.reg(&ops[0])?,
                 a: d.src(&ops[1], sty)?,
@@ -1454,7 +1446,6 @@ fn decode(
             Op::Setp {
                 cmp,
                 ty,
-                ftz: flushes(mods),
                 d: dst,
                 d2,
                 a: d.src(&ops[1], ty)?,
@@ -1773,7 +1764,6 @@ fn arithmetic(
             op,
             ty,
             rnd,
-            ftz: flushes(mods),
             sat: has("sat"),
             d: d.reg(&ops[0])?,
             a: src(d, 1, ty)?,

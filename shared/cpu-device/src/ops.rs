@@ -336,26 +336,13 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
     }
 }
 
-pub fn f32_in(v: u64, ftz: bool) -> f32 {
-    let x = f32::from_bits(v as u32);
-    if ftz {
-        ftz32(x)
-    } else {
-        x
-    }
+/// An f32 register's value.
+pub fn f32_of(v: u64) -> f32 {
+    f32::from_bits(v as u32)
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn float_op(
-    op: FloatOp,
-    ty: Ty,
-    rnd: Rnd,
-    ftz: bool,
-    sat: bool,
-    a: u64,
-    b: u64,
-    c: u64,
-) -> u64 {
+pub fn float_op(op: FloatOp, ty: Ty, rnd: Rnd, sat: bool, a: u64, b: u64, c: u64) -> u64 {
     if ty == Ty::F64 {
         let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
         // NaNs, as an H100 gives them (the differential test): an operand NaN comes out
@@ -404,7 +391,7 @@ pub fn float_op(
         let r = if sat { saturate64(r) } else { r };
         return r.to_bits();
     }
-    let (x, y, z) = (f32_in(a, ftz), f32_in(b, ftz), f32_in(c, ftz));
+    let (x, y, z) = (f32_of(a), f32_of(b), f32_of(c));
     let r = match op {
         FloatOp::Add => add32(x, y, rnd),
         FloatOp::Sub => add32(x, -y, rnd),
@@ -423,7 +410,6 @@ pub fn float_op(
         FloatOp::Copysign => return u64::from((b as u32 & 0x7fff_ffff) | (a as u32 & 0x8000_0000)),
         FloatOp::RcpApprox | FloatOp::RsqrtApprox => f32::NAN,
     };
-    let r = if ftz { ftz32(r) } else { r };
     let r = if sat {
         saturate64(f64::from(r)) as f32
     } else {
@@ -473,12 +459,12 @@ pub fn saturate64(x: f64) -> f64 {
     }
 }
 
-pub fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
+pub fn compare(cmp: Cmp, ty: Ty, a: u64, b: u64) -> bool {
     if ty.float() {
         let (x, y) = if ty == Ty::F64 {
             (f64::from_bits(a), f64::from_bits(b))
         } else {
-            (f64::from(f32_in(a, ftz)), f64::from(f32_in(b, ftz)))
+            (f64::from(f32_of(a)), f64::from(f32_of(b)))
         };
         let unordered = x.is_nan() || y.is_nan();
         return match cmp {
@@ -561,15 +547,7 @@ pub fn int_range(ty: Ty) -> (i128, i128) {
 
 /// `cvt`, every combination the interpreter accepts.
 #[allow(clippy::too_many_arguments)]
-pub fn convert(
-    dty: Ty,
-    sty: Ty,
-    rnd: Option<Rnd>,
-    int_rnd: Option<Rnd>,
-    ftz: bool,
-    sat: bool,
-    v: u64,
-) -> u64 {
+pub fn convert(dty: Ty, sty: Ty, rnd: Option<Rnd>, int_rnd: Option<Rnd>, sat: bool, v: u64) -> u64 {
     let dm = type_mask(dty);
     match (sty.float(), dty.float()) {
         (false, false) => {
@@ -586,7 +564,6 @@ pub fn convert(
             }
         }
         (true, false) => {
-            // `.ftz` changes nothing in a conversion on an H100 (the differential test).
             let x = if sty == Ty::F64 {
                 f64::from_bits(v)
             } else {
@@ -628,7 +605,7 @@ pub fn convert(
                 let r = x as f64;
                 let e = (x - r as i128) as f64;
                 let out = round32(r, e, rnd);
-                u64::from((if ftz { ftz32(out) } else { out }).to_bits())
+                u64::from(out.to_bits())
             }
         }
         (true, true) => {
@@ -644,9 +621,8 @@ pub fn convert(
                     x.to_bits()
                 }
                 (Ty::F64, Ty::F32) => {
-                    // `.ftz` flushes f32 inputs; an f64 input rounds to a subnormal f32 and
-                    // keeps it (measured on an H100: cvt.rp.ftz.f32.f64 of the smallest
-                    // normal double gives 0x00000001).
+                    // A subnormal result stays (an H100's cvt.rp.ftz.f32.f64 of the
+                    // smallest normal double gives 0x00000001).
                     let x = f64::from_bits(v);
                     let r = round32(x, 0.0, rnd.unwrap_or(Rnd::N));
                     let r = if sat {
@@ -666,12 +642,11 @@ pub fn convert(
                     quiet64(x.to_bits())
                 }
                 _ => {
-                    let x = f32_in(v, ftz);
+                    let x = f32_of(v);
                     let x = match int_rnd {
                         Some(r) => round_integral(f64::from(x), r) as f32,
                         None => x,
                     };
-                    let x = if ftz { ftz32(x) } else { x };
                     let x = if sat {
                         saturate64(f64::from(x)) as f32
                     } else {
