@@ -1374,17 +1374,21 @@ fn float_lanes(
 ) {
     let plain = rnd == Rnd::N && !sat;
     match (ty, op, plain) {
-        (Ty::F64, FloatOp::Add, true) => {
-            w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) + f64_of(y)))
-        }
-        (Ty::F64, FloatOp::Sub, true) => {
-            w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) - f64_of(y)))
-        }
-        (Ty::F64, FloatOp::Mul, true) => {
-            w.map2(exec, d, a, b, |x, y| bits64(f64_of(x) * f64_of(y)))
-        }
+        // A NaN out of these takes the operand the H100 takes (`ops::nan64`), off the path
+        // of every other value.
+        (Ty::F64, FloatOp::Add, true) => w.map2(exec, d, a, b, |x, y| {
+            finite_or_nan(f64_of(x) + f64_of(y), || nan64(&[y, x]))
+        }),
+        (Ty::F64, FloatOp::Sub, true) => w.map2(exec, d, a, b, |x, y| {
+            finite_or_nan(f64_of(x) - f64_of(y), || nan64(&[y, x]))
+        }),
+        (Ty::F64, FloatOp::Mul, true) => w.map2(exec, d, a, b, |x, y| {
+            finite_or_nan(f64_of(x) * f64_of(y), || nan64(&[y, x]))
+        }),
         (Ty::F64, FloatOp::Fma, true) => w.map3(exec, d, a, b, c, |x, y, z| {
-            bits64(f64_of(x).mul_add(f64_of(y), f64_of(z)))
+            finite_or_nan(f64_of(x).mul_add(f64_of(y), f64_of(z)), || {
+                nan64(&[y, z, x])
+            })
         }),
         // A NaN's sign is left as it is (an H100's, the differential test).
         (Ty::F64, FloatOp::Abs, _) => w.map1(exec, d, a, |x| {
@@ -1416,6 +1420,16 @@ fn float_lanes(
         _ => w.map3(exec, d, a, b, c, |x, y, z| {
             float_op(op, ty, rnd, sat, x, y, z)
         }),
+    }
+}
+
+/// `r`'s bits, or where `r` is a NaN, `nan`'s.
+#[inline(always)]
+fn finite_or_nan(r: f64, nan: impl Fn() -> u64) -> u64 {
+    if r.is_nan() {
+        nan()
+    } else {
+        bits64(r)
     }
 }
 

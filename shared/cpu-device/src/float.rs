@@ -170,11 +170,43 @@ pub fn fma64(a: f64, b: f64, c: f64, rnd: Rnd) -> f64 {
             r
         };
     }
+    if a == 0.0 || b == 0.0 {
+        // The exact result is `c`, or a sum of two zeros: -0 when rounding down unless both
+        // are +0 (the hardware's round-to-nearest gave +0 for zeros of opposite signs).
+        let product_positive = a.is_sign_positive() == b.is_sign_positive();
+        return if r == 0.0 && rnd == Rnd::M && !(product_positive && c.is_sign_positive()) {
+            -0.0
+        } else {
+            r
+        };
+    }
+    // The side of `r` is the sign of a*b + c - r, exactly. The product's rounding error is a
+    // double unless the product is tiny; then a*b is taken as (ma * mb) * 2^e with ma, mb in
+    // [0.5, 1), and c - r (a two_sum) is scaled up by 2^-e to meet it; where that
+    // overflows, c - r outweighs the product and alone has the sign.
     let p = a * b;
-    let pe = a.mul_add(b, -p);
-    let (s, se) = two_sum(p, c);
-    let (u, ue) = two_sum(s, -r);
-    direct64(r, exact_sign(&[pe, se, ue, u]), rnd)
+    let side = if p.is_finite() && p.abs() >= ldexp(1.0, -900) {
+        let pe = a.mul_add(b, -p);
+        let (s, se) = two_sum(p, c);
+        let (u, ue) = two_sum(s, -r);
+        exact_sign(&[pe, se, ue, u])
+    } else {
+        let (ma, ea) = frexp(a);
+        let (mb, eb) = frexp(b);
+        let (p, pe) = (ma * mb, ma.mul_add(mb, -(ma * mb)));
+        let (u, ue) = two_sum(c, -r);
+        let scaled = ldexp(u, -(ea + eb));
+        if scaled.is_infinite() {
+            u.signum()
+        } else {
+            exact_sign(&[pe, p, ldexp(ue, -(ea + eb)), scaled])
+        }
+    };
+    if side == 0.0 && r == 0.0 && rnd == Rnd::M {
+        // An exact cancellation rounds to -0 when rounding down.
+        return -0.0;
+    }
+    direct64(r, side, rnd)
 }
 
 pub fn div64(a: f64, b: f64, rnd: Rnd) -> f64 {
@@ -186,15 +218,12 @@ pub fn div64(a: f64, b: f64, rnd: Rnd) -> f64 {
             q
         };
     }
-    // a - q*b, whose sign says which side of `a / b` the quotient is; where `q` is tiny, with
-    // `a` and `b` scaled to [0.5, 1) first (and `q` by their ratio) so that it stays a double.
-    let residual = if q.abs() < 1e-290 {
-        let (ma, ea) = frexp(a);
-        let (mb, eb) = frexp(b);
-        (-ldexp(q, eb - ea)).mul_add(mb, ma)
-    } else {
-        (-q).mul_add(b, a)
-    };
+    // a - q*b, whose sign says which side of `a / b` the quotient is, with `a` and `b`
+    // scaled to [0.5, 1) first (and `q` by their ratio): unscaled, the residual of a
+    // subnormal `a` or `q` is below the smallest double and reads as zero.
+    let (ma, ea) = frexp(a);
+    let (mb, eb) = frexp(b);
+    let residual = (-ldexp(q, eb - ea)).mul_add(mb, ma);
     direct64(
         q,
         residual.signum() * b.signum() * f64::from(u8::from(residual != 0.0)),
@@ -206,6 +235,11 @@ pub fn sqrt64(a: f64, rnd: Rnd) -> f64 {
     let s = a.sqrt();
     if rnd == Rnd::N || !s.is_finite() || s == 0.0 {
         return s;
+    }
+    // Below 2^-900 the residual a - s*s is no double (it read as zero for every subnormal
+    // input): the root of a * 2^200 is the root of `a` times 2^100, exactly.
+    if a < ldexp(1.0, -900) {
+        return ldexp(sqrt64(ldexp(a, 200), rnd), -100);
     }
     let residual = (-s).mul_add(s, a);
     direct64(
@@ -364,8 +398,8 @@ pub fn sqrt32(a: f32, rnd: Rnd) -> f32 {
 /// PTX's min and max: a NaN operand gives the other one; -0 is below +0.
 pub fn min64(a: f64, b: f64) -> f64 {
     match (a.is_nan(), b.is_nan()) {
-        // Both NaN: the first, quieted (an H100's fmax and fmin, the differential test).
-        (true, true) => f64::from_bits(a.to_bits() | (1 << 51)),
+        // Both NaN: the second, quieted (an H100's min.f64 and max.f64).
+        (true, true) => f64::from_bits(b.to_bits() | (1 << 51)),
         (true, false) => b,
         (false, true) => a,
         _ if a == b => {
@@ -381,7 +415,7 @@ pub fn min64(a: f64, b: f64) -> f64 {
 
 pub fn max64(a: f64, b: f64) -> f64 {
     match (a.is_nan(), b.is_nan()) {
-        (true, true) => f64::from_bits(a.to_bits() | (1 << 51)),
+        (true, true) => f64::from_bits(b.to_bits() | (1 << 51)),
         (true, false) => b,
         (false, true) => a,
         _ if a == b => {
@@ -572,5 +606,42 @@ mod tests {
         assert_eq!(round32(s, 1e-30, Rnd::N), 1.0f32.next_up());
         assert_eq!(round32(s, -1e-30, Rnd::N), 1.0);
         assert_eq!(round32(s, 0.0, Rnd::N), 1.0);
+    }
+
+    #[test]
+    fn subnormal_operands_round_as_the_h100_rounds_them() {
+        // Each from the differential test on an H100 (operands, then its result): the
+        // residual of a subnormal's root or quotient is below the smallest double.
+        let d = f64::from_bits;
+        assert_eq!(
+            sqrt64(d(0xf_ffff_ffff_ffff), Rnd::M).to_bits(),
+            0x1fff_ffff_ffff_fffe
+        );
+        assert_eq!(
+            sqrt64(d(0xf_ffff_ffff_ffff), Rnd::Z).to_bits(),
+            0x1fff_ffff_ffff_fffe
+        );
+        assert_eq!(sqrt64(d(0x3f), Rnd::M).to_bits(), 0x1e8f_bfbf_7ebc_755e);
+        assert_eq!(
+            sqrt64(d(0xffff_ffff), Rnd::M).to_bits(),
+            0x1f5f_ffff_ffef_ffff
+        );
+        let (a, b) = (d(0x8000_0000_0000_0001), d(0x380f_ffff_c000_0000));
+        assert_eq!(div64(a, b, Rnd::M).to_bits(), 0x84b0_0000_2000_0041);
+        let (a, b) = (d(0x10_0000_0000_0000), d(0x800a_0000_0000_0001));
+        assert_eq!(div64(a, b, Rnd::M).to_bits(), 0xbff9_9999_9999_9998);
+        // An fma whose exact result cancels rounds down to -0; one whose product underflows
+        // still lands on the right side.
+        assert_eq!(fma64(2.0, 3.0, -6.0, Rnd::M).to_bits(), (-0.0f64).to_bits());
+        assert_eq!(fma64(2.0, 3.0, -6.0, Rnd::Z).to_bits(), 0);
+        assert_eq!(fma64(1e-200, 1e-200, 1.0, Rnd::P), 1.0f64.next_up());
+        assert_eq!(fma64(-1e-200, 1e-200, 1.0, Rnd::Z), 1.0f64.next_down());
+        assert_eq!(fma64(1e-200, 1e-200, 0.0, Rnd::P).to_bits(), 1);
+        // A large product and a tiny addend: the addend alone moves it down.
+        let (a, c) = (
+            f64::from_bits(0x43d2_eb0d_a89b_e521),
+            f64::from_bits(0x8010 << 48),
+        );
+        assert_eq!(fma64(a, 2.0, c, Rnd::M).to_bits(), 0x43e2_eb0d_a89b_e520);
     }
 }

@@ -345,15 +345,21 @@ pub fn f32_of(v: u64) -> f32 {
 pub fn float_op(op: FloatOp, ty: Ty, rnd: Rnd, sat: bool, a: u64, b: u64, c: u64) -> u64 {
     if ty == Ty::F64 {
         let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
-        // NaNs, as an H100 gives them (the differential test): an operand NaN comes out
-        // quieted, a directed-rounding operation's from its last NaN operand (a division's
-        // from its first), and negation and absolute value leave a NaN as it is.
-        let operands = &[x, y, z][..arity(op)];
-        let nan = if op == FloatOp::Div {
-            operands.iter().find(|v| v.is_nan()).copied()
-        } else {
-            operands.iter().rev().find(|v| v.is_nan()).copied()
+        // NaNs, as an H100 gives them (measured on single PTX instructions there): an
+        // operand NaN comes out quieted and unnegated. With several, the H100 takes one SASS
+        // operand position's, and which operand ptxas puts there varies from kernel to
+        // kernel; these are the positions of the single-instruction measurement: `b`'s before
+        // `a`'s, an fma's `b`, `c`, then `a` (a division, a software sequence, takes `a`'s).
+        let nan = match op {
+            FloatOp::Div => [a, b, b],
+            FloatOp::Fma | FloatOp::FmaSub | FloatOp::FmaRev => [b, c, a],
+            _ if arity(op) == 2 => [b, a, a],
+            _ => [a, a, a],
         };
+        let nan = nan
+            .iter()
+            .any(|v| f64::from_bits(*v).is_nan())
+            .then(|| nan64(&nan));
         let r = match op {
             FloatOp::Abs | FloatOp::Neg if x.is_nan() => return quiet64(a),
             FloatOp::Add
@@ -363,18 +369,16 @@ pub fn float_op(op: FloatOp, ty: Ty, rnd: Rnd, sat: bool, a: u64, b: u64, c: u64
             | FloatOp::FmaSub
             | FloatOp::FmaRev
             | FloatOp::Div
-                if rnd != Rnd::N && nan.is_some() =>
+            | FloatOp::Sqrt
+            | FloatOp::Rcp
+                if nan.is_some() =>
             {
-                return quiet64(nan.map_or(0, f64::to_bits))
+                return nan.unwrap_or(NAN64)
             }
             FloatOp::Add => add64(x, y, rnd),
-            FloatOp::Sub => sub64(x, y, rnd),
+            FloatOp::Sub => add64(x, -y, rnd),
             FloatOp::Mul => mul64(x, y, rnd),
             FloatOp::Fma => fma64(x, y, z, rnd),
-            // The negated operand's NaN keeps its sign: it is subtracted, not negated.
-            FloatOp::FmaSub | FloatOp::FmaRev if nan.is_some() => {
-                return quiet64(nan.map_or(0, f64::to_bits))
-            }
             FloatOp::FmaSub => fma64(x, y, -z, rnd),
             FloatOp::FmaRev => fma64(-x, y, z, rnd),
             FloatOp::Div => div64(x, y, rnd),
@@ -432,21 +436,22 @@ fn arity(op: FloatOp) -> usize {
     }
 }
 
+/// The NaN of an f64 operation: the first NaN of `operands`, in the order the H100 takes
+/// them, quieted; with none, the NaN it makes (inf - inf, 0 * inf).
+#[inline]
+pub fn nan64(operands: &[u64]) -> u64 {
+    operands
+        .iter()
+        .find(|v| f64::from_bits(**v).is_nan())
+        .map_or(NAN64, |v| quiet64(*v))
+}
+
 /// `bits`, a NaN made quiet (its payload kept), or any other value as it is.
 pub fn quiet64(bits: u64) -> u64 {
     if f64::from_bits(bits).is_nan() {
         bits | (1 << 51)
     } else {
         bits
-    }
-}
-
-/// `x - y`: with a NaN among them, the host's own subtraction, which keeps its sign.
-fn sub64(x: f64, y: f64, rnd: Rnd) -> f64 {
-    if x.is_nan() || y.is_nan() {
-        x - y
-    } else {
-        add64(x, -y, rnd)
     }
 }
 
@@ -676,5 +681,57 @@ pub fn direct_int64(r: f64, side: f64, rnd: Rnd) -> f64 {
             }
         }
         _ => r,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const Q1: u64 = 0x7ff8_0000_0000_0001;
+    const Q2: u64 = 0xfff8_dead_beef_0000;
+    const S1: u64 = 0x7ff0_0000_0000_0001;
+    const S2: u64 = 0xfff0_0000_0000_0002;
+    const ONE: u64 = 0x3ff0_0000_0000_0000;
+
+    fn f64_op(op: FloatOp, rnd: Rnd, a: u64, b: u64, c: u64) -> u64 {
+        float_op(op, Ty::F64, rnd, false, a, b, c)
+    }
+
+    #[test]
+    fn nans_come_out_as_on_the_h100() {
+        // Measured on an H100, one PTX instruction at a time, every pair of these NaNs.
+        for rnd in [Rnd::N, Rnd::Z, Rnd::M] {
+            for op in [FloatOp::Add, FloatOp::Sub, FloatOp::Mul] {
+                assert_eq!(f64_op(op, rnd, Q1, Q2, 0), Q2, "{op:?} takes b's NaN");
+                assert_eq!(
+                    f64_op(op, rnd, S1, Q2, 0),
+                    Q2,
+                    "{op:?}: no signalling first"
+                );
+                assert_eq!(f64_op(op, rnd, Q2, S2, 0), quiet64(S2), "{op:?} quiets");
+                assert_eq!(f64_op(op, rnd, S2, ONE, 0), quiet64(S2), "{op:?}, one NaN");
+            }
+            let fma = |a, b, c| f64_op(FloatOp::Fma, rnd, a, b, c);
+            assert_eq!(fma(Q1, Q2, S2), Q2, "an fma takes b's NaN first");
+            assert_eq!(fma(Q1, ONE, S2), quiet64(S2), "then c's");
+            assert_eq!(fma(Q2, ONE, ONE), Q2, "then a's");
+            assert_eq!(
+                f64_op(FloatOp::Div, rnd, Q1, Q2, 0),
+                Q1,
+                "a division takes a's"
+            );
+            assert_eq!(f64_op(FloatOp::Div, rnd, ONE, S2, 0), quiet64(S2));
+        }
+        assert_eq!(f64_op(FloatOp::Min, Rnd::N, Q1, S2, 0), quiet64(S2));
+        assert_eq!(f64_op(FloatOp::Max, Rnd::N, S1, Q2, 0), Q2);
+        assert_eq!(f64_op(FloatOp::Max, Rnd::N, Q1, ONE, 0), ONE);
+        assert_eq!(
+            f64_op(FloatOp::Neg, Rnd::N, Q2, 0, 0),
+            Q2,
+            "negation keeps the sign"
+        );
+        assert_eq!(f64_op(FloatOp::Abs, Rnd::N, S2, 0, 0), quiet64(S2));
+        assert_eq!(f64_op(FloatOp::Sqrt, Rnd::Z, S1, 0, 0), quiet64(S1));
     }
 }

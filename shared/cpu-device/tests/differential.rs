@@ -114,24 +114,28 @@ const INPUTS: [Ty; 15] = [
 /// `{F}`, `{I}`, `{U}`, `{L}` are variables of that type, `{T}` and `{t}` one type chosen
 /// for the statement (the result's), `{R}` a rounding mode, `{C}` a comparison of two
 /// variables of any one type (ordered, or negated: unordered for floats), `{K}` a shuffle's
-/// lane or offset (a constant or a variable), `{W}` a shuffle's width.
+/// lane or offset (a constant or a variable), `{W}` a shuffle's width. `{E}` is a double of
+/// which at most one per statement may be a NaN (the others pass `not_nan_d`): with two NaN
+/// operands, an H100's DADD, DMUL, DFMA and DMNMX return the NaN of one SASS operand
+/// position, and which operand ptxas puts there is not the PTX's to say (measured: `add.f64`
+/// returned its first operand's NaN in one kernel and its second's in another).
 const TEMPLATES: &[(char, &str)] = &[
     // f64: the rounded intrinsics, the operators (fused under --fmad=true), libdevice, and
     // the H100's approximations that `hypot` uses (see `APPROXIMATIONS`).
-    ('D', "__dadd_{R}({D}, {D})"),
-    ('D', "__dsub_{R}({D}, {D})"),
-    ('D', "__dmul_{R}({D}, {D})"),
-    ('D', "__fma_{R}({D}, {D}, {D})"),
+    ('D', "__dadd_{R}({E}, {E})"),
+    ('D', "__dsub_{R}({E}, {E})"),
+    ('D', "__dmul_{R}({E}, {E})"),
+    ('D', "__fma_{R}({E}, {E}, {E})"),
     ('D', "__ddiv_{R}({D}, {D})"),
     ('D', "__dsqrt_{R}({D})"),
     ('D', "__drcp_{R}({D})"),
-    ('D', "{D} * {D} + {D}"),
-    ('D', "{D} * {D} - {D}"),
-    ('D', "{D} + {D}"),
+    ('D', "{E} * {E} + {E}"),
+    ('D', "{E} * {E} - {E}"),
+    ('D', "{E} + {E}"),
     ('D', "{D} / {D}"),
     ('D', "sqrt({D})"),
-    ('D', "fmin({D}, {D})"),
-    ('D', "fmax({D}, {D})"),
+    ('D', "fmin({E}, {E})"),
+    ('D', "fmax({E}, {E})"),
     ('D', "fabs({D})"),
     ('D', "-{D}"),
     ('D', "rsqrt_ftz({D})"),
@@ -163,12 +167,12 @@ const TEMPLATES: &[(char, &str)] = &[
     ('F', "sqrtf({F})"),
     ('F', "fminf({F}, {F})"),
     ('F', "fmaxf({F}, {F})"),
-    ('F', "fabsf({F})"),
-    ('F', "-{F}"),
+    ('F', "fabsf(not_nan({F}))"),
+    ('F', "-not_nan({F})"),
     ('F', "floorf({F})"),
     ('F', "truncf({F})"),
     ('F', "rintf({F})"),
-    ('F', "copysignf({F}, {F})"),
+    ('F', "copysignf(not_nan({F}), {F})"),
     ('F', "{C} ? {F} : {F}"),
     ('F', "__double2float_{R}({D})"),
     ('F', "(float){D}"),
@@ -176,22 +180,30 @@ const TEMPLATES: &[(char, &str)] = &[
     ('F', "__uint2float_{R}({U})"),
     ('F', "__ll2float_{R}({L})"),
     ('F', "__int_as_float({I})"),
-    // int: signed arithmetic wraps through unsigned (no undefined behaviour for the
-    // compiler to use); division and remainder meet zero, -1 and INT_MIN as they come.
+    // int: no statement has undefined behaviour in C++, or the compiler may give a
+    // variable one value where it is stored and another where it is used (measured: a
+    // shift by 64 made `__umulhi(x, 0)` come out non-zero on the H100). Signed arithmetic
+    // wraps through unsigned; division, remainder, `abs` and shifts by the width or more
+    // are PTX's own instructions (`PTX_INTEGER`), where zero, -1 and INT_MIN are defined.
     ('I', "(int)((unsigned){I} + (unsigned){I})"),
     ('I', "(int)((unsigned){I} - (unsigned){I})"),
     ('I', "(int)((unsigned){I} * (unsigned){I})"),
-    ('I', "{I} / {I}"),
-    ('I', "{I} % {I}"),
+    ('I', "div_s32({I}, {I})"),
+    ('I', "rem_s32({I}, {I})"),
     ('I', "__mulhi({I}, {I})"),
     ('I', "__clz({I})"),
     ('I', "__popc({U})"),
     ('I', "min({I}, {I})"),
     ('I', "max({I}, {I})"),
-    ('I', "abs({I})"),
-    ('I', "{I} >> ({U} % 41u)"),
+    ('I', "abs_s32({I})"),
+    ('I', "{I} >> ({U} % 32u)"),
+    ('I', "shr_s32({I}, {U} % 41u)"),
     ('I', "{C} ? {I} : {I}"),
-    ('I', "{C}"),
+    // No bare 0 or 1 (`(int)(a != b)`, a vote): the ptxas of CUDA 13.0 (sm_90) compiles
+    // `__int2float_ru` or `_rn` of one to the integer itself (0x1 for 1.0f in seeds
+    // 0x5eed000a and 0x5eed001a of earlier generators: the SASS stores the SEL's 0 or 1
+    // with no I2F), a compiler bug the CPU device does not copy. A vote is XORed with a
+    // variable instead.
     ('I', "__float2int_{R}({F})"),
     ('I', "__double2int_{R}({D})"),
     ('I', "__float_as_int({F})"),
@@ -200,20 +212,22 @@ const TEMPLATES: &[(char, &str)] = &[
     ('I', "(int){L}"),
     ('I', "__popcll((unsigned long long){L})"),
     ('I', "__clzll({L})"),
-    ('I', "__any_sync(0xffffffffu, {C})"),
-    ('I', "__all_sync(0xffffffffu, {C})"),
+    ('I', "__any_sync(0xffffffffu, {C}) ^ {I}"),
+    ('I', "__all_sync(0xffffffffu, {C}) ^ {I}"),
     // unsigned.
     ('U', "{U} + {U}"),
     ('U', "{U} - {U}"),
     ('U', "{U} * {U}"),
-    ('U', "{U} / {U}"),
-    ('U', "{U} % {U}"),
+    ('U', "div_u32({U}, {U})"),
+    ('U', "rem_u32({U}, {U})"),
     ('U', "__umulhi({U}, {U})"),
     ('U', "__brev({U})"),
     ('U', "min({U}, {U})"),
     ('U', "max({U}, {U})"),
-    ('U', "{U} >> ({U} % 41u)"),
-    ('U', "{U} << ({U} % 41u)"),
+    ('U', "{U} >> ({U} % 32u)"),
+    ('U', "{U} << ({U} % 32u)"),
+    ('U', "shr_u32({U}, {U} % 41u)"),
+    ('U', "shl_b32({U}, {U} % 41u)"),
     ('U', "__byte_perm({U}, {U}, {U})"),
     ('U', "{U} ^ {U}"),
     ('U', "{U} & {U}"),
@@ -235,13 +249,15 @@ const TEMPLATES: &[(char, &str)] = &[
         'L',
         "(long long)((unsigned long long){L} * (unsigned long long){L})",
     ),
-    ('L', "{L} / {L}"),
-    ('L', "{L} % {L}"),
+    ('L', "div_s64({L}, {L})"),
+    ('L', "rem_s64({L}, {L})"),
     ('L', "__mul64hi({L}, {L})"),
     ('L', "min({L}, {L})"),
     ('L', "{L} ^ {L}"),
-    ('L', "{L} >> ({U} % 71u)"),
-    ('L', "(long long)((unsigned long long){L} << ({U} % 71u))"),
+    ('L', "{L} >> ({U} % 64u)"),
+    ('L', "(long long)((unsigned long long){L} << ({U} % 64u))"),
+    ('L', "shr_s64({L}, {U} % 71u)"),
+    ('L', "shl_b64({L}, {U} % 71u)"),
     ('L', "(long long)__brevll((unsigned long long){L})"),
     ('L', "(long long){I}"),
     ('L', "(long long){U}"),
@@ -273,6 +289,56 @@ __device__ double rcp_ftz(double x)
     double r;
     asm(\"rcp.approx.ftz.f64 %0, %1;\" : \"=d\"(r) : \"d\"(x));
     return r;
+}
+
+";
+
+/// The integer instructions whose C++ spelling has undefined behaviour somewhere (division
+/// by zero, INT_MIN / -1, `abs(INT_MIN)`, shifts by the width or more), written as PTX so
+/// that those operands reach the instruction, defined, instead of licensing the compiler.
+const PTX_INTEGER: &str = "\
+#define PTX_BINARY(name, type, shift_type, ptx, c, cs) \\
+__device__ type name(type a, shift_type b) \\
+{ \\
+    type r; \\
+    asm(ptx \" %0, %1, %2;\" : \"=\" c(r) : c(a), cs(b)); \\
+    return r; \\
+}
+PTX_BINARY(div_s32, int, int, \"div.s32\", \"r\", \"r\")
+PTX_BINARY(rem_s32, int, int, \"rem.s32\", \"r\", \"r\")
+PTX_BINARY(div_u32, unsigned, unsigned, \"div.u32\", \"r\", \"r\")
+PTX_BINARY(rem_u32, unsigned, unsigned, \"rem.u32\", \"r\", \"r\")
+PTX_BINARY(div_s64, long long, long long, \"div.s64\", \"l\", \"l\")
+PTX_BINARY(rem_s64, long long, long long, \"rem.s64\", \"l\", \"l\")
+PTX_BINARY(shr_s32, int, unsigned, \"shr.s32\", \"r\", \"r\")
+PTX_BINARY(shr_u32, unsigned, unsigned, \"shr.u32\", \"r\", \"r\")
+PTX_BINARY(shl_b32, unsigned, unsigned, \"shl.b32\", \"r\", \"r\")
+PTX_BINARY(shr_s64, long long, unsigned, \"shr.s64\", \"l\", \"r\")
+PTX_BINARY(shl_b64, long long, unsigned, \"shl.b64\", \"l\", \"r\")
+
+__device__ int abs_s32(int a)
+{
+    int r;
+    asm(\"abs.s32 %0, %1;\" : \"=r\"(r) : \"r\"(a));
+    return r;
+}
+
+";
+
+/// An f32 that is no NaN, for negation and absolute value: the sign of an f32 NaN through
+/// them is not the PTX's to say on an H100. Its ptxas applies `neg.f32` as an arithmetic
+/// operation where the result is stored (the canonical NaN, 0x7fffffff) and as a sign-bit
+/// flip where it is selected (0xffffffff), so one register of one thread held both (seed
+/// 0x5eed0052 of an earlier generator); no interpreter of the PTX can give both.
+const NOT_NAN: &str = "\
+__device__ float not_nan(float x)
+{
+    return x == x ? x : 0.5f;
+}
+
+__device__ double not_nan_d(double x)
+{
+    return x == x ? x : 0.5;
 }
 
 ";
@@ -570,6 +636,8 @@ impl Generator {
     fn expand(&mut self, template: &str, ty: Ty) -> String {
         let mut text = String::new();
         let mut rest = template;
+        // The one `{E}` that may be a NaN.
+        let mut e_left = self.rng.below(template.matches("{E}").count().max(1));
         while let Some(open) = rest.find('{') {
             text.push_str(&rest[..open]);
             let key = rest[open + 1..].chars().next().expect("a placeholder");
@@ -578,6 +646,16 @@ impl Generator {
                 'T' => self.var(ty),
                 'R' => self.rng.pick(&["rn", "rz", "ru", "rd"]).to_string(),
                 'C' => self.condition(),
+                'E' => {
+                    let var = self.var(Ty::D);
+                    let may_be_nan = e_left == 0;
+                    e_left = e_left.wrapping_sub(1);
+                    if may_be_nan {
+                        var
+                    } else {
+                        format!("not_nan_d({var})")
+                    }
+                }
                 'K' if self.rng.chance(25) => self.var(Ty::U),
                 'K' => self.rng.below(33).to_string(),
                 'W' => self
@@ -640,6 +718,8 @@ fn generate(seed: u64, blocks: u32) -> Kernel {
     let source = format!(
         "// Generated by cpu-device's differential test from seed {seed:#x}.\n\
          {APPROXIMATIONS}\
+         {PTX_INTEGER}\
+         {NOT_NAN}\
          extern \"C\" __global__ void k(const unsigned long long *in, unsigned long long *out)\n\
          {{\n\
          \x20   unsigned long long t = blockIdx.x * blockDim.x + threadIdx.x;\n\
@@ -874,7 +954,10 @@ fn the_generator_is_deterministic_and_covers_every_template() {
         "atomicMax",
         "atomicXor",
         " / ",
-        " % ",
+        "div_s32(",
+        "rem_s64(",
+        "shl_b32(",
+        "shr_s64(",
     ] {
         assert!(all.contains(name), "no kernel of 64 uses {name}");
     }
