@@ -27,6 +27,7 @@ mod class;
 pub mod classroom;
 mod compile;
 pub mod gradescope;
+mod inert;
 mod intake;
 mod report;
 mod rubric;
@@ -135,10 +136,12 @@ pub fn run(args: Args) -> Result<()> {
             intake
         }
         (None, Some(dir)) => {
-            let text = fs::read_to_string(dir.join("intake.json")).with_context(|| {
+            // The folder is the instructor's (`--build-only`), but it is copied as regular
+            // files only: a link in it is refused, never followed into someone's build.
+            copy_built(dir, &built_dir)?;
+            let text = fs::read_to_string(built_dir.join("intake.json")).with_context(|| {
                 format!("{} was not made by `grade --build-only`", dir.display())
             })?;
-            compile::copy_tree(dir, &built_dir)?;
             serde_json::from_str(&text)
                 .with_context(|| format!("{}/intake.json is not valid", dir.display()))?
         }
@@ -339,6 +342,72 @@ fn keep_build(built: &Path, intake: &Intake, out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Copy a `--build-only` folder: folders and regular files (modes kept), nothing else. A link
+/// or a special file anywhere in it fails the grade with one line.
+fn copy_built(from: &Path, to: &Path) -> Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let refuse = |path: &Path, what: &str| {
+        anyhow::anyhow!(
+            "{} is {what}; a folder made by `grade --build-only` holds only folders and \
+             regular files",
+            inert::line(&path.to_string_lossy())
+        )
+    };
+    let meta = fs::symlink_metadata(from).with_context(|| {
+        format!(
+            "cannot read --built {}",
+            inert::line(&from.to_string_lossy())
+        )
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(refuse(from, "a symbolic link"));
+    }
+    if !meta.is_dir() {
+        return Err(refuse(from, "not a folder"));
+    }
+    fs::create_dir(to).with_context(|| format!("cannot create {}", to.display()))?;
+    let mut names: Vec<_> = fs::read_dir(from)
+        .with_context(|| format!("cannot read {}", from.display()))?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot read {}", from.display()))?;
+    names.sort();
+    for name in names {
+        let (source, target) = (from.join(&name), to.join(&name));
+        let kind = fs::symlink_metadata(&source)
+            .with_context(|| format!("cannot read {}", source.display()))?
+            .file_type();
+        if kind.is_dir() {
+            copy_built(&source, &target)?;
+        } else if kind.is_file() {
+            // O_NOFOLLOW: a file swapped for a link since the look is refused too.
+            let mut file = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(&source)
+                .map_err(|_| refuse(&source, "not a regular file"))?;
+            let meta = file.metadata()?;
+            if !meta.is_file() {
+                return Err(refuse(&source, "not a regular file"));
+            }
+            let mut copy = fs::File::create(&target)
+                .with_context(|| format!("cannot write {}", target.display()))?;
+            std::io::copy(&mut file, &mut copy)
+                .with_context(|| format!("cannot copy {}", source.display()))?;
+            fs::set_permissions(
+                &target,
+                fs::Permissions::from_mode(meta.permissions().mode() & 0o755),
+            )
+            .with_context(|| format!("cannot set the mode of {}", target.display()))?;
+        } else if kind.is_symlink() {
+            return Err(refuse(&source, "a symbolic link"));
+        } else {
+            return Err(refuse(&source, "a special file"));
+        }
+    }
+    Ok(())
+}
+
 /// The results file, checked now: a new or regular file whose folder exists.
 fn results_file(path: &Path) -> Result<shared::output::Output> {
     if let Ok(meta) = fs::metadata(path) {
@@ -368,4 +437,36 @@ fn scratch() -> Result<tempfile::TempDir> {
                 std::env::temp_dir().display()
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The attack: a `--built` folder whose `bin/lab02` links to the instructor's own build
+    /// (or anywhere): refused with one line, nothing followed.
+    #[test]
+    fn a_built_folder_with_a_link_is_refused_not_followed() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let built = top.path().join("built");
+        fs::create_dir_all(built.join("bin")).expect("created");
+        fs::write(built.join("intake.json"), "{}").expect("written");
+        fs::write(built.join("bin/lab06"), "binary").expect("written");
+        let copy = top.path().join("copy");
+        copy_built(&built, &copy).expect("regular files copy");
+        assert_eq!(fs::read(copy.join("bin/lab06")).expect("copied"), b"binary");
+
+        std::os::unix::fs::symlink("/etc/passwd", built.join("bin/lab02")).expect("a link");
+        let error = copy_built(&built, &top.path().join("again")).expect_err("refused");
+        let said = format!("{error:#}");
+        assert!(said.ends_with("bin/lab02 is a symbolic link; a folder made by `grade --build-only` holds only folders and regular files"), "{said}");
+
+        let link = top.path().join("link");
+        std::os::unix::fs::symlink(&copy, &link).expect("a link");
+        let said = format!(
+            "{:#}",
+            copy_built(&link, &top.path().join("third")).expect_err("refused")
+        );
+        assert!(said.contains("link is a symbolic link"), "{said}");
+    }
 }

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::unpack::{self, Kind};
+use crate::grade::inert;
 use crate::grade::{classroom, gradescope};
 
 /// Entries of a class folder looked at, at most.
@@ -60,14 +61,31 @@ pub enum Form {
 }
 
 /// A class folder's entries, its layout and what was passed over.
+#[derive(Debug)]
 pub struct Class {
     pub layout: &'static str,
     pub entries: Vec<Entry>,
     pub notes: Vec<String>,
 }
 
-/// Read the class folder `dir` (already made absolute).
-pub fn discover(dir: &Path) -> Result<Class> {
+/// How the class folder is laid out: named by the instructor (`--layout`), or read from the
+/// class folder itself, never from inside an entry (a student's folder may hold anything).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layout {
+    /// Gradescope's when the class folder holds `submission_metadata.yml`, GitHub
+    /// Classroom's when its name ends in `-submissions`, else one entry per student.
+    #[default]
+    Auto,
+    /// Gradescope's "Export Submissions": the class folder holds `submission_metadata.yml`.
+    Gradescope,
+    /// `gh classroom clone student-repos`: entries named `ASSIGNMENT-USERNAME`.
+    Classroom,
+    /// One entry per student, named after the entry.
+    Plain,
+}
+
+/// Read the class folder `dir` (already made absolute), laid out as `layout` says.
+pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
     let meta = fs::symlink_metadata(dir)
         .with_context(|| format!("cannot read the class folder {}", dir.display()))?;
     if !meta.is_dir() {
@@ -76,18 +94,45 @@ pub fn discover(dir: &Path) -> Result<Class> {
             dir.display()
         );
     }
-    let dir = export_root(dir)?;
-    let metadata = gradescope::export_students(&dir)?;
+    let dir = dir.to_path_buf();
     let class_name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let layout = if metadata.is_some() {
-        "Gradescope's export"
-    } else if class_name.ends_with("-submissions") {
-        "GitHub Classroom's clone"
-    } else {
-        "one entry per student"
+    let has_metadata = fs::symlink_metadata(dir.join(gradescope::METADATA)).is_ok();
+    let layout = match layout {
+        Layout::Auto if has_metadata => Layout::Gradescope,
+        Layout::Auto if class_name.ends_with(classroom::CLONE_SUFFIX) => Layout::Classroom,
+        Layout::Auto => Layout::Plain,
+        Layout::Gradescope if !has_metadata => bail!(
+            "{} holds no {}; give the folder Gradescope's export unpacks to \
+             (assignment_ID_export)",
+            dir.display(),
+            gradescope::METADATA
+        ),
+        named => named,
+    };
+    let mut notes = Vec::new();
+    // The metadata is Gradescope's file, but what it says is what students typed: a file
+    // that cannot be read names each submission after its folder, and grading goes on.
+    let metadata = match layout {
+        Layout::Gradescope => match gradescope::export_students(&dir) {
+            Ok(map) => Some(map.unwrap_or_default()),
+            Err(e) => {
+                notes.push(format!(
+                    "warning: {} cannot be read ({}): each submission is named after its folder",
+                    gradescope::METADATA,
+                    inert::line(&format!("{e:#}"))
+                ));
+                Some(Default::default())
+            }
+        },
+        _ => None,
+    };
+    let layout_name = match layout {
+        Layout::Gradescope => "Gradescope's export",
+        Layout::Classroom => "GitHub Classroom's clone",
+        Layout::Auto | Layout::Plain => "one entry per student",
     };
 
     let mut names = Vec::new();
@@ -104,11 +149,11 @@ pub fn discover(dir: &Path) -> Result<Class> {
     names.sort();
 
     let mut entries = Vec::new();
-    let mut notes = Vec::new();
     let mut keys = BTreeSet::new();
     for raw in names {
-        let name = printable(&raw.to_string_lossy());
-        if name.starts_with('.') || name == "__MACOSX" || name == gradescope::METADATA {
+        let name = inert::line(&raw.to_string_lossy());
+        let skipped = layout == Layout::Gradescope && name == gradescope::METADATA;
+        if name.starts_with('.') || name == "__MACOSX" || skipped {
             continue;
         }
         let path = dir.join(&raw);
@@ -150,9 +195,12 @@ pub fn discover(dir: &Path) -> Result<Class> {
                     vec![key.clone()]
                 }
             },
-            None => vec![classroom::clone_student(&class_name, stem)
-                .unwrap_or(stem)
-                .to_string()],
+            None if layout == Layout::Classroom => {
+                vec![classroom::clone_student(&class_name, stem)
+                    .unwrap_or(stem)
+                    .to_string()]
+            }
+            None => vec![stem.to_string()],
         };
         entries.push(Entry {
             name,
@@ -168,40 +216,26 @@ pub fn discover(dir: &Path) -> Result<Class> {
             dir.display()
         );
     }
+    // An entry is a student's: what it holds never changes how the class is read. One that
+    // looks like Gradescope's whole export was perhaps meant as the class folder: say so.
+    if let [only] = entries.as_slice() {
+        if only.form == Form::Folder
+            && fs::symlink_metadata(only.path.join(gradescope::METADATA)).is_ok()
+        {
+            notes.push(format!(
+                "{} holds {}: graded as one submission; if it is Gradescope's export, give it \
+                 as the class folder (--class {})",
+                only.name,
+                gradescope::METADATA,
+                inert::line(&only.path.to_string_lossy())
+            ));
+        }
+    }
     Ok(Class {
-        layout,
+        layout: layout_name,
         entries,
         notes,
     })
-}
-
-/// Gradescope's download unpacks to one folder holding the export: grade inside it.
-fn export_root(dir: &Path) -> Result<PathBuf> {
-    if dir.join(gradescope::METADATA).exists() {
-        return Ok(dir.to_path_buf());
-    }
-    let mut inner = fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .flatten()
-        .filter(|e| {
-            let name = e.file_name();
-            name != "__MACOSX" && !name.to_string_lossy().starts_with('.')
-        })
-        .take(2);
-    if let (Some(only), None) = (inner.next(), inner.next()) {
-        let is_dir = only.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && only.path().join(gradescope::METADATA).is_file() {
-            return Ok(only.path());
-        }
-    }
-    Ok(dir.to_path_buf())
-}
-
-/// A name as messages show it: control characters (a newline, an escape) as `?`.
-fn printable(name: &str) -> String {
-    name.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 /// A folder name for `stem`: safe characters only, short, unique in the class.
@@ -363,12 +397,6 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Whether an unpacked archive or a folder is a `grade --build-only` folder (graded with
-/// `--built`, for a machine without Rust).
-pub fn is_built(dir: &Path) -> bool {
-    fs::symlink_metadata(dir.join("intake.json")).is_ok_and(|m| m.is_file())
-}
-
 /// Unpack an archive entry into `into`: the notes of what was passed over, or why not.
 pub fn unpack_entry(entry: &Entry, into: &Path) -> Result<Vec<String>, String> {
     match &entry.form {
@@ -395,7 +423,7 @@ mod tests {
         write(&dir.join("notes.txt"), "x");
         fs::write(dir.join("mandelbrot-linus.zip"), "zip").expect("written");
         std::os::unix::fs::symlink("/etc", dir.join("mandelbrot-eve")).expect("a link");
-        let class = discover(&dir).expect("a class");
+        let class = discover(&dir, Layout::Auto).expect("a class");
         assert_eq!(class.layout, "GitHub Classroom's clone");
         let rows: Vec<(&str, &str, &Form)> = class
             .entries
@@ -434,8 +462,7 @@ mod tests {
         write(&export.join("submission_1/Cargo.toml"), "[workspace]\n");
         write(&export.join("submission_2/Cargo.toml"), "[workspace]\n");
         write(&export.join("submission_3/Cargo.toml"), "[workspace]\n");
-        // The folder the download was unpacked in leads to the export inside it.
-        let class = discover(top.path()).expect("a class");
+        let class = discover(&export, Layout::Auto).expect("a class");
         assert_eq!(class.layout, "Gradescope's export");
         let students: Vec<Vec<String>> = class.entries.iter().map(|e| e.students.clone()).collect();
         assert_eq!(
@@ -448,6 +475,62 @@ mod tests {
         );
         assert!(
             class.notes[0].starts_with("submission_3: not in"),
+            "{:?}",
+            class.notes
+        );
+    }
+
+    /// The attack: a class whose one entry holds a `submission_metadata.yml` beside
+    /// `submission_N/` folders named its rows ("Alice Victim") and the real entry got none.
+    /// An entry is one submission, whatever it holds.
+    #[test]
+    fn an_entry_holding_an_export_is_one_submission() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let class = top.path().join("class");
+        let mallory = class.join("mallory");
+        write(
+            &mallory.join(gradescope::METADATA),
+            "submission_1:\n  :submitters:\n  - :name: Alice Victim\n    :sid: 'Alice Victim'\n",
+        );
+        write(&mallory.join("submission_1/Cargo.toml"), "[workspace]\n");
+        for layout in [Layout::Auto, Layout::Plain] {
+            let found = discover(&class, layout).expect("a class");
+            assert_eq!(found.layout, "one entry per student");
+            let rows: Vec<(&str, &[String])> = found
+                .entries
+                .iter()
+                .map(|e| (e.key.as_str(), e.students.as_slice()))
+                .collect();
+            assert_eq!(rows, [("mallory", &["mallory".to_string()][..])]);
+            assert!(
+                found.notes.iter().any(|n| n.starts_with(
+                    "mallory holds submission_metadata.yml: graded as one submission"
+                )),
+                "{:?}",
+                found.notes
+            );
+        }
+        // Named Gradescope's by the instructor, the class folder must hold the metadata.
+        let error = discover(&class, Layout::Gradescope).expect_err("no metadata");
+        assert!(
+            format!("{error}").contains("holds no submission_metadata.yml"),
+            "{error}"
+        );
+    }
+
+    /// A 200,000-deep metadata file failed the whole class (exit 1): now each submission is
+    /// named after its folder and the class is graded.
+    #[test]
+    fn hostile_metadata_does_not_fail_the_class() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let export = top.path().join("assignment_1_export");
+        write(&export.join(gradescope::METADATA), &"[".repeat(200_000));
+        write(&export.join("submission_1/Cargo.toml"), "[workspace]\n");
+        let class = discover(&export, Layout::Auto).expect("a class all the same");
+        assert_eq!(class.layout, "Gradescope's export");
+        assert_eq!(class.entries[0].students, ["submission_1"]);
+        assert!(
+            class.notes[0].starts_with("warning: submission_metadata.yml cannot be read"),
             "{:?}",
             class.notes
         );

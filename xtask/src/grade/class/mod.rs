@@ -39,7 +39,7 @@ use one::Settings;
 pub struct ClassArgs {
     /// Grade a whole class: every entry of DIR (a folder, a .zip or a tarball) is one
     /// submission, as Gradescope's "Export Submissions" or `gh classroom clone student-repos`
-    /// lays them out. On a machine without Rust, DIR's entries must be folders made by
+    /// lays them out. On a machine without Rust, give --prebuilt and folders made by
     /// `grade SUBMISSION --build-only` where Rust is (with --bin-dir from `cargo xtask dist`)
     #[arg(
         long,
@@ -48,6 +48,15 @@ pub struct ClassArgs {
         conflicts_with_all = ["submission", "built", "build_only", "gradescope"]
     )]
     pub class: Option<PathBuf>,
+    /// How DIR is laid out; `auto` reads it from DIR itself (its submission_metadata.yml,
+    /// its `-submissions` name), never from inside a submission
+    #[arg(long, value_enum, default_value_t, requires = "class")]
+    pub layout: entries::Layout,
+    /// DIR's entries are folders you made with `grade SUBMISSION --build-only` (for a
+    /// machine without Rust): their binaries are graded as they are. Never for folders a
+    /// student made: a folder is graded as pre-built only when you say so
+    #[arg(long, requires = "class")]
+    pub prebuilt: bool,
     /// Where the class's gradebook goes: grades.csv, summary.md, students/*/ (results.json,
     /// feedback.md); run again to resume
     #[arg(long, value_name = "OUT", requires = "class")]
@@ -126,7 +135,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     let grades_csv = shared::output::Output::create(&out.join("grades.csv"))?;
     let summary_md = shared::output::Output::create(&out.join("summary.md"))?;
 
-    let class = entries::discover(&dir)?;
+    let class = entries::discover(&dir, args.layout)?;
     for note in &class.notes {
         shared::cli::eprint_line(&format!("xtask: {note}"));
     }
@@ -167,6 +176,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
         &forward,
         args.submission_time_limit,
         !args.slurm && slots.iter().any(|s| s.gpu.is_some()),
+        args.prebuilt,
     )?;
     shared::cli::eprint_line(&format!(
         "xtask: {} submissions in {} ({}); grading on {where_}",
@@ -231,6 +241,7 @@ fn settings(
     forward: &Forward,
     limit: Option<u64>,
     with_gpus: bool,
+    prebuilt: bool,
 ) -> Result<Settings> {
     let exe = std::env::current_exe().context("cannot find this program's own path")?;
     let mut passed = Vec::new();
@@ -257,6 +268,7 @@ fn settings(
         hash.update([0]);
     }
     hash.update(if with_gpus { "gpus" } else { "no gpu" });
+    hash.update(if prebuilt { "prebuilt" } else { "built here" });
     let labs = rubric
         .checks
         .iter()
@@ -275,6 +287,7 @@ fn settings(
         forward: passed,
         limit_s: limit.unwrap_or(default),
         grader: entries::hex(&hash.finalize()),
+        prebuilt,
         checks: rubric.checks.iter().map(|c| (c.name(), c.points)).collect(),
     })
 }

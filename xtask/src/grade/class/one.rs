@@ -36,6 +36,10 @@ pub struct Settings {
     pub grader: String,
     /// The rubric's check names, in order, and their points.
     pub checks: Vec<(String, f64)>,
+    /// The instructor said (`--prebuilt`) that every entry is a `--build-only` folder of
+    /// theirs: graded with `--built`. Never read from an entry.
+    #[serde(default)]
+    pub prebuilt: bool,
 }
 
 /// How one submission went, kept beside its results.
@@ -122,6 +126,14 @@ fn run(
 ) -> Result<Vec<String>, String> {
     let (root, notes) = match &entry.form {
         Form::Refused(why) => return Err(format!("{} {why}", entry.name)),
+        Form::Archive(_) if settings.prebuilt => {
+            return Err(format!(
+                "{} is an archive; with --prebuilt every entry is a folder made by \
+                 `grade --build-only`",
+                entry.name
+            ))
+        }
+        Form::Folder if settings.prebuilt => (entry.path.clone(), Vec::new()),
         Form::Folder => (entries::workspace_in(&entry.path), Vec::new()),
         Form::Archive(_) => {
             if unpacked.exists() {
@@ -137,18 +149,8 @@ fn run(
     };
     let results = dir.join("results.json");
     let _ = fs::remove_file(&results);
-    let mut command = Command::new(&settings.exe);
-    command.arg("grade");
-    if entries::is_built(&root) {
-        command.arg("--built").arg(&root);
-    } else {
-        command.arg(&root);
-    }
-    command
-        .args(&settings.forward)
-        .arg("--gradescope")
-        .arg(&results)
-        .current_dir(dir);
+    let mut command = grade_command(settings, &root);
+    command.arg("--gradescope").arg(&results).current_dir(dir);
     slot.apply(&mut command);
     // The grade dies with the thread that waits for it: a class stopped by Ctrl-C or a
     // signal leaves no grade running on (the grade's sandboxes die with the grade).
@@ -180,6 +182,19 @@ fn run(
     read_results(&results)
         .map_err(|why| format!("the grade wrote no usable results.json: {why}"))?;
     Ok(notes)
+}
+
+/// The grade of the workspace at `root`: built from its sources, unless the instructor said
+/// the class is of `--build-only` folders (`--prebuilt`). What the folder holds (an
+/// `intake.json`, a `bin/`) never decides it.
+fn grade_command(settings: &Settings, root: &Path) -> Command {
+    let mut command = Command::new(&settings.exe);
+    command.arg("grade");
+    if settings.prebuilt {
+        command.arg("--built");
+    }
+    command.arg(root).args(&settings.forward);
+    command
 }
 
 /// A results.json that parses, with a test list.
@@ -259,6 +274,7 @@ mod tests {
             limit_s: 5,
             grader: "g1".into(),
             checks: vec![("lab02: a".into(), 3.0), ("lab06: b".into(), 1.0)],
+            prebuilt: false,
         }
     }
 
@@ -270,6 +286,50 @@ mod tests {
             key: "ada".into(),
             students: vec!["ada".into()],
         }
+    }
+
+    /// The attack: a folder holding only `intake.json` and `bin/lab02` (a link into the
+    /// instructor's own build) was graded as `--built`, 14 of 14 with no source. A folder
+    /// is built from its sources whatever it holds; `--built` is the instructor's word.
+    #[test]
+    fn a_folder_holding_intake_json_is_built_from_its_sources() {
+        let out = tempfile::tempdir().expect("a temp folder");
+        let mallory = out.path().join("mandelbrot-mallory");
+        fs::create_dir_all(mallory.join("bin")).expect("created");
+        fs::write(mallory.join("intake.json"), r#"{"notes":[],"broken":[]}"#).expect("written");
+        std::os::unix::fs::symlink(
+            "/proc/self/cwd/../../../target/release/lab02",
+            mallory.join("bin/lab02"),
+        )
+        .expect("a link");
+        let mut settings = settings(out.path(), "/nonexistent/xtask");
+        let args = |settings: &Settings| -> Vec<String> {
+            grade_command(settings, &mallory)
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        assert_eq!(args(&settings), ["grade", &mallory.to_string_lossy()]);
+        settings.prebuilt = true;
+        assert_eq!(
+            args(&settings),
+            ["grade", "--built", &mallory.to_string_lossy()]
+        );
+        // An archive cannot be the instructor's --build-only folder.
+        let zip = out.path().join("ada.zip");
+        fs::write(&zip, "zip").expect("written");
+        let record = grade(
+            &settings,
+            &entry(&zip, Form::Archive(super::super::unpack::Kind::Zip)),
+            "d1",
+            &Slot::numbered(0),
+        )
+        .expect("recorded");
+        let why = record.not_graded.expect("not graded");
+        assert!(
+            why.contains("with --prebuilt every entry is a folder"),
+            "{why}"
+        );
     }
 
     #[test]
