@@ -135,7 +135,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     let grades_csv = shared::output::Output::create(&out.join("grades.csv"))?;
     let summary_md = shared::output::Output::create(&out.join("summary.md"))?;
 
-    let class = entries::discover(&dir, args.layout)?;
+    let mut class = entries::discover(&dir, args.layout)?;
     for note in &class.notes {
         shared::cli::eprint_line(&format!("xtask: {note}"));
     }
@@ -187,8 +187,16 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
 
     let mut pending = Vec::new();
     let mut reused = 0;
-    for entry in &class.entries {
-        let digest = entries::digest(entry);
+    for entry in &mut class.entries {
+        // An entry the digest cannot read whole (too large, unreadable) is refused: its row
+        // says why, and no grade of part of it is ever kept.
+        let digest = match entries::digest(entry) {
+            Ok(digest) => digest,
+            Err(why) => {
+                entry.form = entries::Form::Refused(why);
+                entries::digest(entry).unwrap_or_default()
+            }
+        };
         if one::done(&settings, entry, &digest).is_some() {
             reused += 1;
         } else {
@@ -269,6 +277,49 @@ fn settings(
     }
     hash.update(if with_gpus { "gpus" } else { "no gpu" });
     hash.update(if prebuilt { "prebuilt" } else { "built here" });
+    // What else decides a grade, so that a kept grade is the one a fresh run would give:
+    // the rubric (compiled in, said again), the hand-out the submission is laid into, and
+    // the reference binaries every output is compared with (--bin-dir's, or this
+    // workspace's release build, built now as each grade would).
+    hash.update(b"\0rubric\0");
+    hash.update(super::rubric::RUBRIC.as_bytes());
+    hash.update(b"\0hand-out\0");
+    let (files, _) = crate::handout::files(crate::regions::Keep::Stub)?;
+    for file in &files {
+        hash.update(file.path.as_os_str().as_encoded_bytes());
+        hash.update([0]);
+        hash.update(file.mode.to_le_bytes());
+        hash.update((file.bytes.len() as u64).to_le_bytes());
+        hash.update(&file.bytes);
+    }
+    hash.update(b"\0reference\0");
+    let bin_dir = forward
+        .bin_dir
+        .as_deref()
+        .map(|dir| {
+            std::fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display()))
+        })
+        .transpose()?;
+    let labs: Vec<&crate::labs::Lab> = crate::labs::LABS
+        .iter()
+        .filter(|lab| {
+            *lab == crate::labs::REFERENCE.lab
+                || *lab == crate::labs::REFERENCE.stand_in
+                || rubric.checks.iter().any(|c| c.lab == lab.name)
+        })
+        .collect();
+    let bins = crate::bins::Bins::locate(bin_dir, labs.iter().copied())?;
+    let names = labs.iter().map(|lab| lab.name).chain(["libcpu_device.so"]);
+    for name in names {
+        let path = bins.dir().join(name);
+        hash.update(name.as_bytes());
+        hash.update([0]);
+        match std::fs::read(&path) {
+            Ok(bytes) => hash.update(&bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => hash.update(b"absent"),
+            Err(e) => bail!("cannot read the reference {} ({e})", path.display()),
+        }
+    }
     let labs = rubric
         .checks
         .iter()
@@ -514,6 +565,39 @@ fn duration(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// After --bin-dir changed, every grade was kept: the reference binaries are part of
+    /// the grader's identity (the rubric and the hand-out are hashed beside them).
+    #[test]
+    fn the_grader_changes_with_its_reference_binaries() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let bins = top.path().join("dist");
+        std::fs::create_dir(&bins).expect("created");
+        for lab in &crate::labs::LABS {
+            std::fs::write(bins.join(lab.name), lab.name).expect("written");
+        }
+        let rubric = Rubric::load().expect("the rubric");
+        let forward = Forward {
+            bin_dir: Some(bins.clone()),
+            unsandboxed: false,
+            build_time_limit: None,
+            no_cpu_device: false,
+        };
+        let grader = |prebuilt: bool| {
+            settings(&rubric, top.path(), &forward, None, false, prebuilt)
+                .expect("settings")
+                .grader
+        };
+        let first = grader(false);
+        assert_eq!(grader(false), first, "the same grader twice");
+        std::fs::write(bins.join("lab02"), "another lab02").expect("written");
+        let second = grader(false);
+        assert_ne!(second, first, "a new reference lab02");
+        std::fs::write(bins.join("libcpu_device.so"), "a device").expect("written");
+        let third = grader(false);
+        assert_ne!(third, second, "a new CPU device");
+        assert_ne!(grader(true), third, "pre-built or not");
+    }
 
     #[test]
     fn durations_are_read_at_a_glance() {
