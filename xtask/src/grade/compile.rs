@@ -169,8 +169,10 @@ pub fn build_lab(
     vendor: &Path,
     lab: &Lab,
     limit: Duration,
-) -> std::result::Result<(), String> {
-    let sysroot = sandbox::toolchain().ok_or("no Rust toolchain found (rustc --print sysroot)")?;
+) -> std::result::Result<(), BuildFailure> {
+    let sysroot = sandbox::toolchain().ok_or_else(|| {
+        BuildFailure::Grader("no Rust toolchain found (rustc --print sysroot)".to_string())
+    })?;
     let spec = Spec::new(sysroot.join("bin/cargo"))
         .args([
             "build",
@@ -198,12 +200,33 @@ pub fn build_lab(
     let limits = Limits::check(limit);
     match jail.run(&spec, &limits) {
         Ok((status, _, _)) if status.success() => Ok(()),
-        Ok((_, _, stderr)) => Err(first_error(&String::from_utf8_lossy(&stderr))),
-        Err(crate::runner::Failure::TimedOut(_)) => Err(format!(
+        Ok((_, _, stderr)) => Err(BuildFailure::Student(first_error(
+            &String::from_utf8_lossy(&stderr),
+        ))),
+        Err(crate::runner::Failure::TimedOut(_)) => Err(BuildFailure::Student(format!(
             "the build did not finish within {} s",
             limit.as_secs()
-        )),
-        Err(failure) => Err(failure.to_string()),
+        ))),
+        // The sandbox (or cargo) could not start: nothing of the student's ran.
+        Err(failure @ crate::runner::Failure::Spawn(_)) => {
+            Err(BuildFailure::Grader(failure.to_string()))
+        }
+        Err(failure) => Err(BuildFailure::Student(failure.to_string())),
+    }
+}
+
+/// Why a lab did not build: the student's code, or the grader (no toolchain, no sandbox).
+#[derive(Debug, Clone, PartialEq)]
+pub enum BuildFailure {
+    Student(String),
+    Grader(String),
+}
+
+impl std::fmt::Display for BuildFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildFailure::Student(why) | BuildFailure::Grader(why) => write!(f, "{why}"),
+        }
     }
 }
 

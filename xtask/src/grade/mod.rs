@@ -98,6 +98,9 @@ struct Intake {
     notes: Vec<String>,
     /// Labs that did not build, with cargo's first error.
     broken: Vec<(String, String)>,
+    /// Labs the grader could not build (no sandbox, no toolchain): not graded, not a 0.
+    #[serde(default)]
+    grader_failed: Vec<(String, String)>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -207,6 +210,7 @@ pub fn run(args: Args) -> Result<()> {
         gpu: gpu_info.as_ref(),
         made: Default::default(),
         noise: checks::noise(),
+        fault: Default::default(),
     };
     let mut graded_checks = Vec::new();
     for check in &rubric.checks {
@@ -214,21 +218,33 @@ pub fn run(args: Args) -> Result<()> {
         shared::cli::eprint_line(&format!("xtask: grading {name}"));
         let started = std::time::Instant::now();
         let broken = intake.broken.iter().find(|(lab, _)| lab == &check.lab);
+        let unbuilt = intake
+            .grader_failed
+            .iter()
+            .find(|(lab, _)| lab == &check.lab);
         let on_cpu_device = cpu_device.is_some() && !check.times_a_kernel();
-        let outcome = match (check.needs_gpu() && !on_cpu_device, &gpu, broken) {
-            (true, Err(_), _) => Outcome::NotGraded("not graded here: needs a GPU".to_string()),
-            (_, _, Some((_, error))) if check.runs_student_binary() => {
+        let outcome = match (check.needs_gpu() && !on_cpu_device, &gpu, broken, unbuilt) {
+            (true, Err(_), _, _) => Outcome::NotGraded("not graded here: needs a GPU".to_string()),
+            (_, _, _, Some((_, error))) if check.runs_student_binary() => {
+                Outcome::GraderFailed(format!("the grader could not build the lab: {error}"))
+            }
+            (_, _, Some((_, error)), _) if check.runs_student_binary() => {
                 Outcome::score(0.0, format!("did not build: {error}"))
             }
             _ => checks::run(check, &context),
         };
-        if let Outcome::Scored { score, .. } = &outcome {
-            shared::cli::eprint_line(&format!(
+        match &outcome {
+            Outcome::Scored { score, .. } => shared::cli::eprint_line(&format!(
                 "xtask:   {} of {} points, {:.1} s",
                 report::round(*score),
                 check.points,
                 started.elapsed().as_secs_f64()
-            ));
+            )),
+            Outcome::GraderFailed(why) => shared::cli::eprint_line(&format!(
+                "xtask:   not graded: the grader failed (not the student's fault): {}",
+                inert::line(why)
+            )),
+            Outcome::NotGraded(_) => {}
         }
         graded_checks.push(Graded {
             name,
@@ -245,7 +261,13 @@ pub fn run(args: Args) -> Result<()> {
             "Taken from the submission: only the files with solution regions. Differences:"
                 .to_string(),
         );
-        notes.extend(intake.notes.iter().map(|n| format!("- {n}")));
+        // The notes name the submission's own files: shown inert.
+        notes.extend(
+            intake
+                .notes
+                .iter()
+                .map(|n| format!("- {}", inert::markdown(n))),
+        );
     }
     shared::cli::print_line(report::table(&graded_checks, &notes).trim_end())?;
     if let (Some(path), Some(mut file)) = (&args.gradescope, results) {
@@ -286,7 +308,7 @@ fn prepare(
     let built = scratch.join("built");
     let bin = built.join("bin");
     fs::create_dir_all(&bin).with_context(|| format!("cannot create {}", bin.display()))?;
-    let mut broken = Vec::new();
+    let (mut broken, mut grader_failed) = (Vec::new(), Vec::new());
     for lab in labs {
         shared::cli::eprint_line(&format!("xtask: building the student's {}", lab.package));
         match compile::build_lab(jail, &work, &target, &cache.vendor(), lab, build_limit) {
@@ -295,7 +317,12 @@ fn prepare(
                 fs::copy(&from, bin.join(lab.name))
                     .with_context(|| format!("cannot copy the student's {}", lab.name))?;
             }
-            Err(error) => broken.push((lab.name.to_string(), error)),
+            Err(compile::BuildFailure::Student(error)) => {
+                broken.push((lab.name.to_string(), error))
+            }
+            Err(compile::BuildFailure::Grader(error)) => {
+                grader_failed.push((lab.name.to_string(), error))
+            }
         }
     }
     for kernel in rubric.kernels() {
@@ -312,6 +339,7 @@ fn prepare(
     let intake = Intake {
         notes: taken.notes,
         broken,
+        grader_failed,
     };
     let json = serde_json::to_string_pretty(&intake).context("cannot encode the intake")?;
     fs::write(built.join("intake.json"), json).context("cannot write the intake")?;
@@ -442,6 +470,78 @@ fn scratch() -> Result<tempfile::TempDir> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A script as a lab's binary.
+    fn script(path: &Path, body: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        fs::write(path, format!("#!/bin/sh\n{body}\n")).expect("written");
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("a mode");
+    }
+
+    /// Grade lab02's first image check with these reference and student binaries.
+    fn grade_image(reference: &str, student: &str) -> Outcome {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let (bins, built) = (top.path().join("reference"), top.path().join("built"));
+        fs::create_dir_all(&bins).expect("created");
+        fs::create_dir_all(built.join("bin")).expect("created");
+        for lab in &LABS {
+            script(&bins.join(lab.name), reference);
+        }
+        script(&built.join("bin/lab02"), student);
+        let rubric = Rubric::load().expect("the rubric");
+        let check = rubric
+            .checks
+            .iter()
+            .find(|c| c.lab == "lab02" && matches!(c.test, rubric::Test::Image { .. }))
+            .expect("an image check of lab02");
+        let jail = sandbox::Jail::detect(true).expect("no sandbox");
+        let reference = Bins::locate(Some(bins), &LABS).expect("the reference");
+        let student = Built {
+            bins: built.join("bin"),
+            src: built.join("src"),
+        };
+        let context = checks::Context {
+            jail: &jail,
+            cpu_device: None,
+            student: &student,
+            reference: &reference,
+            scratch: top.path(),
+            time_limit: Duration::from_secs(20),
+            speed_runs: 1,
+            gpu: None,
+            made: Default::default(),
+            noise: 1,
+            fault: Default::default(),
+        };
+        checks::run(check, &context)
+    }
+
+    /// The grader's own reference failing ("not the student's fault") scored the student 0:
+    /// now it is the grader's failure, a variant of its own.
+    #[test]
+    fn the_references_failure_is_the_graders_not_a_zero() {
+        let outcome = grade_image("exit 3", "exit 0");
+        let Outcome::GraderFailed(why) = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert!(why.starts_with("the reference lab02 failed"), "{why}");
+    }
+
+    /// The same words printed by the student's program are the student's failure: only the
+    /// grader's own code can say the grader failed.
+    #[test]
+    fn a_student_claiming_the_graders_fault_scores_zero() {
+        // The reference writes its image where `-o` says; the student's fails, saying the
+        // grader's words.
+        let reference = r#"while [ "$1" != "-o" ]; do shift; done; echo P6 > "$2""#;
+        let student = "echo \"the reference failed (not the student's fault)\" >&2; exit 1";
+        let outcome = grade_image(reference, student);
+        let Outcome::Scored { score, output } = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert_eq!(*score, 0.0);
+        assert!(output.contains("(not the student's fault)"), "{output}");
+    }
 
     /// The attack: a `--built` folder whose `bin/lab02` links to the instructor's own build
     /// (or anywhere): refused with one line, nothing followed.

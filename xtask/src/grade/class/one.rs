@@ -50,6 +50,10 @@ pub struct Record {
     pub grader: String,
     /// `None` when the grade ran; else why the submission could not be graded.
     pub not_graded: Option<String>,
+    /// The checks the grader itself failed at (results.json's `extra_data`): the grade is
+    /// not the student's, and is never kept; the next run grades it again.
+    #[serde(default)]
+    pub grader_failed: Vec<String>,
     pub seconds: f64,
 }
 
@@ -64,8 +68,10 @@ pub fn done(settings: &Settings, entry: &Entry, digest: &str) -> Option<Record> 
     let dir = folder(&settings.out, &entry.key);
     let record: Record = serde_json::from_slice(&fs::read(dir.join("record.json")).ok()?).ok()?;
     let same = record.digest == digest && record.grader == settings.grader;
-    let results_ok = read_results(&dir.join("results.json")).is_ok();
-    (same && record.not_graded.is_none() && results_ok).then_some(record)
+    let results_ok =
+        read_results(&dir.join("results.json")).is_ok_and(|json| grader_failures(&json).is_empty());
+    let whole = record.not_graded.is_none() && record.grader_failed.is_empty();
+    (same && whole && results_ok).then_some(record)
 }
 
 /// Forget an entry's earlier record, so that a grade stopped half-way is not taken as done.
@@ -104,10 +110,14 @@ pub fn grade(settings: &Settings, entry: &Entry, digest: &str, slot: &Slot) -> R
     let _ = fs::remove_file(dir.join("grade.out"));
     let feedback = feedback(entry, &notes, not_graded.as_deref(), &stdout);
     shared::output::write_file(&dir.join("feedback.md"), feedback.as_bytes())?;
+    let grader_failed = read_results(&results)
+        .map(|json| grader_failures(&json))
+        .unwrap_or_default();
     let record = Record {
         digest: digest.to_string(),
         grader: settings.grader.clone(),
         not_graded,
+        grader_failed,
         seconds: started.elapsed().as_secs_f64(),
     };
     let json = serde_json::to_string_pretty(&record).context("cannot encode the record")?;
@@ -205,6 +215,16 @@ pub fn read_results(path: &Path) -> Result<Value, String> {
         return Err("no score or tests".to_string());
     }
     Ok(json)
+}
+
+/// The checks a results.json says the grader failed at (`extra_data.grader_failed`).
+pub fn grader_failures(json: &Value) -> Vec<String> {
+    json["extra_data"]["grader_failed"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect()
 }
 
 /// Gradescope's results.json for a submission that could not be graded: every check of the
@@ -402,6 +422,7 @@ mod tests {
             digest: "d1".into(),
             grader: "g1".into(),
             not_graded: None,
+            grader_failed: Vec::new(),
             seconds: 1.0,
         };
         fs::write(
@@ -416,5 +437,50 @@ mod tests {
         assert!(done(&other, &entry, "d1").is_none(), "a new grader");
         forget(&settings, &entry).expect("forgotten");
         assert!(done(&settings, &entry, "d1").is_none());
+    }
+
+    /// A failure of the grader's own reference scored the student 0 and was kept as graded:
+    /// now such a grade is never kept.
+    #[test]
+    fn a_grade_the_grader_failed_at_is_not_kept() {
+        let out = tempfile::tempdir().expect("a temp folder");
+        let settings = settings(out.path(), "/nonexistent/xtask");
+        let entry = entry(out.path(), Form::Folder);
+        let dir = folder(out.path(), "ada");
+        fs::create_dir_all(&dir).expect("created");
+        fs::write(
+            dir.join("results.json"),
+            r#"{"score": 0, "tests": [{"name": "lab02: a", "score": 0, "max_score": 0}],
+                "extra_data": {"grader_failed": ["lab02: a: the reference lab02 failed"]}}"#,
+        )
+        .expect("written");
+        let json = read_results(&dir.join("results.json")).expect("results");
+        assert_eq!(
+            grader_failures(&json),
+            ["lab02: a: the reference lab02 failed"]
+        );
+        let record = Record {
+            digest: "d1".into(),
+            grader: "g1".into(),
+            not_graded: None,
+            grader_failed: grader_failures(&json),
+            seconds: 1.0,
+        };
+        fs::write(
+            dir.join("record.json"),
+            serde_json::to_string(&record).expect("json"),
+        )
+        .expect("written");
+        assert!(done(&settings, &entry, "d1").is_none(), "graded again");
+        // An older record without the field, beside the same results: not kept either.
+        fs::write(
+            dir.join("record.json"),
+            r#"{"digest": "d1", "grader": "g1", "not_graded": null, "seconds": 1.0}"#,
+        )
+        .expect("written");
+        assert!(
+            done(&settings, &entry, "d1").is_none(),
+            "read from results.json"
+        );
     }
 }
