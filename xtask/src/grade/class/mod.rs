@@ -29,6 +29,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::inert;
 use super::rubric::Rubric;
 use super::slurm;
 use entries::Entry;
@@ -137,7 +138,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
 
     let mut class = entries::discover(&dir, args.layout)?;
     for note in &class.notes {
-        shared::cli::eprint_line(&format!("xtask: {note}"));
+        shared::cli::eprint_line(&inert::line(&format!("xtask: {note}")));
     }
     let (slots, where_) = if args.slurm {
         (Vec::new(), "a Slurm cluster".to_string())
@@ -448,11 +449,11 @@ fn task(plan: &Path) -> Result<()> {
     // Slurm has set CUDA_VISIBLE_DEVICES to the task's GPUs (--gres): nothing to add. Tasks
     // that share a node run as users of their own.
     let record = one::grade(&plan.settings, entry, digest, &Slot::numbered(index))?;
-    shared::cli::eprint_line(&format!(
+    shared::cli::eprint_line(&inert::line(&format!(
         "xtask: {}: {}",
         entry.students.join(", "),
         record.not_graded.as_deref().unwrap_or("graded")
-    ));
+    )));
     Ok(())
 }
 
@@ -502,14 +503,14 @@ impl Progress {
     /// A line in a log when a submission starts (a terminal has the bar instead).
     fn start(&self, entry: &Entry, slot: &Slot) {
         if self.bar.is_hidden() {
-            shared::cli::eprint_line(&format!(
+            shared::cli::eprint_line(&inert::line(&format!(
                 "xtask: grading {} ({}){}",
                 entry.students.join(", "),
                 entry.name,
                 slot.describe()
                     .map(|gpu| format!(" on {gpu}"))
                     .unwrap_or_default()
-            ));
+            )));
         }
     }
 
@@ -533,6 +534,12 @@ impl Progress {
             }
             (None, Err(why)) => format!("no results: {why}"),
         };
+        let score = match record.grader_failed.len() {
+            0 => score,
+            n => {
+                format!("{score}; {n} checks not graded: the grader failed (graded again next run)")
+            }
+        };
         let done = self.done.load(Ordering::Relaxed) + 1;
         let line = format!(
             "xtask: [{done}/{}] {}: {score} ({:.0} s{})",
@@ -543,6 +550,8 @@ impl Progress {
                 .map(|gpu| format!(" on {gpu}"))
                 .unwrap_or_default()
         );
+        // Names, reasons and archive members are the submission's: one inert line each.
+        let line = inert::line(&line);
         self.bar.suspend(|| shared::cli::eprint_line(&line));
         self.advance(1);
     }

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::entries::{self, Entry, Form};
 use super::gpus::Slot;
+use crate::grade::inert;
 use crate::runner;
 
 /// What every grade of a class shares.
@@ -253,23 +254,27 @@ fn write_failed_results(settings: &Settings, path: &Path, why: &str) -> Result<(
     Ok(())
 }
 
-/// The student's feedback: who, what was graded, and the grader's own table.
+/// The student's feedback: who, what was graded, and the grader's own table. Every name and
+/// reason is the submission's own text: shown through [`inert::markdown`] (the table is
+/// already, by the grade that wrote it).
 fn feedback(entry: &Entry, notes: &[String], not_graded: Option<&str>, table: &str) -> String {
+    let students: Vec<String> = entry.students.iter().map(|s| inert::markdown(s)).collect();
     let mut text = format!(
-        "# Grade of {}\n\nSubmission: `{}`\n\n",
-        entry.students.join(", "),
-        entry.name.replace('`', "'")
+        "# Grade of {}\n\nSubmission: {}\n\n",
+        students.join(", "),
+        inert::markdown(&entry.name)
     );
     if !notes.is_empty() {
         text.push_str("Unpacking the archive passed over:\n\n");
         for note in notes {
-            text.push_str(&format!("- {note}\n"));
+            text.push_str(&format!("- {}\n", inert::markdown(note)));
         }
         text.push('\n');
     }
     match not_graded {
         Some(why) => text.push_str(&format!(
-            "Not graded: {why}.\n\nNo check could run: every check scores 0.\n"
+            "Not graded: {}.\n\nNo check could run: every check scores 0.\n",
+            inert::markdown(why)
         )),
         None => {
             text.push_str(
@@ -350,6 +355,33 @@ mod tests {
             why.contains("with --prebuilt every entry is a folder"),
             "{why}"
         );
+    }
+
+    /// Names, archive members and reasons reached feedback.md raw: Markdown, HTML, escapes.
+    #[test]
+    fn the_feedback_shows_the_submissions_text_inert() {
+        let mut entry = entry(Path::new("/x"), Form::Folder);
+        entry.name = "<b>ada</b>`.zip".into();
+        entry.students = vec!["[Ada](http://evil) \u{202e}".into()];
+        let notes = ["x/\r\u{1b}[2Kzoe: 14 of 14 points".to_string()];
+        let text = feedback(&entry, &notes, Some("the archive has `**bold**`"), "");
+        assert!(
+            text.starts_with("# Grade of \\[Ada\\](http://evil) \\\\u{202e}\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Submission: &lt;b&gt;ada&lt;/b&gt;\\`.zip\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- x/\\\\r\\\\u{1b}\\[2Kzoe: 14 of 14 points\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Not graded: the archive has \\`\\*\\*bold\\*\\*\\`."),
+            "{text}"
+        );
+        assert!(!text.contains(['\u{1b}', '\r', '\u{202e}', '<']), "{text}");
     }
 
     #[test]
