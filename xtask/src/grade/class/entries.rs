@@ -218,6 +218,32 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
             dir.display()
         );
     }
+    // Two entries of one student (`ada/` and `ada.zip`, or one student in two Gradescope
+    // groups) would be two rows of the same name: each row says which entry it grades.
+    let mut count: std::collections::BTreeMap<String, usize> = Default::default();
+    for entry in &entries {
+        for student in &entry.students {
+            *count.entry(student.clone()).or_default() += 1;
+        }
+    }
+    for (student, n) in count.iter().filter(|(_, &n)| n > 1) {
+        let names: Vec<&str> = entries
+            .iter()
+            .filter(|e| e.students.contains(student))
+            .map(|e| e.name.as_str())
+            .collect();
+        notes.push(format!(
+            "warning: {n} entries are {student}'s ({}): graded apart, as \"{student} (ENTRY)\"; \
+             keep one and grade again",
+            names.join(", ")
+        ));
+        for entry in entries.iter_mut() {
+            let name = entry.name.clone();
+            for s in entry.students.iter_mut().filter(|s| *s == student) {
+                *s = format!("{student} ({name})");
+            }
+        }
+    }
     // An entry is a student's: what it holds never changes how the class is read. One that
     // looks like Gradescope's whole export was perhaps meant as the class folder: say so.
     if let [only] = entries.as_slice() {
@@ -568,6 +594,34 @@ mod tests {
             class.notes[0].starts_with("warning: submission_metadata.yml cannot be read"),
             "{:?}",
             class.notes
+        );
+    }
+
+    /// `ada/` and `ada.zip` gave two `ada` rows and no warning.
+    #[test]
+    fn two_entries_of_one_student_are_told_apart_with_a_warning() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let dir = top.path().join("class");
+        write(&dir.join("ada/Cargo.toml"), "[workspace]\n");
+        fs::write(dir.join("ada.zip"), "zip").expect("written");
+        write(&dir.join("bob/Cargo.toml"), "[workspace]\n");
+        let class = discover(&dir, Layout::Auto).expect("a class");
+        let rows: Vec<(&str, &str)> = class
+            .entries
+            .iter()
+            .map(|e| (e.key.as_str(), e.students[0].as_str()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("ada", "ada (ada)"),
+                ("ada-2", "ada (ada.zip)"),
+                ("bob", "bob")
+            ]
+        );
+        assert_eq!(
+            class.notes,
+            ["warning: 2 entries are ada's (ada, ada.zip): graded apart, as \"ada (ENTRY)\"; keep one and grade again"]
         );
     }
 

@@ -122,17 +122,36 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     let rubric = Rubric::load()?;
     let dir = std::fs::canonicalize(dir)
         .with_context(|| format!("cannot read the class folder {}", dir.display()))?;
+    // Refused before anything is made: an OUT made inside the class folder would be graded
+    // as a student's entry by the next run.
+    let inside = |out: &Path| -> Result<()> {
+        if out.starts_with(&dir) {
+            bail!(
+                "{} is inside the class folder {}; give an OUT outside it",
+                out.display(),
+                dir.display()
+            );
+        }
+        Ok(())
+    };
+    inside(&resolved(out)?)?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let out =
         std::fs::canonicalize(out).with_context(|| format!("cannot use {}", out.display()))?;
-    if out.starts_with(&dir) {
-        bail!(
-            "{} is inside the class folder {}; give an OUT outside it",
-            out.display(),
-            dir.display()
-        );
+    inside(&out)?;
+    // Every path checked before any work: the gradebook's files can be written, and are
+    // regular files or new (a FIFO would block the first write, a link lead elsewhere).
+    for name in ["grades.csv", "summary.md"] {
+        let path = out.join(name);
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            if !meta.is_file() {
+                bail!(
+                    "{} is not a regular file; remove it, or give another OUT",
+                    path.display()
+                );
+            }
+        }
     }
-    // Every path checked before any work: the gradebook's files can be written.
     let grades_csv = shared::output::Output::create(&out.join("grades.csv"))?;
     let summary_md = shared::output::Output::create(&out.join("summary.md"))?;
 
@@ -239,6 +258,28 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
         out.display()
     ));
     Ok(())
+}
+
+/// Where `path` is, whether it exists or not: each existing step made canonical (links
+/// resolved, as the kernel will), `.` and `..` of the steps still to make taken as they read.
+fn resolved(path: &Path) -> Result<PathBuf> {
+    use std::path::Component;
+    let absolute =
+        std::path::absolute(path).with_context(|| format!("cannot use {}", path.display()))?;
+    let mut at = PathBuf::from("/");
+    for component in absolute.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
+            Component::ParentDir => {
+                at.pop();
+            }
+            Component::Normal(name) => {
+                let next = at.join(name);
+                at = std::fs::canonicalize(&next).unwrap_or(next);
+            }
+        }
+    }
+    Ok(at)
 }
 
 /// What every grade of this class shares, the grader's identity included: this binary, the
@@ -606,6 +647,27 @@ mod tests {
         let third = grader(false);
         assert_ne!(third, second, "a new CPU device");
         assert_ne!(grader(true), third, "pre-built or not");
+    }
+
+    #[test]
+    fn a_path_to_make_is_resolved_as_the_kernel_will() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let top = std::fs::canonicalize(top.path()).expect("canonical");
+        std::fs::create_dir(top.join("class")).expect("created");
+        std::os::unix::fs::symlink(top.join("class"), top.join("link")).expect("a link");
+        let cases = [
+            ("link/out", "class/out"),
+            ("new/../class/./out", "class/out"),
+            ("class/a/b/../c", "class/a/c"),
+            ("link/../other", "other"),
+        ];
+        for (given, want) in cases {
+            assert_eq!(
+                resolved(&top.join(given)).expect("resolved"),
+                top.join(want),
+                "{given}"
+            );
+        }
     }
 
     #[test]
