@@ -218,6 +218,27 @@ pub fn read_results(path: &Path) -> Result<Value, String> {
     Ok(json)
 }
 
+/// The grade's table without the rows of hidden checks (their names hold the sizes and
+/// views the hand-out never shows, their results what those runs did), and how many there
+/// were. A row is the grade's own: its first cell is a rubric check's name, and what a
+/// submission wrote in the last cell has every `|` escaped, so no row can pass for another.
+fn without_hidden(table: &str) -> (String, usize) {
+    let mut kept = String::new();
+    let mut hidden = 0;
+    for line in table.lines() {
+        let first_cell = line
+            .strip_prefix("| ")
+            .and_then(|rest| rest.split(" | ").next());
+        if first_cell.is_some_and(|name| name.ends_with(" (hidden)")) {
+            hidden += 1;
+            continue;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    (kept, hidden)
+}
+
 /// The checks a results.json says the grader failed at (`extra_data.grader_failed`).
 pub fn grader_failures(json: &Value) -> Vec<String> {
     json["extra_data"]["grader_failed"]
@@ -277,9 +298,13 @@ fn feedback(entry: &Entry, notes: &[String], not_graded: Option<&str>, table: &s
             inert::markdown(why)
         )),
         None => {
-            text.push_str(
-                "Checks marked (hidden) are shown to students once grades are published.\n\n",
-            );
+            let (table, hidden) = without_hidden(table);
+            if hidden > 0 {
+                text.push_str(&format!(
+                    "{hidden} hidden checks are not listed here: they count in the total, and \
+                     are shown once grades are published.\n\n"
+                ));
+            }
             text.push_str(table.trim_end());
             text.push('\n');
         }
@@ -382,6 +407,34 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains(['\u{1b}', '\r', '\u{202e}', '<']), "{text}");
+    }
+
+    /// Class feedback.md listed the hidden checks with their sizes and views.
+    #[test]
+    fn the_feedback_leaves_the_hidden_checks_out() {
+        let table = "| check | points | result |\n|---|---:|---|\n\
+                     | lab02: image 640x480 | 4/4 | identical |\n\
+                     | lab02: image 3001x2001 --cy 0.123 (hidden) | 0/2 | wrote a 1x1 image |\n\
+                     | lab06: sums | 1/1 | x (hidden) \\| y |\n\
+                     total: 5 of 7 points\n";
+        let text = feedback(&entry(Path::new("/x"), Form::Folder), &[], None, table);
+        assert!(
+            !text.contains("3001x2001") && !text.contains("0.123"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| lab02: image 640x480 | 4/4 | identical |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| lab06: sums | 1/1 | x (hidden) \\| y |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("1 hidden checks are not listed here"),
+            "{text}"
+        );
+        assert!(text.ends_with("total: 5 of 7 points\n"), "{text}");
     }
 
     #[test]
