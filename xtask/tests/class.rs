@@ -563,6 +563,76 @@ fn an_archive_that_attacks_costs_its_own_row() {
     }
 }
 
+/// Two entries that tried to decide how the class is read. Mallory: a git repository
+/// holding only `intake.json` (notes the report printed as the grader's own) and `bin/lab02`,
+/// `bin/lab06` linked into the instructor's own release build; graded as `--built`, it
+/// earned 14 of 14 with no source. Eve: a `submission_metadata.yml` beside `submission_1/`,
+/// read as Gradescope's export, naming the class's rows ("Alice Victim"). Now each is one
+/// submission built from its sources, a row under its own name, and earns nothing.
+#[test]
+fn an_entry_decides_nothing_of_how_the_class_is_read() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let class = scratch.path().join("mandelbrot-submissions");
+    let mallory = class.join("mandelbrot-mallory");
+    fs::create_dir_all(mallory.join("bin")).expect("created");
+    fs::write(
+        mallory.join("intake.json"),
+        r#"{"notes": ["FORGED NOTE: reviewed by the instructor"], "broken": []}"#,
+    )
+    .expect("written");
+    for lab in ["lab02", "lab06"] {
+        std::os::unix::fs::symlink(
+            target_dir().join("release").join(lab),
+            mallory.join("bin").join(lab),
+        )
+        .expect("a link");
+    }
+    succeed(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&mallory),
+        "git init",
+    );
+    let eve = class.join("mandelbrot-eve");
+    fs::create_dir_all(eve.join("submission_1")).expect("created");
+    fs::write(
+        eve.join("submission_metadata.yml"),
+        "submission_1:\n  :submitters:\n  - :name: Alice Victim\n    :sid: Alice Victim\n",
+    )
+    .expect("written");
+
+    let out = scratch.path().join("out");
+    let output = succeed(
+        xtask()
+            .args(["grade", "--class"])
+            .arg(&class)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-cpu-device")
+            .env("CUDA_VISIBLE_DEVICES", ""),
+        "grade --class",
+    );
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        log.contains("mandelbrot-eve holds submission_metadata.yml: graded as one submission"),
+        "{log}"
+    );
+    let csv = fs::read_to_string(out.join("grades.csv")).expect("grades.csv");
+    assert!(!csv.contains("Alice Victim"), "{csv}");
+    let students: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .collect();
+    assert_eq!(students, ["eve", "mallory"], "{csv}");
+    for line in csv.lines().skip(1) {
+        assert!(line.ends_with(",0"), "earned something: {line}");
+    }
+    let feedback =
+        fs::read_to_string(out.join("students/mandelbrot-mallory/feedback.md")).expect("feedback");
+    assert!(!feedback.contains("FORGED NOTE"), "{feedback}");
+}
+
 /// OUT inside the class folder was refused after it was made (the next run graded a student
 /// "out"); a FIFO for OUT/grades.csv hung before any work. Each is one line, a non-zero
 /// exit, and nothing made.

@@ -99,21 +99,31 @@ pub fn grade(settings: &Settings, entry: &Entry, digest: &str, slot: &Slot) -> R
         fs::remove_dir_all(&unpacked)
             .with_context(|| format!("cannot remove {}", unpacked.display()))?;
     }
+    let results = dir.join("results.json");
     let (notes, not_graded) = match outcome {
         Ok(notes) => (notes, None),
-        Err(why) => (Vec::new(), Some(why)),
+        Err(Failed::Submission(why)) => {
+            write_failed_results(settings, &results, &why, false)?;
+            (Vec::new(), Some(why))
+        }
+        // The grader's own failure: no check scores, results.json says why, and the row's
+        // total stays empty until a run grades it (read back below, as for one check).
+        Err(Failed::Grader(why)) => {
+            write_failed_results(settings, &results, &why, true)?;
+            (Vec::new(), None)
+        }
     };
-    let results = dir.join("results.json");
-    if let Some(why) = &not_graded {
-        write_failed_results(settings, &results, why)?;
-    }
     let stdout = fs::read_to_string(dir.join("grade.out")).unwrap_or_default();
     let _ = fs::remove_file(dir.join("grade.out"));
-    let feedback = feedback(entry, &notes, not_graded.as_deref(), &stdout);
-    shared::output::write_file(&dir.join("feedback.md"), feedback.as_bytes())?;
     let grader_failed = read_results(&results)
         .map(|json| grader_failures(&json))
         .unwrap_or_default();
+    let feedback = if stdout.is_empty() && !grader_failed.is_empty() {
+        feedback_grader_failed(entry, &grader_failed)
+    } else {
+        feedback(entry, &notes, not_graded.as_deref(), &stdout)
+    };
+    shared::output::write_file(&dir.join("feedback.md"), feedback.as_bytes())?;
     let record = Record {
         digest: digest.to_string(),
         grader: settings.grader.clone(),
@@ -126,6 +136,20 @@ pub fn grade(settings: &Settings, entry: &Entry, digest: &str, slot: &Slot) -> R
     Ok(record)
 }
 
+/// Why a submission was not graded: its own doing (a link, a bad archive, a grade that
+/// refused it or ran out of time), or the grader's (it could not start, wrote no results,
+/// could not unpack into its own folder).
+enum Failed {
+    Submission(String),
+    Grader(String),
+}
+
+impl From<String> for Failed {
+    fn from(why: String) -> Failed {
+        Failed::Submission(why)
+    }
+}
+
 /// Unpack if need be, find the workspace and grade it: what unpacking passed over, or why
 /// the submission could not be graded. The grade's table is left in `dir/grade.out`.
 fn run(
@@ -134,25 +158,26 @@ fn run(
     slot: &Slot,
     dir: &Path,
     unpacked: &Path,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, Failed> {
+    let grader = Failed::Grader;
     let (root, notes) = match &entry.form {
-        Form::Refused(why) => return Err(format!("{} {why}", entry.name)),
+        Form::Refused(why) => return Err(format!("{} {why}", entry.name).into()),
         Form::Archive(_) if settings.prebuilt => {
-            return Err(format!(
+            return Err(grader(format!(
                 "{} is an archive; with --prebuilt every entry is a folder made by \
                  `grade --build-only`",
                 entry.name
-            ))
+            )))
         }
         Form::Folder if settings.prebuilt => (entry.path.clone(), Vec::new()),
         Form::Folder => (entries::workspace_in(&entry.path), Vec::new()),
         Form::Archive(_) => {
             if unpacked.exists() {
                 fs::remove_dir_all(unpacked)
-                    .map_err(|e| format!("cannot clear {} ({e})", unpacked.display()))?;
+                    .map_err(|e| grader(format!("cannot clear {} ({e})", unpacked.display())))?;
             }
             fs::create_dir_all(unpacked)
-                .map_err(|e| format!("cannot create {} ({e})", unpacked.display()))?;
+                .map_err(|e| grader(format!("cannot create {} ({e})", unpacked.display())))?;
             let notes = entries::unpack_entry(entry, unpacked)
                 .map_err(|why| format!("the archive {} {why}", entry.name))?;
             (entries::workspace_in(unpacked), notes)
@@ -184,14 +209,21 @@ fn run(
             return Err(format!(
                 "grading took longer than {} s and was stopped",
                 settings.limit_s
-            ))
+            )
+            .into())
         }
-        Err(failure) => return Err(format!("the grader stopped: {failure}")),
+        // The grade could not start at all: nothing of the submission ran.
+        Err(failure @ runner::Failure::Spawn(_)) => {
+            return Err(grader(format!("the grader stopped: {failure}")))
+        }
+        // The grade refused the submission (not a workspace, a link at its top) or died.
+        Err(failure) => return Err(format!("the grader stopped: {failure}").into()),
     };
     fs::write(dir.join("grade.out"), &finished.stdout)
-        .map_err(|e| format!("cannot keep the grade's table ({e})"))?;
+        .map_err(|e| grader(format!("cannot keep the grade's table ({e})")))?;
+    // The grade exited 0: a missing results.json is the grader's failure.
     read_results(&results)
-        .map_err(|why| format!("the grade wrote no usable results.json: {why}"))?;
+        .map_err(|why| grader(format!("the grade wrote no usable results.json: {why}")))?;
     Ok(notes)
 }
 
@@ -216,6 +248,18 @@ pub fn read_results(path: &Path) -> Result<Value, String> {
         return Err("no score or tests".to_string());
     }
     Ok(json)
+}
+
+/// The student's feedback when the grader failed before any check ran.
+fn feedback_grader_failed(entry: &Entry, why: &[String]) -> String {
+    let students: Vec<String> = entry.students.iter().map(|s| inert::markdown(s)).collect();
+    format!(
+        "# Grade of {}\n\nSubmission: {}\n\nNot graded yet: the grader failed, not you \
+         ({}). It is graded again once it is fixed.\n",
+        students.join(", "),
+        inert::markdown(&entry.name),
+        inert::markdown(&why.join("; "))
+    )
 }
 
 /// The grade's table without the rows of hidden checks (their names hold the sizes and
@@ -250,25 +294,40 @@ pub fn grader_failures(json: &Value) -> Vec<String> {
 }
 
 /// Gradescope's results.json for a submission that could not be graded: every check of the
-/// rubric at zero, saying why.
-fn write_failed_results(settings: &Settings, path: &Path, why: &str) -> Result<()> {
+/// rubric at zero, saying why; or, when the grader failed (`grader`), every check worth
+/// nothing here and `extra_data.grader_failed` saying why, so that no 0 is recorded.
+fn write_failed_results(settings: &Settings, path: &Path, why: &str, grader: bool) -> Result<()> {
     let tests: Vec<Value> = settings
         .checks
         .iter()
         .map(|(name, points)| {
+            let (max, output) = if grader {
+                (
+                    0.0,
+                    format!("not graded: the grader failed, not you ({why}); worth {points} points, graded again once it is fixed"),
+                )
+            } else {
+                (*points, format!("not graded: {why}"))
+            };
             serde_json::json!({
                 "name": name,
                 "score": 0.0,
-                "max_score": points,
-                "output": format!("not graded: {why}"),
+                "max_score": max,
+                "output": output,
                 "visibility": "visible",
             })
         })
         .collect();
+    let failed: Vec<String> = if grader {
+        vec![why.to_string()]
+    } else {
+        Vec::new()
+    };
     let json = serde_json::json!({
         "score": 0.0,
         "output": format!("This submission could not be graded: {why}"),
         "tests": tests,
+        "extra_data": { "grader_failed": failed },
     });
     let text = serde_json::to_string_pretty(&json).context("cannot encode the results")?;
     shared::output::write_file(path, format!("{text}\n").as_bytes())?;
@@ -375,7 +434,9 @@ mod tests {
             &Slot::numbered(0),
         )
         .expect("recorded");
-        let why = record.not_graded.expect("not graded");
+        // The instructor's word was wrong, not the student's work: not a 0.
+        assert_eq!(record.not_graded, None);
+        let why = &record.grader_failed[0];
         assert!(
             why.contains("with --prebuilt every entry is a folder"),
             "{why}"
@@ -485,10 +546,28 @@ mod tests {
             "cleaned up"
         );
 
+        // A grader that cannot start is the grader's failure: no 0, graded again.
         let folder_entry = entry(out.path(), Form::Folder);
         let record = grade(&settings, &folder_entry, "d2", &Slot::numbered(0)).expect("recorded");
-        let why = record.not_graded.expect("not graded");
-        assert!(why.starts_with("the grader stopped: cannot run"), "{why}");
+        assert_eq!(record.not_graded, None);
+        assert!(
+            record.grader_failed[0].starts_with("the grader stopped: cannot run"),
+            "{:?}",
+            record.grader_failed
+        );
+        let results =
+            read_results(&folder(out.path(), "ada").join("results.json")).expect("results");
+        assert_eq!(results["tests"][0]["max_score"], 0.0);
+        assert!(
+            done(&settings, &folder_entry, "d2").is_none(),
+            "graded again"
+        );
+        let feedback =
+            fs::read_to_string(folder(out.path(), "ada").join("feedback.md")).expect("feedback");
+        assert!(
+            feedback.contains("Not graded yet: the grader failed, not you"),
+            "{feedback}"
+        );
     }
 
     #[test]
