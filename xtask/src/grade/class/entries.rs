@@ -246,7 +246,7 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
     }
     // An entry is a student's: what it holds never changes how the class is read. One that
     // looks like Gradescope's whole export was perhaps meant as the class folder: say so.
-    if let [only] = entries.as_slice() {
+    for only in &entries {
         if only.form == Form::Folder
             && fs::symlink_metadata(only.path.join(gradescope::METADATA)).is_ok()
         {
