@@ -505,6 +505,16 @@ fn an_archive_that_attacks_costs_its_own_row() {
         .and_then(|gz| gz.finish())
         .expect("finished");
     std::os::unix::fs::symlink("/etc", class.join("trudy")).expect("a link");
+    // A member name that rewrites the terminal: a CR, an escape that clears the line, a
+    // forged score.
+    let mut writer = zip::ZipWriter::new(fs::File::create(class.join("zoe.zip")).expect("a zip"));
+    writer
+        .start_file(
+            "../\r\u{1b}[2Kzoe: 14 of 14 points\u{1b}[8m",
+            zip::write::SimpleFileOptions::default(),
+        )
+        .expect("a member");
+    writer.finish().expect("finished");
 
     let out = scratch.path().join("out");
     let output = succeed(
@@ -517,6 +527,23 @@ fn an_archive_that_attacks_costs_its_own_row() {
         "grade --class",
     );
     let summary = String::from_utf8_lossy(&output.stdout);
+    let log = String::from_utf8_lossy(&output.stderr);
+    // Shown inert everywhere: the terminal, the log, summary.md, feedback.md.
+    let feedback = fs::read_to_string(out.join("students/zoe/feedback.md")).expect("feedback");
+    for (what, text) in [
+        ("summary", &*summary),
+        ("log", &*log),
+        ("feedback", &feedback),
+    ] {
+        assert!(
+            !text.contains(['\u{1b}', '\r']),
+            "{what} holds a raw escape or CR:\n{text}"
+        );
+    }
+    assert!(
+        log.lines().any(|l| l.contains("zoe: not graded: the archive zoe.zip has a member outside its folder (../\\r\\u{1b}[2Kzoe: 14 of 14 points\\u{1b}[8m)")),
+        "{log}"
+    );
     for said in [
         "- eve (students/eve): the archive eve.zip has a member outside its folder (../../escaped.rs)",
         "- mallory (students/mallory): the archive mallory.tar.gz unpacks to more than 256 MiB",
@@ -527,13 +554,133 @@ fn an_archive_that_attacks_costs_its_own_row() {
     assert!(!scratch.path().join("escaped.rs").exists());
     assert!(!out.join(".class/unpacked/mallory").exists(), "cleaned up");
     let csv = fs::read_to_string(out.join("grades.csv")).expect("grades.csv");
-    for student in ["eve", "mallory", "trudy"] {
+    for student in ["eve", "mallory", "trudy", "zoe"] {
         let row = csv
             .lines()
             .find(|l| l.starts_with(&format!("{student},")))
             .unwrap_or_else(|| panic!("{student}'s row: {csv}"));
         assert!(row.ends_with(",0"), "{row}");
     }
+}
+
+/// Two entries that tried to decide how the class is read. Mallory: a git repository
+/// holding only `intake.json` (notes the report printed as the grader's own) and `bin/lab02`,
+/// `bin/lab06` linked into the instructor's own release build; graded as `--built`, it
+/// earned 14 of 14 with no source. Eve: a `submission_metadata.yml` beside `submission_1/`,
+/// read as Gradescope's export, naming the class's rows ("Alice Victim"). Now each is one
+/// submission built from its sources, a row under its own name, and earns nothing.
+#[test]
+fn an_entry_decides_nothing_of_how_the_class_is_read() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let class = scratch.path().join("mandelbrot-submissions");
+    let mallory = class.join("mandelbrot-mallory");
+    fs::create_dir_all(mallory.join("bin")).expect("created");
+    fs::write(
+        mallory.join("intake.json"),
+        r#"{"notes": ["FORGED NOTE: reviewed by the instructor"], "broken": []}"#,
+    )
+    .expect("written");
+    for lab in ["lab02", "lab06"] {
+        std::os::unix::fs::symlink(
+            target_dir().join("release").join(lab),
+            mallory.join("bin").join(lab),
+        )
+        .expect("a link");
+    }
+    succeed(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&mallory),
+        "git init",
+    );
+    let eve = class.join("mandelbrot-eve");
+    fs::create_dir_all(eve.join("submission_1")).expect("created");
+    fs::write(
+        eve.join("submission_metadata.yml"),
+        "submission_1:\n  :submitters:\n  - :name: Alice Victim\n    :sid: Alice Victim\n",
+    )
+    .expect("written");
+
+    let out = scratch.path().join("out");
+    let output = succeed(
+        xtask()
+            .args(["grade", "--class"])
+            .arg(&class)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-cpu-device")
+            .env("CUDA_VISIBLE_DEVICES", ""),
+        "grade --class",
+    );
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        log.contains("mandelbrot-eve holds submission_metadata.yml: graded as one submission"),
+        "{log}"
+    );
+    let csv = fs::read_to_string(out.join("grades.csv")).expect("grades.csv");
+    assert!(!csv.contains("Alice Victim"), "{csv}");
+    let students: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .collect();
+    assert_eq!(students, ["eve", "mallory"], "{csv}");
+    for line in csv.lines().skip(1) {
+        assert!(line.ends_with(",0"), "earned something: {line}");
+    }
+    let feedback =
+        fs::read_to_string(out.join("students/mandelbrot-mallory/feedback.md")).expect("feedback");
+    assert!(!feedback.contains("FORGED NOTE"), "{feedback}");
+}
+
+/// OUT inside the class folder was refused after it was made (the next run graded a student
+/// "out"); a FIFO for OUT/grades.csv hung before any work. Each is one line, a non-zero
+/// exit, and nothing made.
+#[test]
+fn an_out_that_cannot_be_used_is_refused_before_anything_is_made() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let class = scratch.path().join("class");
+    fs::create_dir_all(class.join("ada")).expect("created");
+    let refused = |out: &Path| {
+        let mut child = xtask()
+            .args(["grade", "--class"])
+            .arg(&class)
+            .arg("--out")
+            .arg(out)
+            .arg("--no-cpu-device")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("started");
+        let started = Instant::now();
+        while child.try_wait().expect("waited").is_none() {
+            if started.elapsed() > Duration::from_secs(120) {
+                let _ = child.kill();
+                panic!("grade --class --out {} hangs", out.display());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let output = child.wait_with_output().expect("its output");
+        assert!(!output.status.success(), "{}", out.display());
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    for out in [class.join("out"), class.join("new/../out2"), class.clone()] {
+        let said = refused(&out);
+        assert!(said.contains("is inside the class folder"), "{said}");
+        assert_eq!(said.trim_end().lines().count(), 1, "{said}");
+    }
+    assert!(!class.join("out").exists() && !class.join("new").exists());
+    assert!(!class.join("out2").exists());
+
+    let out = scratch.path().join("out");
+    fs::create_dir(&out).expect("created");
+    let fifo = out.join("grades.csv");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let said = refused(&out);
+    assert!(said.contains("grades.csv is not a regular file"), "{said}");
+    assert_eq!(said.trim_end().lines().count(), 1, "{said}");
+    assert!(!out.join("students").exists(), "no work began");
 }
 
 /// GitHub Classroom's workflow: it parses, and each step's command passes on the solution

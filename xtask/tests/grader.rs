@@ -373,6 +373,24 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
                 wrong.push(format!("not graded in {sandbox}"));
             }
         }
+        // The report is the grader's alone: no control character (an ANSI escape, a CR),
+        // no bidi override, and one total line, the last.
+        if stdout
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || ('\u{202a}'..='\u{202e}').contains(&c))
+        {
+            wrong.push("a control or bidi character reached the report".into());
+        }
+        let totals = stdout.lines().filter(|l| l.starts_with("total: ")).count();
+        if totals != 1
+            || !stdout
+                .trim_end()
+                .lines()
+                .last()
+                .is_some_and(|l| l.starts_with("total: "))
+        {
+            wrong.push(format!("{totals} total lines in the report, or not last"));
+        }
         let bytes = fs::read(&results).expect("results.json");
         if String::from_utf8_lossy(&bytes).contains("LEAKED") || stdout.contains("LEAKED") {
             wrong.push("something it read or reached shows in the results".into());

@@ -80,11 +80,33 @@ pub struct Context<'a> {
     pub made: std::cell::RefCell<HashMap<Vec<String>, Vec<u8>>>,
     /// This grade's own number: lab06's lengths are raised by it ([`noise`]).
     pub noise: u64,
+    /// The grader's own failure in the check now running (its reference failed, the
+    /// sandbox did not start), first one kept: the check is then [`Outcome::GraderFailed`]
+    /// whatever else it found. Set only by the grader's code ([`Context::grader_failed`]),
+    /// never from anything a student's program prints.
+    pub fault: std::cell::RefCell<Option<String>>,
 }
 
+impl Context<'_> {
+    /// Record that the grader itself failed (not the student): the check is not graded.
+    /// `why` comes back for the error the check returns.
+    pub fn grader_failed(&self, why: String) -> String {
+        self.fault.borrow_mut().get_or_insert_with(|| why.clone());
+        why
+    }
+}
+
+/// How one check went. The student's fault and the grader's are different variants: a
+/// grader's failure is never a student's 0, and a class never keeps it as graded.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
+    /// Graded: the points earned (0 when the student's program failed) and why.
     Scored { score: f64, output: String },
+    /// Not graded on this machine by design (a GPU check without a GPU).
     NotGraded(String),
+    /// Not graded because the grader failed (its reference or solution failed, the sandbox
+    /// did not start): not the student's fault; a later run grades it.
+    GraderFailed(String),
 }
 
 impl Outcome {
@@ -102,8 +124,9 @@ type Earned = Result<(f64, String), String>;
 /// Run `check`; whatever goes wrong with the student's program is a failed check.
 pub fn run(check: &Check, context: &Context) -> Outcome {
     let deadline = Instant::now() + context.time_limit;
+    context.fault.borrow_mut().take();
     let result = labs::find(&check.lab)
-        .map_err(|e| e.to_string())
+        .map_err(|e| context.grader_failed(format!("the rubric: {e}")))
         .and_then(|lab| match &check.test {
             Test::Image {
                 size,
@@ -121,6 +144,9 @@ pub fn run(check: &Check, context: &Context) -> Outcome {
                 kernel_speed(context, lab, deadline, kernel, args)
             }
         });
+    if let Some(why) = context.fault.borrow_mut().take() {
+        return Outcome::GraderFailed(why);
+    }
     match result {
         Ok((fraction, output)) => Outcome::score(check.points * fraction, output),
         Err(output) => Outcome::score(0.0, output),
@@ -161,11 +187,15 @@ fn sandboxed(
     let out = tempfile::Builder::new()
         .prefix("out-")
         .tempdir_in(context.scratch)
-        .map_err(|e| format!("cannot make an output folder (not the student's fault): {e}"))?;
+        .map_err(|e| {
+            context.grader_failed(format!(
+                "cannot make an output folder (not the student's fault): {e}"
+            ))
+        })?;
     context
         .jail
         .give(out.path())
-        .map_err(|e| format!("{e:#}"))?;
+        .map_err(|e| context.grader_failed(format!("{e:#}")))?;
     let bins = match program {
         Program::Student => &context.student.bins,
         Program::Solution { .. } | Program::SolutionWithKernel(_) => context.reference.dir(),
@@ -217,16 +247,28 @@ fn sandboxed(
     } else {
         Limits::check(left)
     };
+    // The solution's own program failing is the grader's fault, unless the check's time
+    // ran out (the student's runs share that time). A sandbox that cannot start is the
+    // grader's fault whoever's program it was to run.
+    let solution = matches!(program, Program::Solution { .. });
     match context.jail.run(&spec, &limits) {
         Ok((status, ran, _)) if status.success() => Ok(Sandboxed {
             stdout: ran.stdout,
             wall: ran.wall,
             out,
         }),
+        Ok((status, _, stderr)) if solution => Err(context.grader_failed(format!(
+            "the solution failed (not the student's fault): {}",
+            crash_or_refusal(status, &stderr)
+        ))),
         Ok((status, _, stderr)) => Err(crash_or_refusal(status, &stderr)),
         Err(runner::Failure::TimedOut(_)) => {
             Err("did not finish within the check's time limit".to_string())
         }
+        Err(failure @ runner::Failure::Spawn(_)) => Err(context.grader_failed(failure.to_string())),
+        Err(failure) if solution => Err(context.grader_failed(format!(
+            "the solution failed (not the student's fault): {failure}"
+        ))),
         Err(failure) => Err(failure.to_string()),
     }
 }
@@ -284,23 +326,25 @@ fn made(
     let dir = tempfile::Builder::new()
         .prefix("reference-")
         .tempdir_in(context.scratch)
-        .map_err(|e| format!("cannot make a folder for the reference: {e}"))?;
+        .map_err(|e| {
+            context.grader_failed(format!("cannot make a folder for the reference: {e}"))
+        })?;
     let mut command = context.reference.command(lab);
     command.current_dir(dir.path()).args(
         args.iter()
             .map(|a| a.replace("{dir}", &dir.path().to_string_lossy())),
     );
     runner::run(&mut command, runner::limit_for(1 << 28)).map_err(|e| {
-        format!(
+        context.grader_failed(format!(
             "the reference {} failed (not the student's fault): {e}",
             lab.name
-        )
+        ))
     })?;
     let bytes = fs::read(dir.path().join(file)).map_err(|e| {
-        format!(
+        context.grader_failed(format!(
             "the reference {} wrote no {file} (not the student's fault): {e}",
             lab.name
-        )
+        ))
     })?;
     context.made.borrow_mut().insert(key, bytes.clone());
     Ok(bytes)
@@ -489,16 +533,25 @@ fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result
     reference
         .args(args)
         .args(["--variants", "cpu-plain", "--json"]);
-    let finished = runner::run(&mut reference, runner::limit_for(1 << 24))
-        .map_err(|e| format!("the reference lab06 failed (not the student's fault): {e}"))?;
+    let finished = runner::run(&mut reference, runner::limit_for(1 << 24)).map_err(|e| {
+        context.grader_failed(format!(
+            "the reference lab06 failed (not the student's fault): {e}"
+        ))
+    })?;
     let report: LabReport = serde_json::from_slice(&finished.stdout).map_err(|e| {
-        format!("the reference lab06 printed no report (not the student's fault): {e}")
+        context.grader_failed(format!(
+            "the reference lab06 printed no report (not the student's fault): {e}"
+        ))
     })?;
     let expected = report
         .metrics
         .get("cpu_plain_sum")
         .and_then(serde_json::Value::as_f64)
-        .ok_or("the reference lab06 reported no sum (not the student's fault)")?;
+        .ok_or_else(|| {
+            context.grader_failed(
+                "the reference lab06 reported no sum (not the student's fault)".to_string(),
+            )
+        })?;
     context
         .made
         .borrow_mut()
@@ -532,7 +585,10 @@ fn with_unpredictable_n(args: &[String], noise: u64) -> Vec<String> {
 fn cpu_speed(context: &Context, lab: &'static Lab, deadline: Instant, args: &[String]) -> Earned {
     let (width, height) = match args {
         [w, h, ..] => (w.as_str(), h.as_str()),
-        _ => return Err("the rubric gives no size (not the student's fault)".to_string()),
+        _ => {
+            return Err(context
+                .grader_failed("the rubric gives no size (not the student's fault)".to_string()))
+        }
     };
     let expected = lab01_image(context, (width, height), &args[2..])?;
     let mut run_args = args.to_vec();
@@ -571,9 +627,9 @@ fn kernel_speed(
     kernel: &Path,
     args: &[String],
 ) -> Earned {
-    let gpu = context
-        .gpu
-        .ok_or("no GPU information (not the student's fault)")?;
+    let gpu = context.gpu.ok_or_else(|| {
+        context.grader_failed("no GPU information (not the student's fault)".to_string())
+    })?;
     let (output, file) = kernel_output(lab);
     let mut run_args = args.to_vec();
     run_args.extend(output);
@@ -599,10 +655,15 @@ fn kernel_speed(
             deadline,
         )
         .map_err(|e| format!("the solution failed (not the student's fault): {e}"))?;
-        let ours = kernel_ms(&solution)
-            .map_err(|e| format!("the solution: {e} (not the student's fault)"))?;
+        let ours = kernel_ms(&solution).map_err(|e| {
+            context.grader_failed(format!("the solution: {e} (not the student's fault)"))
+        })?;
         if expected.is_none() {
-            expected = Some(output_file(solution.out.path(), file, 1 << 30)?);
+            expected = Some(
+                output_file(solution.out.path(), file, 1 << 30).map_err(|e| {
+                    context.grader_failed(format!("the solution {e} (not the student's fault)"))
+                })?,
+            );
         }
         let want = expected.as_deref().unwrap_or_default();
         let student = sandboxed(
@@ -622,7 +683,7 @@ fn kernel_speed(
     // The least the GPU's arithmetic needs for this work: below it, a time is implausible.
     let floor = match lab.work {
         Work::Mandelbrot => {
-            let view = mandelbrot_view(args)?;
+            let view = mandelbrot_view(args).map_err(|e| context.grader_failed(e))?;
             timing::fp64_floor_ms(timing::loop_bodies(&view), gpu.sms, gpu.clock_khz)
         }
         Work::Buddhabrot => {

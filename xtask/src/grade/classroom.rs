@@ -30,7 +30,7 @@ const REPORTER: &str = "classroom-resources/autograding-grading-reporter@v1";
 const TIMEOUT_MINUTES: u32 = 30;
 
 /// The suffix `gh classroom clone student-repos` gives the folder of an assignment's clones.
-const CLONE_SUFFIX: &str = "-submissions";
+pub const CLONE_SUFFIX: &str = "-submissions";
 
 #[derive(clap::Args)]
 pub struct Args {

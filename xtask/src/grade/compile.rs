@@ -144,6 +144,10 @@ impl Cache {
                 );
             }
         }
+        // Built as the sandbox's user, the cache is taken back by the grader before any grade
+        // copies it: the user student code runs as may not change what every later grade
+        // starts from (the fallback sandbox shares the host's files with that user).
+        reclaim(&target, jail.needs_chown())?;
         fs::write(self.dir.join("ready"), "").context("cannot mark the cache ready")?;
         Ok(())
     }
@@ -169,8 +173,10 @@ pub fn build_lab(
     vendor: &Path,
     lab: &Lab,
     limit: Duration,
-) -> std::result::Result<(), String> {
-    let sysroot = sandbox::toolchain().ok_or("no Rust toolchain found (rustc --print sysroot)")?;
+) -> std::result::Result<(), BuildFailure> {
+    let sysroot = sandbox::toolchain().ok_or_else(|| {
+        BuildFailure::Grader("no Rust toolchain found (rustc --print sysroot)".to_string())
+    })?;
     let spec = Spec::new(sysroot.join("bin/cargo"))
         .args([
             "build",
@@ -198,12 +204,33 @@ pub fn build_lab(
     let limits = Limits::check(limit);
     match jail.run(&spec, &limits) {
         Ok((status, _, _)) if status.success() => Ok(()),
-        Ok((_, _, stderr)) => Err(first_error(&String::from_utf8_lossy(&stderr))),
-        Err(crate::runner::Failure::TimedOut(_)) => Err(format!(
+        Ok((_, _, stderr)) => Err(BuildFailure::Student(first_error(
+            &String::from_utf8_lossy(&stderr),
+        ))),
+        Err(crate::runner::Failure::TimedOut(_)) => Err(BuildFailure::Student(format!(
             "the build did not finish within {} s",
             limit.as_secs()
-        )),
-        Err(failure) => Err(failure.to_string()),
+        ))),
+        // The sandbox (or cargo) could not start: nothing of the student's ran.
+        Err(failure @ crate::runner::Failure::Spawn(_)) => {
+            Err(BuildFailure::Grader(failure.to_string()))
+        }
+        Err(failure) => Err(BuildFailure::Student(failure.to_string())),
+    }
+}
+
+/// Why a lab did not build: the student's code, or the grader (no toolchain, no sandbox).
+#[derive(Debug, Clone, PartialEq)]
+pub enum BuildFailure {
+    Student(String),
+    Grader(String),
+}
+
+impl std::fmt::Display for BuildFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildFailure::Student(why) | BuildFailure::Grader(why) => write!(f, "{why}"),
+        }
     }
 }
 
@@ -236,6 +263,9 @@ fn key(files: &[File], jail: &Jail) -> String {
     let version = Command::new("rustc").arg("-vV").output().map(|o| o.stdout);
     hash.update(version.unwrap_or_default());
     hash.update(jail.kind().as_bytes());
+    // Caches built before the grader took them back were left to the sandbox's user, who
+    // may have changed them: none is used again.
+    hash.update(b"owned by the grader");
     let digest = hash.finalize();
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
@@ -243,6 +273,39 @@ fn key(files: &[File], jail: &Jail) -> String {
 /// The toolchain's own cargo (not rustup's proxy, which would read toolchain files).
 fn cargo_program() -> PathBuf {
     sandbox::toolchain().map_or_else(|| PathBuf::from("cargo"), |s| s.join("bin/cargo"))
+}
+
+/// Give `path` and everything in it back to the grader's own user (when it was handed to the
+/// sandbox's, `chown`), and take write permission from everyone else.
+fn reclaim(path: &Path, chown: bool) -> Result<()> {
+    let failed = || {
+        format!(
+            "cannot take {} back from the sandbox's user",
+            path.display()
+        )
+    };
+    if chown {
+        // SAFETY: getuid and getgid cannot fail and touch no memory.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let status = Command::new("chown")
+            .arg("-R")
+            .arg(format!("{uid}:{gid}"))
+            .arg(path)
+            .status()
+            .with_context(failed)?;
+        if !status.success() {
+            bail!(failed());
+        }
+    }
+    let status = Command::new("chmod")
+        .args(["-R", "go-w"])
+        .arg(path)
+        .status()
+        .with_context(failed)?;
+    if !status.success() {
+        bail!(failed());
+    }
+    Ok(())
 }
 
 /// A copy that keeps dates, modes and owners (`cp -a`), so cargo finds the copy fresh.
@@ -263,6 +326,33 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cache's build folder was left owned by the uid student code runs as.
+    #[test]
+    fn the_cache_is_taken_back_from_the_sandboxs_user() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let top = tempfile::tempdir().expect("a temp folder");
+        let target = top.path().join("target");
+        fs::create_dir_all(target.join("release")).expect("created");
+        let file = target.join("release/lab02");
+        fs::write(&file, "binary").expect("written");
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o777)).expect("a mode");
+        fs::set_permissions(target.join("release"), fs::Permissions::from_mode(0o777))
+            .expect("a mode");
+        // SAFETY: getuid cannot fail.
+        let root = unsafe { libc::getuid() } == 0;
+        if root {
+            std::os::unix::fs::chown(&file, Some(1_879_048_192), Some(1_879_048_192))
+                .expect("handed to a sandbox user");
+        }
+        reclaim(&target, root).expect("taken back");
+        for path in [&file, &target.join("release")] {
+            let meta = fs::metadata(path).expect("its metadata");
+            // SAFETY: getuid cannot fail.
+            assert_eq!(meta.uid(), unsafe { libc::getuid() }, "{}", path.display());
+            assert_eq!(meta.mode() & 0o022, 0, "{}", path.display());
+        }
+    }
 
     #[test]
     fn the_first_error_names_its_place_in_the_workspace() {

@@ -27,6 +27,7 @@ mod class;
 pub mod classroom;
 mod compile;
 pub mod gradescope;
+mod inert;
 mod intake;
 mod report;
 mod rubric;
@@ -97,6 +98,9 @@ struct Intake {
     notes: Vec<String>,
     /// Labs that did not build, with cargo's first error.
     broken: Vec<(String, String)>,
+    /// Labs the grader could not build (no sandbox, no toolchain): not graded, not a 0.
+    #[serde(default)]
+    grader_failed: Vec<(String, String)>,
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -135,10 +139,12 @@ pub fn run(args: Args) -> Result<()> {
             intake
         }
         (None, Some(dir)) => {
-            let text = fs::read_to_string(dir.join("intake.json")).with_context(|| {
+            // The folder is the instructor's (`--build-only`), but it is copied as regular
+            // files only: a link in it is refused, never followed into someone's build.
+            copy_built(dir, &built_dir)?;
+            let text = fs::read_to_string(built_dir.join("intake.json")).with_context(|| {
                 format!("{} was not made by `grade --build-only`", dir.display())
             })?;
-            compile::copy_tree(dir, &built_dir)?;
             serde_json::from_str(&text)
                 .with_context(|| format!("{}/intake.json is not valid", dir.display()))?
         }
@@ -204,6 +210,7 @@ pub fn run(args: Args) -> Result<()> {
         gpu: gpu_info.as_ref(),
         made: Default::default(),
         noise: checks::noise(),
+        fault: Default::default(),
     };
     let mut graded_checks = Vec::new();
     for check in &rubric.checks {
@@ -211,21 +218,33 @@ pub fn run(args: Args) -> Result<()> {
         shared::cli::eprint_line(&format!("xtask: grading {name}"));
         let started = std::time::Instant::now();
         let broken = intake.broken.iter().find(|(lab, _)| lab == &check.lab);
+        let unbuilt = intake
+            .grader_failed
+            .iter()
+            .find(|(lab, _)| lab == &check.lab);
         let on_cpu_device = cpu_device.is_some() && !check.times_a_kernel();
-        let outcome = match (check.needs_gpu() && !on_cpu_device, &gpu, broken) {
-            (true, Err(_), _) => Outcome::NotGraded("not graded here: needs a GPU".to_string()),
-            (_, _, Some((_, error))) if check.runs_student_binary() => {
+        let outcome = match (check.needs_gpu() && !on_cpu_device, &gpu, broken, unbuilt) {
+            (true, Err(_), _, _) => Outcome::NotGraded("not graded here: needs a GPU".to_string()),
+            (_, _, _, Some((_, error))) if check.runs_student_binary() => {
+                Outcome::GraderFailed(format!("the grader could not build the lab: {error}"))
+            }
+            (_, _, Some((_, error)), _) if check.runs_student_binary() => {
                 Outcome::score(0.0, format!("did not build: {error}"))
             }
             _ => checks::run(check, &context),
         };
-        if let Outcome::Scored { score, .. } = &outcome {
-            shared::cli::eprint_line(&format!(
+        match &outcome {
+            Outcome::Scored { score, .. } => shared::cli::eprint_line(&format!(
                 "xtask:   {} of {} points, {:.1} s",
                 report::round(*score),
                 check.points,
                 started.elapsed().as_secs_f64()
-            ));
+            )),
+            Outcome::GraderFailed(why) => shared::cli::eprint_line(&format!(
+                "xtask:   not graded: the grader failed (not the student's fault): {}",
+                inert::line(why)
+            )),
+            Outcome::NotGraded(_) => {}
         }
         graded_checks.push(Graded {
             name,
@@ -242,7 +261,13 @@ pub fn run(args: Args) -> Result<()> {
             "Taken from the submission: only the files with solution regions. Differences:"
                 .to_string(),
         );
-        notes.extend(intake.notes.iter().map(|n| format!("- {n}")));
+        // The notes name the submission's own files: shown inert.
+        notes.extend(
+            intake
+                .notes
+                .iter()
+                .map(|n| format!("- {}", inert::markdown(n))),
+        );
     }
     shared::cli::print_line(report::table(&graded_checks, &notes).trim_end())?;
     if let (Some(path), Some(mut file)) = (&args.gradescope, results) {
@@ -283,7 +308,7 @@ fn prepare(
     let built = scratch.join("built");
     let bin = built.join("bin");
     fs::create_dir_all(&bin).with_context(|| format!("cannot create {}", bin.display()))?;
-    let mut broken = Vec::new();
+    let (mut broken, mut grader_failed) = (Vec::new(), Vec::new());
     for lab in labs {
         shared::cli::eprint_line(&format!("xtask: building the student's {}", lab.package));
         match compile::build_lab(jail, &work, &target, &cache.vendor(), lab, build_limit) {
@@ -292,7 +317,12 @@ fn prepare(
                 fs::copy(&from, bin.join(lab.name))
                     .with_context(|| format!("cannot copy the student's {}", lab.name))?;
             }
-            Err(error) => broken.push((lab.name.to_string(), error)),
+            Err(compile::BuildFailure::Student(error)) => {
+                broken.push((lab.name.to_string(), error))
+            }
+            Err(compile::BuildFailure::Grader(error)) => {
+                grader_failed.push((lab.name.to_string(), error))
+            }
         }
     }
     for kernel in rubric.kernels() {
@@ -309,6 +339,7 @@ fn prepare(
     let intake = Intake {
         notes: taken.notes,
         broken,
+        grader_failed,
     };
     let json = serde_json::to_string_pretty(&intake).context("cannot encode the intake")?;
     fs::write(built.join("intake.json"), json).context("cannot write the intake")?;
@@ -336,6 +367,72 @@ fn keep_build(built: &Path, intake: &Intake, out: &Path) -> Result<()> {
         },
         out.display()
     ));
+    Ok(())
+}
+
+/// Copy a `--build-only` folder: folders and regular files (modes kept), nothing else. A link
+/// or a special file anywhere in it fails the grade with one line.
+fn copy_built(from: &Path, to: &Path) -> Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let refuse = |path: &Path, what: &str| {
+        anyhow::anyhow!(
+            "{} is {what}; a folder made by `grade --build-only` holds only folders and \
+             regular files",
+            inert::line(&path.to_string_lossy())
+        )
+    };
+    let meta = fs::symlink_metadata(from).with_context(|| {
+        format!(
+            "cannot read --built {}",
+            inert::line(&from.to_string_lossy())
+        )
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(refuse(from, "a symbolic link"));
+    }
+    if !meta.is_dir() {
+        return Err(refuse(from, "not a folder"));
+    }
+    fs::create_dir(to).with_context(|| format!("cannot create {}", to.display()))?;
+    let mut names: Vec<_> = fs::read_dir(from)
+        .with_context(|| format!("cannot read {}", from.display()))?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot read {}", from.display()))?;
+    names.sort();
+    for name in names {
+        let (source, target) = (from.join(&name), to.join(&name));
+        let kind = fs::symlink_metadata(&source)
+            .with_context(|| format!("cannot read {}", source.display()))?
+            .file_type();
+        if kind.is_dir() {
+            copy_built(&source, &target)?;
+        } else if kind.is_file() {
+            // O_NOFOLLOW: a file swapped for a link since the look is refused too.
+            let mut file = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(&source)
+                .map_err(|_| refuse(&source, "not a regular file"))?;
+            let meta = file.metadata()?;
+            if !meta.is_file() {
+                return Err(refuse(&source, "not a regular file"));
+            }
+            let mut copy = fs::File::create(&target)
+                .with_context(|| format!("cannot write {}", target.display()))?;
+            std::io::copy(&mut file, &mut copy)
+                .with_context(|| format!("cannot copy {}", source.display()))?;
+            fs::set_permissions(
+                &target,
+                fs::Permissions::from_mode(meta.permissions().mode() & 0o755),
+            )
+            .with_context(|| format!("cannot set the mode of {}", target.display()))?;
+        } else if kind.is_symlink() {
+            return Err(refuse(&source, "a symbolic link"));
+        } else {
+            return Err(refuse(&source, "a special file"));
+        }
+    }
     Ok(())
 }
 
@@ -368,4 +465,108 @@ fn scratch() -> Result<tempfile::TempDir> {
                 std::env::temp_dir().display()
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A script as a lab's binary.
+    fn script(path: &Path, body: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        fs::write(path, format!("#!/bin/sh\n{body}\n")).expect("written");
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("a mode");
+    }
+
+    /// Grade lab02's first image check with these reference and student binaries.
+    fn grade_image(reference: &str, student: &str) -> Outcome {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let (bins, built) = (top.path().join("reference"), top.path().join("built"));
+        fs::create_dir_all(&bins).expect("created");
+        fs::create_dir_all(built.join("bin")).expect("created");
+        for lab in &LABS {
+            script(&bins.join(lab.name), reference);
+        }
+        script(&built.join("bin/lab02"), student);
+        let rubric = Rubric::load().expect("the rubric");
+        let check = rubric
+            .checks
+            .iter()
+            .find(|c| c.lab == "lab02" && matches!(c.test, rubric::Test::Image { .. }))
+            .expect("an image check of lab02");
+        let jail = sandbox::Jail::detect(true).expect("no sandbox");
+        let reference = Bins::locate(Some(bins), &LABS).expect("the reference");
+        let student = Built {
+            bins: built.join("bin"),
+            src: built.join("src"),
+        };
+        let context = checks::Context {
+            jail: &jail,
+            cpu_device: None,
+            student: &student,
+            reference: &reference,
+            scratch: top.path(),
+            time_limit: Duration::from_secs(20),
+            speed_runs: 1,
+            gpu: None,
+            made: Default::default(),
+            noise: 1,
+            fault: Default::default(),
+        };
+        checks::run(check, &context)
+    }
+
+    /// The grader's own reference failing ("not the student's fault") scored the student 0:
+    /// now it is the grader's failure, a variant of its own.
+    #[test]
+    fn the_references_failure_is_the_graders_not_a_zero() {
+        let outcome = grade_image("exit 3", "exit 0");
+        let Outcome::GraderFailed(why) = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert!(why.starts_with("the reference lab02 failed"), "{why}");
+    }
+
+    /// The same words printed by the student's program are the student's failure: only the
+    /// grader's own code can say the grader failed.
+    #[test]
+    fn a_student_claiming_the_graders_fault_scores_zero() {
+        // The reference writes its image where `-o` says; the student's fails, saying the
+        // grader's words.
+        let reference = r#"while [ "$1" != "-o" ]; do shift; done; echo P6 > "$2""#;
+        let student = "echo \"the reference failed (not the student's fault)\" >&2; exit 1";
+        let outcome = grade_image(reference, student);
+        let Outcome::Scored { score, output } = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert_eq!(*score, 0.0);
+        assert!(output.contains("(not the student's fault)"), "{output}");
+    }
+
+    /// The attack: a `--built` folder whose `bin/lab02` links to the instructor's own build
+    /// (or anywhere): refused with one line, nothing followed.
+    #[test]
+    fn a_built_folder_with_a_link_is_refused_not_followed() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let built = top.path().join("built");
+        fs::create_dir_all(built.join("bin")).expect("created");
+        fs::write(built.join("intake.json"), "{}").expect("written");
+        fs::write(built.join("bin/lab06"), "binary").expect("written");
+        let copy = top.path().join("copy");
+        copy_built(&built, &copy).expect("regular files copy");
+        assert_eq!(fs::read(copy.join("bin/lab06")).expect("copied"), b"binary");
+
+        std::os::unix::fs::symlink("/etc/passwd", built.join("bin/lab02")).expect("a link");
+        let error = copy_built(&built, &top.path().join("again")).expect_err("refused");
+        let said = format!("{error:#}");
+        assert!(said.ends_with("bin/lab02 is a symbolic link; a folder made by `grade --build-only` holds only folders and regular files"), "{said}");
+
+        let link = top.path().join("link");
+        std::os::unix::fs::symlink(&copy, &link).expect("a link");
+        let said = format!(
+            "{:#}",
+            copy_built(&link, &top.path().join("third")).expect_err("refused")
+        );
+        assert!(said.contains("link is a symbolic link"), "{said}");
+    }
 }

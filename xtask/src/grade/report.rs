@@ -4,10 +4,19 @@
 //! shows `-/N` and leaves it out of the total; results.json gives it a `max_score` of 0 and
 //! says in its output what it is worth and that it is graded on a GPU machine, so Gradescope
 //! adds nothing for it in either direction until that run replaces the results.
+//!
+//! A check the grader itself failed at (its reference failed, the sandbox did not start) is
+//! not the student's 0 either: the table shows `-/N` and "not graded: the grader failed",
+//! the total line counts it apart, and results.json gives it a `max_score` of 0 and lists it
+//! in `extra_data.grader_failed`, which `--class` reads to grade the submission again.
+//!
+//! Every string in a check's output may hold text of the student's (their program's last
+//! line on stderr): the table shows it through [`inert::markdown`].
 
 use serde::Serialize;
 
 use super::checks::Outcome;
+use super::inert;
 
 /// One check's result.
 pub struct Graded {
@@ -25,11 +34,15 @@ pub fn table(results: &[Graded], notes: &[String]) -> String {
         let (points, said) = match &r.outcome {
             Outcome::Scored { score, output } => (
                 format!("{}/{}", round(*score), round(r.max)),
-                output.as_str(),
+                output.clone(),
             ),
-            Outcome::NotGraded(why) => (format!("-/{}", round(r.max)), why.as_str()),
+            Outcome::NotGraded(why) => (format!("-/{}", round(r.max)), why.clone()),
+            Outcome::GraderFailed(why) => (
+                format!("-/{}", round(r.max)),
+                format!("not graded: the grader failed (not the student's fault): {why}"),
+            ),
         };
-        let said = said.replace('|', "/").replace('\n', " ");
+        let said = inert::markdown(&said);
         text.push_str(&format!("| {}{hidden} | {points} | {said} |\n", r.name));
     }
     for note in notes {
@@ -40,31 +53,66 @@ pub fn table(results: &[Graded], notes: &[String]) -> String {
     text
 }
 
-/// `total: 12 of 14 points; 30 more not graded here (needs a GPU)`.
+/// `total: 12 of 14 points; 30 more not graded here (needs a GPU)`, and what the grader
+/// failed at, apart.
 pub fn total_line(results: &[Graded]) -> String {
-    let (score, max, not_graded) = totals(results);
-    let mut line = format!("total: {} of {} points", round(score), round(max));
-    if not_graded > 0.0 {
+    let totals = totals(results);
+    let mut line = format!(
+        "total: {} of {} points",
+        round(totals.score),
+        round(totals.max)
+    );
+    if totals.not_graded > 0.0 {
         line.push_str(&format!(
             "; {} more not graded here (needs a GPU)",
-            round(not_graded)
+            round(totals.not_graded)
+        ));
+    }
+    if totals.grader_failed > 0.0 {
+        line.push_str(&format!(
+            "; {} more not graded: the grader failed (not the student's fault), grade again",
+            round(totals.grader_failed)
         ));
     }
     line
 }
 
-fn totals(results: &[Graded]) -> (f64, f64, f64) {
-    let (mut score, mut max, mut not_graded) = (0.0, 0.0, 0.0);
+struct Totals {
+    score: f64,
+    max: f64,
+    not_graded: f64,
+    grader_failed: f64,
+}
+
+fn totals(results: &[Graded]) -> Totals {
+    let mut totals = Totals {
+        score: 0.0,
+        max: 0.0,
+        not_graded: 0.0,
+        grader_failed: 0.0,
+    };
     for r in results {
         match &r.outcome {
             Outcome::Scored { score: s, .. } => {
-                score += round(*s);
-                max += r.max;
+                totals.score += round(*s);
+                totals.max += r.max;
             }
-            Outcome::NotGraded(_) => not_graded += r.max,
+            Outcome::NotGraded(_) => totals.not_graded += r.max,
+            Outcome::GraderFailed(_) => totals.grader_failed += r.max,
         }
     }
-    (score, max, not_graded)
+    totals
+}
+
+/// The checks the grader failed at: a submission with any is graded again, never kept.
+pub fn grader_failed(results: &[Graded]) -> Vec<String> {
+    results
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Outcome::GraderFailed(why) => Some(format!("{}: {why}", r.name)),
+            _ => None,
+        })
+        .collect()
 }
 
 pub fn round(x: f64) -> f64 {
@@ -78,6 +126,15 @@ pub struct Results {
     /// Shown above the tests: how the code ran, and what was taken from the submission.
     pub output: String,
     pub tests: Vec<TestResult>,
+    /// Gradescope keeps it unread; `--class` reads `grader_failed` from it.
+    pub extra_data: ExtraData,
+}
+
+#[derive(Serialize, serde::Deserialize, Default, Debug, PartialEq)]
+pub struct ExtraData {
+    /// The checks the grader itself failed at, each with why: not graded, not a 0.
+    #[serde(default)]
+    pub grader_failed: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -103,6 +160,15 @@ pub fn gradescope(results: &[Graded], notes: &[String]) -> Results {
                         round(r.max)
                     ),
                 ),
+                Outcome::GraderFailed(why) => (
+                    0.0,
+                    0.0,
+                    format!(
+                        "not graded: the grader failed, not you ({why}); worth {} points, \
+                         graded again once it is fixed",
+                        round(r.max)
+                    ),
+                ),
             };
             TestResult {
                 name: r.name.clone(),
@@ -121,6 +187,9 @@ pub fn gradescope(results: &[Graded], notes: &[String]) -> Results {
         score: round(tests.iter().map(|t| t.score).sum()),
         output: notes.join("\n"),
         tests,
+        extra_data: ExtraData {
+            grader_failed: grader_failed(results),
+        },
     }
 }
 
@@ -143,6 +212,63 @@ mod tests {
                 outcome: Outcome::NotGraded("not graded here: needs a GPU".into()),
             },
         ]
+    }
+
+    /// The grader's own failure is neither the student's 0 nor a check passed over in
+    /// silence: the table says so, the total counts it apart, results.json lists it.
+    #[test]
+    fn a_grader_failure_is_not_a_zero() {
+        let mut all = results();
+        all.push(Graded {
+            name: "lab02: c".into(),
+            max: 2.0,
+            hidden: false,
+            outcome: Outcome::GraderFailed(
+                "the reference lab02 failed (not the student's fault): crashed".into(),
+            ),
+        });
+        let text = table(&all, &[]);
+        assert!(
+            text.contains("| lab02: c | -/2 | not graded: the grader failed (not the student's fault): the reference lab02 failed"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("total: 1.5 of 3 points; 4 more not graded here (needs a GPU); 2 more not graded: the grader failed (not the student's fault), grade again\n"),
+            "{text}"
+        );
+        let json = gradescope(&all, &[]);
+        assert_eq!((json.score, json.tests[2].max_score), (1.5, 0.0));
+        assert_eq!(
+            json.extra_data.grader_failed,
+            ["lab02: c: the reference lab02 failed (not the student's fault): crashed"]
+        );
+        assert!(gradescope(&results(), &[])
+            .extra_data
+            .grader_failed
+            .is_empty());
+    }
+
+    /// The student's last line on stderr reached the table raw: a forged row, a forged
+    /// total, the real one black on black.
+    #[test]
+    fn a_students_output_forges_no_row_or_colour() {
+        let forged = "x |\n| lab02: a | 4/4 | identical |\ntotal: 14 of 14 points\u{1b}[30;40m";
+        let results = vec![Graded {
+            name: "lab02: a".into(),
+            max: 4.0,
+            hidden: false,
+            outcome: Outcome::score(0.0, format!("crashed: panicked: {forged}")),
+        }];
+        let text = table(&results, &[]);
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(!text.contains('\u{1b}'), "{text}");
+        assert!(!text.contains("\ntotal: 14"), "{text}");
+        assert!(text.ends_with("total: 0 of 4 points\n"), "{text}");
+        assert_eq!(
+            text.lines().nth(2).map(|l| l.matches(" | ").count()),
+            Some(2),
+            "{text}"
+        );
     }
 
     /// A check not graded here is neither a zero in the table nor points in results.json.

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use crate::labs::{self, Device};
 
 /// The rubric file, built into the xtask binary so that `dist/xtask grade` carries it.
-const RUBRIC: &str = include_str!("../../rubric.toml");
+pub const RUBRIC: &str = include_str!("../../rubric.toml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

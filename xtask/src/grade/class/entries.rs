@@ -25,15 +25,18 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::unpack::{self, Kind};
+use crate::grade::inert;
 use crate::grade::{classroom, gradescope};
 
 /// Entries of a class folder looked at, at most.
 const MAX_ENTRIES: usize = 10_000;
 
-/// Files and bytes a folder's digest reads; past them the digest notes the cut and stops
-/// (the grader's intake reads far less of a submission anyway).
-const DIGEST_MAX_FILES: usize = 50_000;
-const DIGEST_MAX_BYTES: u64 = 1 << 30;
+/// The largest submission graded, in bytes (every file's length, a sparse file's too) and in
+/// files and folders. The digest reads every byte of an entry, so that a kept grade is the
+/// grade a fresh run would give; a larger entry is refused (one row saying why) rather than
+/// read in part, which a same-length edit past the part read would game.
+const MAX_ENTRY_BYTES: u64 = 1 << 30;
+const MAX_ENTRY_FILES: usize = 100_000;
 
 /// The longest folder name made from an entry's name.
 const MAX_KEY: usize = 80;
@@ -60,14 +63,31 @@ pub enum Form {
 }
 
 /// A class folder's entries, its layout and what was passed over.
+#[derive(Debug)]
 pub struct Class {
     pub layout: &'static str,
     pub entries: Vec<Entry>,
     pub notes: Vec<String>,
 }
 
-/// Read the class folder `dir` (already made absolute).
-pub fn discover(dir: &Path) -> Result<Class> {
+/// How the class folder is laid out: named by the instructor (`--layout`), or read from the
+/// class folder itself, never from inside an entry (a student's folder may hold anything).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Layout {
+    /// Gradescope's when the class folder holds `submission_metadata.yml`, GitHub
+    /// Classroom's when its name ends in `-submissions`, else one entry per student.
+    #[default]
+    Auto,
+    /// Gradescope's "Export Submissions": the class folder holds `submission_metadata.yml`.
+    Gradescope,
+    /// `gh classroom clone student-repos`: entries named `ASSIGNMENT-USERNAME`.
+    Classroom,
+    /// One entry per student, named after the entry.
+    Plain,
+}
+
+/// Read the class folder `dir` (already made absolute), laid out as `layout` says.
+pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
     let meta = fs::symlink_metadata(dir)
         .with_context(|| format!("cannot read the class folder {}", dir.display()))?;
     if !meta.is_dir() {
@@ -76,18 +96,45 @@ pub fn discover(dir: &Path) -> Result<Class> {
             dir.display()
         );
     }
-    let dir = export_root(dir)?;
-    let metadata = gradescope::export_students(&dir)?;
+    let dir = dir.to_path_buf();
     let class_name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let layout = if metadata.is_some() {
-        "Gradescope's export"
-    } else if class_name.ends_with("-submissions") {
-        "GitHub Classroom's clone"
-    } else {
-        "one entry per student"
+    let has_metadata = fs::symlink_metadata(dir.join(gradescope::METADATA)).is_ok();
+    let layout = match layout {
+        Layout::Auto if has_metadata => Layout::Gradescope,
+        Layout::Auto if class_name.ends_with(classroom::CLONE_SUFFIX) => Layout::Classroom,
+        Layout::Auto => Layout::Plain,
+        Layout::Gradescope if !has_metadata => bail!(
+            "{} holds no {}; give the folder Gradescope's export unpacks to \
+             (assignment_ID_export)",
+            dir.display(),
+            gradescope::METADATA
+        ),
+        named => named,
+    };
+    let mut notes = Vec::new();
+    // The metadata is Gradescope's file, but what it says is what students typed: a file
+    // that cannot be read names each submission after its folder, and grading goes on.
+    let metadata = match layout {
+        Layout::Gradescope => match gradescope::export_students(&dir) {
+            Ok(map) => Some(map.unwrap_or_default()),
+            Err(e) => {
+                notes.push(format!(
+                    "warning: {} cannot be read ({}): each submission is named after its folder",
+                    gradescope::METADATA,
+                    inert::line(&format!("{e:#}"))
+                ));
+                Some(Default::default())
+            }
+        },
+        _ => None,
+    };
+    let layout_name = match layout {
+        Layout::Gradescope => "Gradescope's export",
+        Layout::Classroom => "GitHub Classroom's clone",
+        Layout::Auto | Layout::Plain => "one entry per student",
     };
 
     let mut names = Vec::new();
@@ -104,11 +151,11 @@ pub fn discover(dir: &Path) -> Result<Class> {
     names.sort();
 
     let mut entries = Vec::new();
-    let mut notes = Vec::new();
     let mut keys = BTreeSet::new();
     for raw in names {
-        let name = printable(&raw.to_string_lossy());
-        if name.starts_with('.') || name == "__MACOSX" || name == gradescope::METADATA {
+        let name = inert::line(&raw.to_string_lossy());
+        let skipped = layout == Layout::Gradescope && name == gradescope::METADATA;
+        if name.starts_with('.') || name == "__MACOSX" || skipped {
             continue;
         }
         let path = dir.join(&raw);
@@ -150,9 +197,12 @@ pub fn discover(dir: &Path) -> Result<Class> {
                     vec![key.clone()]
                 }
             },
-            None => vec![classroom::clone_student(&class_name, stem)
-                .unwrap_or(stem)
-                .to_string()],
+            None if layout == Layout::Classroom => {
+                vec![classroom::clone_student(&class_name, stem)
+                    .unwrap_or(stem)
+                    .to_string()]
+            }
+            None => vec![stem.to_string()],
         };
         entries.push(Entry {
             name,
@@ -168,40 +218,52 @@ pub fn discover(dir: &Path) -> Result<Class> {
             dir.display()
         );
     }
+    // Two entries of one student (`ada/` and `ada.zip`, or one student in two Gradescope
+    // groups) would be two rows of the same name: each row says which entry it grades.
+    let mut count: std::collections::BTreeMap<String, usize> = Default::default();
+    for entry in &entries {
+        for student in &entry.students {
+            *count.entry(student.clone()).or_default() += 1;
+        }
+    }
+    for (student, n) in count.iter().filter(|(_, &n)| n > 1) {
+        let names: Vec<&str> = entries
+            .iter()
+            .filter(|e| e.students.contains(student))
+            .map(|e| e.name.as_str())
+            .collect();
+        notes.push(format!(
+            "warning: {n} entries are {student}'s ({}): graded apart, as \"{student} (ENTRY)\"; \
+             keep one and grade again",
+            names.join(", ")
+        ));
+        for entry in entries.iter_mut() {
+            let name = entry.name.clone();
+            for s in entry.students.iter_mut().filter(|s| *s == student) {
+                *s = format!("{student} ({name})");
+            }
+        }
+    }
+    // An entry is a student's: what it holds never changes how the class is read. One that
+    // looks like Gradescope's whole export was perhaps meant as the class folder: say so.
+    for only in &entries {
+        if only.form == Form::Folder
+            && fs::symlink_metadata(only.path.join(gradescope::METADATA)).is_ok()
+        {
+            notes.push(format!(
+                "{} holds {}: graded as one submission; if it is Gradescope's export, give it \
+                 as the class folder (--class {})",
+                only.name,
+                gradescope::METADATA,
+                inert::line(&only.path.to_string_lossy())
+            ));
+        }
+    }
     Ok(Class {
-        layout,
+        layout: layout_name,
         entries,
         notes,
     })
-}
-
-/// Gradescope's download unpacks to one folder holding the export: grade inside it.
-fn export_root(dir: &Path) -> Result<PathBuf> {
-    if dir.join(gradescope::METADATA).exists() {
-        return Ok(dir.to_path_buf());
-    }
-    let mut inner = fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .flatten()
-        .filter(|e| {
-            let name = e.file_name();
-            name != "__MACOSX" && !name.to_string_lossy().starts_with('.')
-        })
-        .take(2);
-    if let (Some(only), None) = (inner.next(), inner.next()) {
-        let is_dir = only.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && only.path().join(gradescope::METADATA).is_file() {
-            return Ok(only.path());
-        }
-    }
-    Ok(dir.to_path_buf())
-}
-
-/// A name as messages show it: control characters (a newline, an escape) as `?`.
-fn printable(name: &str) -> String {
-    name.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
 }
 
 /// A folder name for `stem`: safe characters only, short, unique in the class.
@@ -255,66 +317,97 @@ pub fn workspace_in(dir: &Path) -> PathBuf {
 }
 
 /// The digest of an entry's content: the bytes of an archive; for a folder, every path,
-/// kind and content below it but for the top's `.git/` and `target/`, which the grader
-/// never reads.
-pub fn digest(entry: &Entry) -> String {
+/// kind, mode and content below it, `target/` and `.git/` included (a workspace can be
+/// hidden in either, and the grade reads what the folder holds, not what its author says
+/// is a build). An entry over [`MAX_ENTRY_BYTES`] or [`MAX_ENTRY_FILES`], or one that cannot
+/// be read whole: why it is refused.
+pub fn digest(entry: &Entry) -> Result<String, String> {
+    digest_within(entry, Limit::default())
+}
+
+/// The most an entry may hold: [`MAX_ENTRY_BYTES`] and [`MAX_ENTRY_FILES`] (less in tests).
+#[derive(Clone, Copy)]
+struct Limit {
+    bytes: u64,
+    files: usize,
+}
+
+impl Default for Limit {
+    fn default() -> Limit {
+        Limit {
+            bytes: MAX_ENTRY_BYTES,
+            files: MAX_ENTRY_FILES,
+        }
+    }
+}
+
+fn digest_within(entry: &Entry, limit: Limit) -> Result<String, String> {
     let mut hash = Sha256::new();
     match &entry.form {
-        Form::Folder => digest_folder(&entry.path, &mut hash),
+        Form::Folder => digest_folder(&entry.path, limit, &mut hash)?,
         Form::Archive(_) => {
             hash.update(b"archive\0");
-            hash_file(&entry.path, DIGEST_MAX_BYTES, &mut hash);
+            let mut budget = limit.bytes;
+            hash_file(&entry.path, &mut budget, &mut hash)?;
         }
         Form::Refused(why) => {
             hash.update(b"refused\0");
             hash.update(why.as_bytes());
         }
     }
-    hex(&hash.finalize())
+    Ok(hex(&hash.finalize()))
 }
 
-fn digest_folder(root: &Path, hash: &mut Sha256) {
+/// Too large to grade: the row's reason.
+fn too_large() -> String {
+    format!(
+        "is larger than {} MiB or {MAX_ENTRY_FILES} files (leave out build folders such as target/)",
+        MAX_ENTRY_BYTES >> 20
+    )
+}
+
+fn digest_folder(root: &Path, limit: Limit, hash: &mut Sha256) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
     hash.update(b"folder\0");
     let mut stack = vec![PathBuf::new()];
-    let (mut files, mut budget) = (0usize, DIGEST_MAX_BYTES);
+    let (mut files, mut budget) = (0usize, limit.bytes);
+    let unreadable = |path: &Path| {
+        format!(
+            "cannot be read whole ({} is unreadable)",
+            inert::line(&path.to_string_lossy())
+        )
+    };
     while let Some(relative) = stack.pop() {
-        let Ok(read) = fs::read_dir(root.join(&relative)) else {
-            hash.update(b"unreadable\0");
-            continue;
-        };
-        let mut names: Vec<_> = read.flatten().map(|e| e.file_name()).collect();
+        let read = fs::read_dir(root.join(&relative)).map_err(|_| unreadable(&relative))?;
+        let mut names = Vec::new();
+        for entry in read {
+            names.push(entry.map_err(|_| unreadable(&relative))?.file_name());
+            if files + names.len() > limit.files {
+                return Err(too_large());
+            }
+        }
         names.sort();
+        files += names.len();
         // Folders are pushed in reverse so they come off the stack in name order.
         let mut folders = Vec::new();
         for name in names {
-            if relative.as_os_str().is_empty() && (name == ".git" || name == "target") {
-                continue;
-            }
-            files += 1;
-            if files > DIGEST_MAX_FILES {
-                hash.update(b"too many files\0");
-                return;
-            }
             let path = relative.join(&name);
             hash.update(path.as_os_str().as_encoded_bytes());
             hash.update([0]);
-            let Ok(meta) = fs::symlink_metadata(root.join(&path)) else {
-                hash.update(b"gone\0");
-                continue;
-            };
+            let meta = fs::symlink_metadata(root.join(&path)).map_err(|_| unreadable(&path))?;
+            hash.update(meta.mode().to_le_bytes());
             let kind = meta.file_type();
             if kind.is_dir() {
                 hash.update(b"d\0");
                 folders.push(path);
             } else if kind.is_symlink() {
                 hash.update(b"l\0");
-                if let Ok(target) = fs::read_link(root.join(&path)) {
-                    hash.update(target.as_os_str().as_encoded_bytes());
-                }
+                let target = fs::read_link(root.join(&path)).map_err(|_| unreadable(&path))?;
+                hash.update(target.as_os_str().as_encoded_bytes());
             } else if kind.is_file() {
                 hash.update(b"f\0");
                 hash.update(meta.len().to_le_bytes());
-                budget = budget.saturating_sub(hash_file(&root.join(&path), budget, hash));
+                hash_file(&root.join(&path), &mut budget, hash)?;
             } else {
                 hash.update(b"s\0");
             }
@@ -322,51 +415,47 @@ fn digest_folder(root: &Path, hash: &mut Sha256) {
         }
         stack.extend(folders.into_iter().rev());
     }
+    Ok(())
 }
 
-/// Hash at most `budget` bytes of the regular file `path` (a link or FIFO is not opened);
-/// the bytes read.
-fn hash_file(path: &Path, budget: u64, hash: &mut Sha256) -> u64 {
-    let Ok(file) = fs::OpenOptions::new()
+/// Hash every byte of the regular file `path` (a link or FIFO is not opened), taking its
+/// length from `budget`: a file longer than what is left refuses the entry before a byte
+/// is read (its length, not the blocks it holds: a sparse file counts whole).
+fn hash_file(path: &Path, budget: &mut u64, hash: &mut Sha256) -> Result<(), String> {
+    let unreadable = || "cannot be read whole".to_string();
+    let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-    else {
-        hash.update(b"unreadable\0");
-        return 0;
-    };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        hash.update(b"not a file\0");
-        return 0;
+        .map_err(|_| unreadable())?;
+    let meta = file.metadata().map_err(|_| unreadable())?;
+    if !meta.is_file() {
+        return Err("is not a regular file".to_string());
     }
-    let mut reader = file.take(budget);
+    if meta.len() > *budget {
+        return Err(too_large());
+    }
+    // Read to the end, whatever the length said: a file that grows while it is read still
+    // cannot pass the budget.
+    let mut reader = file.take(*budget + 1);
     let mut buffer = vec![0u8; 1 << 16];
-    let mut read = 0;
     loop {
         match reader.read(&mut buffer) {
             Ok(0) => break,
             Ok(n) => {
                 hash.update(&buffer[..n]);
-                read += n as u64;
+                *budget = budget.checked_sub(n as u64).ok_or_else(too_large)?;
             }
-            Err(_) => {
-                hash.update(b"read error\0");
-                break;
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(unreadable()),
         }
     }
-    read
+    Ok(())
 }
 
 /// Lower-case hexadecimal.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Whether an unpacked archive or a folder is a `grade --build-only` folder (graded with
-/// `--built`, for a machine without Rust).
-pub fn is_built(dir: &Path) -> bool {
-    fs::symlink_metadata(dir.join("intake.json")).is_ok_and(|m| m.is_file())
 }
 
 /// Unpack an archive entry into `into`: the notes of what was passed over, or why not.
@@ -395,7 +484,7 @@ mod tests {
         write(&dir.join("notes.txt"), "x");
         fs::write(dir.join("mandelbrot-linus.zip"), "zip").expect("written");
         std::os::unix::fs::symlink("/etc", dir.join("mandelbrot-eve")).expect("a link");
-        let class = discover(&dir).expect("a class");
+        let class = discover(&dir, Layout::Auto).expect("a class");
         assert_eq!(class.layout, "GitHub Classroom's clone");
         let rows: Vec<(&str, &str, &Form)> = class
             .entries
@@ -434,8 +523,7 @@ mod tests {
         write(&export.join("submission_1/Cargo.toml"), "[workspace]\n");
         write(&export.join("submission_2/Cargo.toml"), "[workspace]\n");
         write(&export.join("submission_3/Cargo.toml"), "[workspace]\n");
-        // The folder the download was unpacked in leads to the export inside it.
-        let class = discover(top.path()).expect("a class");
+        let class = discover(&export, Layout::Auto).expect("a class");
         assert_eq!(class.layout, "Gradescope's export");
         let students: Vec<Vec<String>> = class.entries.iter().map(|e| e.students.clone()).collect();
         assert_eq!(
@@ -450,6 +538,90 @@ mod tests {
             class.notes[0].starts_with("submission_3: not in"),
             "{:?}",
             class.notes
+        );
+    }
+
+    /// The attack: a class whose one entry holds a `submission_metadata.yml` beside
+    /// `submission_N/` folders named its rows ("Alice Victim") and the real entry got none.
+    /// An entry is one submission, whatever it holds.
+    #[test]
+    fn an_entry_holding_an_export_is_one_submission() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let class = top.path().join("class");
+        let mallory = class.join("mallory");
+        write(
+            &mallory.join(gradescope::METADATA),
+            "submission_1:\n  :submitters:\n  - :name: Alice Victim\n    :sid: 'Alice Victim'\n",
+        );
+        write(&mallory.join("submission_1/Cargo.toml"), "[workspace]\n");
+        for layout in [Layout::Auto, Layout::Plain] {
+            let found = discover(&class, layout).expect("a class");
+            assert_eq!(found.layout, "one entry per student");
+            let rows: Vec<(&str, &[String])> = found
+                .entries
+                .iter()
+                .map(|e| (e.key.as_str(), e.students.as_slice()))
+                .collect();
+            assert_eq!(rows, [("mallory", &["mallory".to_string()][..])]);
+            assert!(
+                found.notes.iter().any(|n| n.starts_with(
+                    "mallory holds submission_metadata.yml: graded as one submission"
+                )),
+                "{:?}",
+                found.notes
+            );
+        }
+        // Named Gradescope's by the instructor, the class folder must hold the metadata.
+        let error = discover(&class, Layout::Gradescope).expect_err("no metadata");
+        assert!(
+            format!("{error}").contains("holds no submission_metadata.yml"),
+            "{error}"
+        );
+    }
+
+    /// A 200,000-deep metadata file failed the whole class (exit 1): now each submission is
+    /// named after its folder and the class is graded.
+    #[test]
+    fn hostile_metadata_does_not_fail_the_class() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let export = top.path().join("assignment_1_export");
+        write(&export.join(gradescope::METADATA), &"[".repeat(200_000));
+        write(&export.join("submission_1/Cargo.toml"), "[workspace]\n");
+        let class = discover(&export, Layout::Auto).expect("a class all the same");
+        assert_eq!(class.layout, "Gradescope's export");
+        assert_eq!(class.entries[0].students, ["submission_1"]);
+        assert!(
+            class.notes[0].starts_with("warning: submission_metadata.yml cannot be read"),
+            "{:?}",
+            class.notes
+        );
+    }
+
+    /// `ada/` and `ada.zip` gave two `ada` rows and no warning.
+    #[test]
+    fn two_entries_of_one_student_are_told_apart_with_a_warning() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let dir = top.path().join("class");
+        write(&dir.join("ada/Cargo.toml"), "[workspace]\n");
+        fs::write(dir.join("ada.zip"), "zip").expect("written");
+        write(&dir.join("bob/Cargo.toml"), "[workspace]\n");
+        let class = discover(&dir, Layout::Auto).expect("a class");
+        let rows: Vec<(&str, &str)> = class
+            .entries
+            .iter()
+            .map(|e| (e.key.as_str(), e.students[0].as_str()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("ada", "ada (ada)"),
+                ("ada-2", "ada (ada.zip)"),
+                ("bob", "bob")
+            ]
+        );
+        assert_eq!(
+            class.notes,
+            ["warning: 2 entries are ada's (ada, ada.zip): graded apart, as \"ada (ENTRY)\"; keep one and grade again"]
         );
     }
 
@@ -481,32 +653,100 @@ mod tests {
         assert_eq!(workspace_in(&top.path().join("c")), top.path().join("c"));
     }
 
-    #[test]
-    fn the_digest_follows_content_not_git_or_builds() {
-        let top = tempfile::tempdir().expect("a temp folder");
-        let dir = top.path().join("ada");
-        write(&dir.join("lab02/src/main.rs"), "fn main() {}\n");
-        let entry = Entry {
+    fn folder_entry(dir: &Path) -> Entry {
+        Entry {
             name: "ada".into(),
-            path: dir.clone(),
+            path: dir.to_path_buf(),
             form: Form::Folder,
             key: "ada".into(),
             students: vec!["ada".into()],
+        }
+    }
+
+    /// A workspace hidden in `target/` or `.git/` was left out of the digest: the solved
+    /// version's grade was kept after it was replaced by the hand-out. Every byte counts.
+    #[test]
+    fn the_digest_covers_every_byte_target_and_git_included() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let dir = top.path().join("ada");
+        write(&dir.join("lab02/src/main.rs"), "fn main() {}\n");
+        let entry = folder_entry(&dir);
+        let mut seen = BTreeSet::new();
+        let mut changed = |what: &str| {
+            let digest = digest(&entry).expect("a digest");
+            assert!(seen.insert(digest), "{what} did not change the digest");
         };
-        let first = digest(&entry);
+        changed("the first");
+        write(&dir.join("target/work/lab02-rayon/src/main.rs"), "solved\n");
+        changed("a workspace in target/");
+        write(
+            &dir.join("target/work/lab02-rayon/src/main.rs"),
+            "handout\n",
+        );
+        changed("an edit in target/");
         write(&dir.join(".git/HEAD"), "ref: x\n");
-        write(&dir.join("target/release/lab02"), "binary");
-        assert_eq!(digest(&entry), first, "git and builds do not count");
+        changed("a .git/ file");
         write(&dir.join("lab02/src/main.rs"), "fn main() { }\n");
-        assert_ne!(digest(&entry), first, "a changed source counts");
+        changed("a changed source");
         std::os::unix::fs::symlink("/etc/passwd", dir.join("link")).expect("a link");
-        let with_link = digest(&entry);
+        changed("a link");
         fs::remove_file(dir.join("link")).expect("removed");
         std::os::unix::fs::symlink("/etc/shadow", dir.join("link")).expect("a link");
-        assert_ne!(
-            digest(&entry),
-            with_link,
-            "a link's target counts, unfollowed"
+        changed("a link's target, unfollowed");
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(
+            dir.join("lab02/src/main.rs"),
+            fs::Permissions::from_mode(0o755),
+        )
+        .expect("a mode");
+        changed("a mode");
+    }
+
+    /// The digest stopped reading after 1 GiB: a sparse file that sorts first, then a
+    /// same-length edit past it, kept a stale 14. Now such an entry is refused, one row (a
+    /// limit of 1 MiB here: the same code as 1 GiB, in a test's time).
+    #[test]
+    fn an_entry_over_the_limit_is_refused_not_read_in_part() {
+        let limit = Limit {
+            bytes: 1 << 20,
+            files: 100,
+        };
+        let top = tempfile::tempdir().expect("a temp folder");
+        let dir = top.path().join("ada");
+        write(&dir.join("lab02/src/main.rs"), "fn main() {}\n");
+        let sparse = fs::File::create(dir.join("aaa")).expect("created");
+        sparse.set_len(limit.bytes + 1).expect("a sparse file");
+        let why = digest_within(&folder_entry(&dir), limit).expect_err("refused");
+        assert!(why.starts_with("is larger than 1024 MiB"), "{why}");
+        // Two files under the limit each, over it together.
+        sparse.set_len(limit.bytes - 13).expect("shorter");
+        write(&dir.join("bbb"), "1");
+        assert_eq!(digest_within(&folder_entry(&dir), limit), Err(why));
+        fs::remove_file(dir.join("bbb")).expect("removed");
+        assert!(
+            digest_within(&folder_entry(&dir), limit).is_ok(),
+            "at the limit"
         );
+        // The real limit refuses a sparse file of 1 GiB and a byte without reading it.
+        sparse.set_len(MAX_ENTRY_BYTES + 1).expect("a sparse file");
+        assert!(digest(&folder_entry(&dir)).is_err());
+    }
+
+    #[test]
+    fn an_entry_with_too_many_files_is_refused() {
+        let limit = Limit {
+            bytes: 1 << 20,
+            files: 50,
+        };
+        let top = tempfile::tempdir().expect("a temp folder");
+        let dir = top.path().join("ada");
+        fs::create_dir_all(dir.join("many")).expect("created");
+        for i in 0..limit.files {
+            fs::File::create(dir.join(format!("many/{i}"))).expect("created");
+        }
+        let why = digest_within(&folder_entry(&dir), limit).expect_err("refused");
+        assert!(why.contains("100000 files"), "{why}");
+        fs::remove_file(dir.join("many/0")).expect("removed");
+        assert!(digest_within(&folder_entry(&dir), limit).is_ok(), "{why}");
     }
 }

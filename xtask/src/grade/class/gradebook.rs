@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::entries::Entry;
 use super::one::{self, Record};
+use crate::grade::inert;
 
 /// One student's row.
 #[derive(Debug, Clone)]
@@ -24,6 +25,16 @@ pub struct Row {
     pub max: f64,
     /// Why the submission was not graded, if it was not.
     pub not_graded: Option<String>,
+    /// The checks the grader itself failed at: the row's total is left empty, never a 0
+    /// the student did not earn.
+    pub grader_failed: Vec<String>,
+}
+
+impl Row {
+    /// Whether the row is a whole grade: graded, and no check failed by the grader.
+    fn whole(&self) -> bool {
+        self.not_graded.is_none() && self.grader_failed.is_empty()
+    }
 }
 
 /// Every student's row, from the results in `out`; a submission without a record is a row
@@ -36,23 +47,26 @@ pub fn rows(out: &Path, entries: &[Entry]) -> Vec<Row> {
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
         let results = one::read_results(&dir.join("results.json"));
-        let (checks, total, max, not_graded) = match (record, results) {
+        let (checks, total, max, not_graded, grader_failed) = match (record, results) {
             (None, _) => (
                 BTreeMap::new(),
                 0.0,
                 0.0,
                 Some("no grade was recorded (stopped before it ended?)".to_string()),
+                Vec::new(),
             ),
             (Some(record), Ok(json)) => {
                 let (checks, max) = scores(&json);
                 let total = json["score"].as_f64().unwrap_or(0.0);
-                (checks, total, max, record.not_graded)
+                let failed = one::grader_failures(&json);
+                (checks, total, max, record.not_graded, failed)
             }
             (Some(_), Err(why)) => (
                 BTreeMap::new(),
                 0.0,
                 0.0,
                 Some(format!("its results.json is not readable: {why}")),
+                Vec::new(),
             ),
         };
         for student in &entry.students {
@@ -63,6 +77,7 @@ pub fn rows(out: &Path, entries: &[Entry]) -> Vec<Row> {
                 total,
                 max,
                 not_graded: not_graded.clone(),
+                grader_failed: grader_failed.clone(),
             });
         }
     }
@@ -87,8 +102,9 @@ fn scores(json: &Value) -> (BTreeMap<String, (f64, f64)>, f64) {
 }
 
 /// `grades.csv`: `student`, one column per check (in the rubric's order), `total`. A check
-/// not graded on this machine (worth nothing here: a GPU check graded without a GPU) is an
-/// empty cell, not a 0 an LMS would record as earned nothing.
+/// not graded on this machine (worth nothing here: a GPU check graded without a GPU) or
+/// failed by the grader is an empty cell, not a 0 an LMS would record as earned nothing;
+/// so is the total of a row the grader failed at.
 pub fn csv(checks: &[String], rows: &[Row]) -> String {
     let mut text = String::from("student");
     for check in checks {
@@ -106,18 +122,18 @@ pub fn csv(checks: &[String], rows: &[Row]) -> String {
             }
         }
         text.push(',');
-        text.push_str(&number(row.total));
+        if row.grader_failed.is_empty() {
+            text.push_str(&number(row.total));
+        }
         text.push('\n');
     }
     text
 }
 
-/// A CSV field: quoted where it must be, and never read as a formula by a spreadsheet.
+/// A CSV field: no control or bidi character, never read as a formula by a spreadsheet
+/// ([`inert::csv_name`]), quoted where it must be.
 fn field(text: &str) -> String {
-    let mut text = text.replace(['\r', '\n'], " ");
-    if text.starts_with(['=', '+', '-', '@', '\t']) {
-        text.insert(0, '\'');
-    }
+    let text = inert::csv_name(text);
     if text.contains([',', '"']) || text.starts_with(' ') || text.ends_with(' ') {
         format!("\"{}\"", text.replace('"', "\"\""))
     } else {
@@ -142,7 +158,7 @@ pub struct Run<'a> {
 
 /// `summary.md`.
 pub fn summary(checks: &[String], rows: &[Row], run: &Run) -> String {
-    let graded: Vec<&Row> = rows.iter().filter(|r| r.not_graded.is_none()).collect();
+    let graded: Vec<&Row> = rows.iter().filter(|r| r.whole()).collect();
     let mut text = format!(
         "# Class summary\n\n{} submissions ({}), {} students; graded in this run: {}, \
          kept from an earlier run: {}, not graded: {}. Graded on {}.\n",
@@ -233,8 +249,27 @@ pub fn summary(checks: &[String], rows: &[Row], run: &Run) -> String {
                 text,
                 "- {} (students/{}): {}",
                 cell(&row.student),
-                row.key,
+                cell(&row.key),
                 cell(row.not_graded.as_deref().unwrap_or_default())
+            );
+        }
+    }
+    let grader_failed: Vec<&Row> = rows
+        .iter()
+        .filter(|r| !r.grader_failed.is_empty())
+        .collect();
+    if !grader_failed.is_empty() {
+        text.push_str(
+            "\n## Not graded: the grader failed\n\nNot the students' fault: their total in \
+             grades.csv is empty, and a run again grades them again.\n\n",
+        );
+        for row in grader_failed {
+            let _ = writeln!(
+                text,
+                "- {} (students/{}): {}",
+                cell(&row.student),
+                cell(&row.key),
+                cell(&row.grader_failed.join("; "))
             );
         }
     }
@@ -253,15 +288,9 @@ fn most_common_max(rows: &[&Row]) -> f64 {
         .map_or(0.0, |&(_, max)| max)
 }
 
-/// Text for one Markdown table cell or list item: one line, no column breaks.
+/// Text for one Markdown table cell or list item: [`inert::markdown`].
 fn cell(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            '|' => '/',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect()
+    inert::markdown(text)
 }
 
 #[cfg(test)]
@@ -280,6 +309,7 @@ mod tests {
             max: scores.iter().map(|s| s.2).sum(),
             checks,
             not_graded: not_graded.map(String::from),
+            grader_failed: Vec::new(),
         }
     }
 
@@ -374,8 +404,76 @@ mod tests {
         let a = failing.find("| lab02: a | 1 | 3 |").expect("lab02 next");
         assert!(b < a, "{text}");
         assert!(
-            text.contains("- d/e (students/d|e): grading took longer than 5 s and was stopped"),
+            text.contains(
+                "- d\\|e (students/d\\|e): grading took longer than 5 s\\\\nand was stopped"
+            ),
             "{text}"
+        );
+    }
+
+    /// The grader's failure is neither a 0 in grades.csv nor a row in the score spread.
+    #[test]
+    fn a_row_the_grader_failed_at_has_no_total() {
+        let mut failed = row("ada", &[("lab02: a", 3.0, 3.0)], None);
+        failed.grader_failed = vec!["lab06: b, c: the reference lab06 failed".into()];
+        let rows = vec![failed, row("bob", &[("lab02: a", 3.0, 3.0)], None)];
+        let text = csv(&checks(), &rows);
+        assert_eq!(text.lines().nth(1), Some("ada,3,,"), "{text}");
+        assert_eq!(text.lines().nth(2), Some("bob,3,,3"), "{text}");
+        let run = Run {
+            layout: "one entry per student",
+            submissions: 2,
+            graded_now: 2,
+            reused: 0,
+            where_: "no GPU",
+        };
+        let text = summary(&checks(), &rows, &run);
+        assert!(text.contains("mean 3, median 3"), "{text}");
+        assert!(text.contains("## Not graded: the grader failed"), "{text}");
+        assert!(
+            text.contains("- ada (students/ada): lab06: b, c: the reference lab06 failed"),
+            "{text}"
+        );
+    }
+
+    /// Names and reasons reached summary.md raw: Markdown, HTML, escapes. And grades.csv
+    /// kept bidi and control characters.
+    #[test]
+    fn names_are_inert_in_the_summary_and_the_csv() {
+        let rows = vec![
+            row(
+                "<img src=x onerror=alert(1)>\u{1b}[2J",
+                &[],
+                Some("[click](http://x) \u{202e}gnp.exe"),
+            ),
+            row("-1+2\u{202e}", &[("lab02: a", 1.0, 3.0)], None),
+        ];
+        let run = Run {
+            layout: "one entry per student",
+            submissions: 2,
+            graded_now: 2,
+            reused: 0,
+            where_: "no GPU",
+        };
+        let text = summary(&checks(), &rows, &run);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{202e}'),
+            "{text}"
+        );
+        assert!(!text.contains("<img"), "{text}");
+        assert!(
+            text.contains("&lt;img src=x onerror=alert(1)&gt;\\\\u{1b}\\[2J"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\\[click\\](http://x) \\\\u{202e}gnp.exe"),
+            "{text}"
+        );
+        let csv = csv(&checks(), &rows);
+        assert!(csv.contains("\n'-1+2,1,,1\n"), "{csv}");
+        assert!(
+            !csv.contains('\u{1b}') && !csv.contains('\u{202e}'),
+            "{csv}"
         );
     }
 }

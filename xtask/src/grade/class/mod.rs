@@ -29,6 +29,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::inert;
 use super::rubric::Rubric;
 use super::slurm;
 use entries::Entry;
@@ -39,7 +40,7 @@ use one::Settings;
 pub struct ClassArgs {
     /// Grade a whole class: every entry of DIR (a folder, a .zip or a tarball) is one
     /// submission, as Gradescope's "Export Submissions" or `gh classroom clone student-repos`
-    /// lays them out. On a machine without Rust, DIR's entries must be folders made by
+    /// lays them out. On a machine without Rust, give --prebuilt and folders made by
     /// `grade SUBMISSION --build-only` where Rust is (with --bin-dir from `cargo xtask dist`)
     #[arg(
         long,
@@ -48,6 +49,15 @@ pub struct ClassArgs {
         conflicts_with_all = ["submission", "built", "build_only", "gradescope"]
     )]
     pub class: Option<PathBuf>,
+    /// How DIR is laid out; `auto` reads it from DIR itself (its submission_metadata.yml,
+    /// its `-submissions` name), never from inside a submission
+    #[arg(long, value_enum, default_value_t, requires = "class")]
+    pub layout: entries::Layout,
+    /// DIR's entries are folders you made with `grade SUBMISSION --build-only` (for a
+    /// machine without Rust): their binaries are graded as they are. Never for folders a
+    /// student made: a folder is graded as pre-built only when you say so
+    #[arg(long, requires = "class")]
+    pub prebuilt: bool,
     /// Where the class's gradebook goes: grades.csv, summary.md, students/*/ (results.json,
     /// feedback.md); run again to resume
     #[arg(long, value_name = "OUT", requires = "class")]
@@ -112,23 +122,42 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     let rubric = Rubric::load()?;
     let dir = std::fs::canonicalize(dir)
         .with_context(|| format!("cannot read the class folder {}", dir.display()))?;
+    // Refused before anything is made: an OUT made inside the class folder would be graded
+    // as a student's entry by the next run.
+    let inside = |out: &Path| -> Result<()> {
+        if out.starts_with(&dir) {
+            bail!(
+                "{} is inside the class folder {}; give an OUT outside it",
+                out.display(),
+                dir.display()
+            );
+        }
+        Ok(())
+    };
+    inside(&resolved(out)?)?;
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let out =
         std::fs::canonicalize(out).with_context(|| format!("cannot use {}", out.display()))?;
-    if out.starts_with(&dir) {
-        bail!(
-            "{} is inside the class folder {}; give an OUT outside it",
-            out.display(),
-            dir.display()
-        );
+    inside(&out)?;
+    // Every path checked before any work: the gradebook's files can be written, and are
+    // regular files or new (a FIFO would block the first write, a link lead elsewhere).
+    for name in ["grades.csv", "summary.md"] {
+        let path = out.join(name);
+        if let Ok(meta) = std::fs::symlink_metadata(&path) {
+            if !meta.is_file() {
+                bail!(
+                    "{} is not a regular file; remove it, or give another OUT",
+                    path.display()
+                );
+            }
+        }
     }
-    // Every path checked before any work: the gradebook's files can be written.
     let grades_csv = shared::output::Output::create(&out.join("grades.csv"))?;
     let summary_md = shared::output::Output::create(&out.join("summary.md"))?;
 
-    let class = entries::discover(&dir)?;
+    let mut class = entries::discover(&dir, args.layout)?;
     for note in &class.notes {
-        shared::cli::eprint_line(&format!("xtask: {note}"));
+        shared::cli::eprint_line(&inert::line(&format!("xtask: {note}")));
     }
     let (slots, where_) = if args.slurm {
         (Vec::new(), "a Slurm cluster".to_string())
@@ -167,6 +196,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
         &forward,
         args.submission_time_limit,
         !args.slurm && slots.iter().any(|s| s.gpu.is_some()),
+        args.prebuilt,
     )?;
     shared::cli::eprint_line(&format!(
         "xtask: {} submissions in {} ({}); grading on {where_}",
@@ -177,8 +207,16 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
 
     let mut pending = Vec::new();
     let mut reused = 0;
-    for entry in &class.entries {
-        let digest = entries::digest(entry);
+    for entry in &mut class.entries {
+        // An entry the digest cannot read whole (too large, unreadable) is refused: its row
+        // says why, and no grade of part of it is ever kept.
+        let digest = match entries::digest(entry) {
+            Ok(digest) => digest,
+            Err(why) => {
+                entry.form = entries::Form::Refused(why);
+                entries::digest(entry).unwrap_or_default()
+            }
+        };
         if one::done(&settings, entry, &digest).is_some() {
             reused += 1;
         } else {
@@ -222,6 +260,28 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     Ok(())
 }
 
+/// Where `path` is, whether it exists or not: each existing step made canonical (links
+/// resolved, as the kernel will), `.` and `..` of the steps still to make taken as they read.
+fn resolved(path: &Path) -> Result<PathBuf> {
+    use std::path::Component;
+    let absolute =
+        std::path::absolute(path).with_context(|| format!("cannot use {}", path.display()))?;
+    let mut at = PathBuf::from("/");
+    for component in absolute.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir | Component::CurDir => {}
+            Component::ParentDir => {
+                at.pop();
+            }
+            Component::Normal(name) => {
+                let next = at.join(name);
+                at = std::fs::canonicalize(&next).unwrap_or(next);
+            }
+        }
+    }
+    Ok(at)
+}
+
 /// What every grade of this class shares, the grader's identity included: this binary, the
 /// options passed on, whether GPUs grade (a class graded without one is graded again where
 /// GPUs are).
@@ -231,6 +291,7 @@ fn settings(
     forward: &Forward,
     limit: Option<u64>,
     with_gpus: bool,
+    prebuilt: bool,
 ) -> Result<Settings> {
     let exe = std::env::current_exe().context("cannot find this program's own path")?;
     let mut passed = Vec::new();
@@ -257,6 +318,50 @@ fn settings(
         hash.update([0]);
     }
     hash.update(if with_gpus { "gpus" } else { "no gpu" });
+    hash.update(if prebuilt { "prebuilt" } else { "built here" });
+    // What else decides a grade, so that a kept grade is the one a fresh run would give:
+    // the rubric (compiled in, said again), the hand-out the submission is laid into, and
+    // the reference binaries every output is compared with (--bin-dir's, or this
+    // workspace's release build, built now as each grade would).
+    hash.update(b"\0rubric\0");
+    hash.update(super::rubric::RUBRIC.as_bytes());
+    hash.update(b"\0hand-out\0");
+    let (files, _) = crate::handout::files(crate::regions::Keep::Stub)?;
+    for file in &files {
+        hash.update(file.path.as_os_str().as_encoded_bytes());
+        hash.update([0]);
+        hash.update(file.mode.to_le_bytes());
+        hash.update((file.bytes.len() as u64).to_le_bytes());
+        hash.update(&file.bytes);
+    }
+    hash.update(b"\0reference\0");
+    let bin_dir = forward
+        .bin_dir
+        .as_deref()
+        .map(|dir| {
+            std::fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display()))
+        })
+        .transpose()?;
+    let labs: Vec<&crate::labs::Lab> = crate::labs::LABS
+        .iter()
+        .filter(|lab| {
+            *lab == crate::labs::REFERENCE.lab
+                || *lab == crate::labs::REFERENCE.stand_in
+                || rubric.checks.iter().any(|c| c.lab == lab.name)
+        })
+        .collect();
+    let bins = crate::bins::Bins::locate(bin_dir, labs.iter().copied())?;
+    let names = labs.iter().map(|lab| lab.name).chain(["libcpu_device.so"]);
+    for name in names {
+        let path = bins.dir().join(name);
+        hash.update(name.as_bytes());
+        hash.update([0]);
+        match std::fs::read(&path) {
+            Ok(bytes) => hash.update(&bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => hash.update(b"absent"),
+            Err(e) => bail!("cannot read the reference {} ({e})", path.display()),
+        }
+    }
     let labs = rubric
         .checks
         .iter()
@@ -275,6 +380,7 @@ fn settings(
         forward: passed,
         limit_s: limit.unwrap_or(default),
         grader: entries::hex(&hash.finalize()),
+        prebuilt,
         checks: rubric.checks.iter().map(|c| (c.name(), c.points)).collect(),
     })
 }
@@ -384,11 +490,11 @@ fn task(plan: &Path) -> Result<()> {
     // Slurm has set CUDA_VISIBLE_DEVICES to the task's GPUs (--gres): nothing to add. Tasks
     // that share a node run as users of their own.
     let record = one::grade(&plan.settings, entry, digest, &Slot::numbered(index))?;
-    shared::cli::eprint_line(&format!(
+    shared::cli::eprint_line(&inert::line(&format!(
         "xtask: {}: {}",
         entry.students.join(", "),
         record.not_graded.as_deref().unwrap_or("graded")
-    ));
+    )));
     Ok(())
 }
 
@@ -438,14 +544,14 @@ impl Progress {
     /// A line in a log when a submission starts (a terminal has the bar instead).
     fn start(&self, entry: &Entry, slot: &Slot) {
         if self.bar.is_hidden() {
-            shared::cli::eprint_line(&format!(
+            shared::cli::eprint_line(&inert::line(&format!(
                 "xtask: grading {} ({}){}",
                 entry.students.join(", "),
                 entry.name,
                 slot.describe()
                     .map(|gpu| format!(" on {gpu}"))
                     .unwrap_or_default()
-            ));
+            )));
         }
     }
 
@@ -469,6 +575,12 @@ impl Progress {
             }
             (None, Err(why)) => format!("no results: {why}"),
         };
+        let score = match record.grader_failed.len() {
+            0 => score,
+            n => {
+                format!("{score}; {n} checks not graded: the grader failed (graded again next run)")
+            }
+        };
         let done = self.done.load(Ordering::Relaxed) + 1;
         let line = format!(
             "xtask: [{done}/{}] {}: {score} ({:.0} s{})",
@@ -479,6 +591,8 @@ impl Progress {
                 .map(|gpu| format!(" on {gpu}"))
                 .unwrap_or_default()
         );
+        // Names, reasons and archive members are the submission's: one inert line each.
+        let line = inert::line(&line);
         self.bar.suspend(|| shared::cli::eprint_line(&line));
         self.advance(1);
     }
@@ -501,6 +615,60 @@ fn duration(seconds: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// After --bin-dir changed, every grade was kept: the reference binaries are part of
+    /// the grader's identity (the rubric and the hand-out are hashed beside them).
+    #[test]
+    fn the_grader_changes_with_its_reference_binaries() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let bins = top.path().join("dist");
+        std::fs::create_dir(&bins).expect("created");
+        for lab in &crate::labs::LABS {
+            std::fs::write(bins.join(lab.name), lab.name).expect("written");
+        }
+        let rubric = Rubric::load().expect("the rubric");
+        let forward = Forward {
+            bin_dir: Some(bins.clone()),
+            unsandboxed: false,
+            build_time_limit: None,
+            no_cpu_device: false,
+        };
+        let grader = |prebuilt: bool| {
+            settings(&rubric, top.path(), &forward, None, false, prebuilt)
+                .expect("settings")
+                .grader
+        };
+        let first = grader(false);
+        assert_eq!(grader(false), first, "the same grader twice");
+        std::fs::write(bins.join("lab02"), "another lab02").expect("written");
+        let second = grader(false);
+        assert_ne!(second, first, "a new reference lab02");
+        std::fs::write(bins.join("libcpu_device.so"), "a device").expect("written");
+        let third = grader(false);
+        assert_ne!(third, second, "a new CPU device");
+        assert_ne!(grader(true), third, "pre-built or not");
+    }
+
+    #[test]
+    fn a_path_to_make_is_resolved_as_the_kernel_will() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let top = std::fs::canonicalize(top.path()).expect("canonical");
+        std::fs::create_dir(top.join("class")).expect("created");
+        std::os::unix::fs::symlink(top.join("class"), top.join("link")).expect("a link");
+        let cases = [
+            ("link/out", "class/out"),
+            ("new/../class/./out", "class/out"),
+            ("class/a/b/../c", "class/a/c"),
+            ("link/../other", "other"),
+        ];
+        for (given, want) in cases {
+            assert_eq!(
+                resolved(&top.join(given)).expect("resolved"),
+                top.join(want),
+                "{given}"
+            );
+        }
+    }
 
     #[test]
     fn durations_are_read_at_a_glance() {

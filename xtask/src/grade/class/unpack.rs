@@ -116,6 +116,11 @@ fn unpack_within(
 fn unzip(file: File, out: &mut Writer) -> Result<(), String> {
     let mut archive =
         zip::ZipArchive::new(file).map_err(|e| format!("is not a valid zip ({e})"))?;
+    // The reader keeps one member per name: a second copy of a name (the one a careless
+    // unpacker keeps, or not) would never reach the check below that refuses it.
+    if archive.has_duplicate_names() {
+        return Err("holds a member twice (the same name in its directory)".to_string());
+    }
     if archive.len() > out.limits.members {
         return Err(format!("has more than {} members", out.limits.members));
     }
@@ -575,6 +580,48 @@ mod tests {
         }
         let bytes = tarball.into_inner().expect("finished");
         let (_dir, result) = unpack_bytes(&bytes, Kind::Tar);
+        assert_eq!(result.expect_err("twice"), "holds lab02/src/main.rs twice");
+    }
+
+    /// A zip holding lab02's main.rs twice (the second copy, read last, the one a careless
+    /// unpacker keeps) was not refused: the zip reader keeps one entry per name.
+    #[test]
+    fn a_zip_holding_a_file_twice_is_refused() {
+        let bytes = zip_of(
+            &[
+                ("lab02/src/main.rs", b"fn main() { honest() }"),
+                ("lab02/src/mbin.rs", b"fn main() { attack() }"),
+            ],
+            None,
+        );
+        // The same name twice, in the local headers and the central directory alike.
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        assert_eq!(text.matches("lab02/src/mbin.rs").count(), 2);
+        let twice: Vec<u8> = {
+            let mut b = bytes.clone();
+            let needle = b"lab02/src/mbin.rs";
+            let mut at = 0;
+            while let Some(found) = b[at..].windows(needle.len()).position(|w| w == needle) {
+                b[at + found..at + found + needle.len()].copy_from_slice(b"lab02/src/main.rs");
+                at += found + needle.len();
+            }
+            b
+        };
+        let (dir, result) = unpack_bytes(&twice, Kind::Zip);
+        assert_eq!(
+            result.expect_err("twice"),
+            "holds a member twice (the same name in its directory)"
+        );
+        assert!(!dir.path().join("out/lab02").exists(), "nothing unpacked");
+        // The same file under two spellings of its path: refused as it comes.
+        let bytes = zip_of(
+            &[
+                ("lab02/src/main.rs", b"fn main() {}"),
+                ("./lab02//src/main.rs", b"fn main() {}"),
+            ],
+            None,
+        );
+        let (_dir, result) = unpack_bytes(&bytes, Kind::Zip);
         assert_eq!(result.expect_err("twice"), "holds lab02/src/main.rs twice");
     }
 
