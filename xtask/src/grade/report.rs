@@ -11,7 +11,9 @@
 //! in `extra_data.grader_failed`, which `--class` reads to grade the submission again.
 //!
 //! Every string in a check's output may hold text of the student's (their program's last
-//! line on stderr): the table shows it through [`inert::markdown`].
+//! line on stderr): the table, for the terminal, shows it through [`inert::line`] with its
+//! `|` escaped, so it cannot restyle the terminal or forge a row (feedback.md, Markdown, is
+//! written from results.json through [`inert::markdown`]).
 
 use serde::Serialize;
 
@@ -42,7 +44,7 @@ pub fn table(results: &[Graded], notes: &[String]) -> String {
                 format!("not graded: the grader failed (not the student's fault): {why}"),
             ),
         };
-        let said = inert::markdown(&said);
+        let said = inert::line(&said).replace('|', "\\|");
         text.push_str(&format!("| {}{hidden} | {points} | {said} |\n", r.name));
     }
     for note in notes {
