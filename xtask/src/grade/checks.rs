@@ -15,7 +15,7 @@ use shared::timing::LabReport;
 use shared::view::View;
 
 use super::rubric::{parse_size, Check, Test};
-use super::sandbox::{self, Jail, Limits, Mount, Spec};
+use super::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
 use super::timing;
 use crate::bins::Bins;
 use crate::labs::{self, Lab, Work, REFERENCE};
@@ -36,6 +36,8 @@ pub struct Built {
 pub struct GpuInfo {
     pub sms: u32,
     pub clock_khz: u32,
+    /// Its device file's minor number (`/dev/nvidiaN`), from its PCI address.
+    pub minor: Option<u32>,
 }
 
 /// The CPU device, where the GPU checks run when no GPU opens: the grader's own library
@@ -80,6 +82,15 @@ pub struct Context<'a> {
     pub made: std::cell::RefCell<HashMap<Vec<String>, Vec<u8>>>,
     /// This grade's own number: lab06's lengths are raised by it ([`noise`]).
     pub noise: u64,
+    /// The limits of each run's whole process tree (the rubric's).
+    pub tree: TreeLimits,
+    /// A GPU run's time limit: this many times the reference's time for the same work, plus
+    /// this start-up (the rubric's `gpu_time_factor`, `gpu_start_up_s`).
+    pub gpu_time: (f64, Duration),
+    /// How long the references took, by the arguments that made them ([`made`]).
+    pub made_wall: std::cell::RefCell<HashMap<Vec<String>, Duration>>,
+    /// The longest reference of the check running now: what its GPU runs' limit follows.
+    pub reference_wall: std::cell::Cell<Option<Duration>>,
 }
 
 pub enum Outcome {
@@ -102,6 +113,7 @@ type Earned = Result<(f64, String), String>;
 /// Run `check`; whatever goes wrong with the student's program is a failed check.
 pub fn run(check: &Check, context: &Context) -> Outcome {
     let deadline = Instant::now() + context.time_limit;
+    context.reference_wall.set(None);
     let result = labs::find(&check.lab)
         .map_err(|e| e.to_string())
         .and_then(|lab| match &check.test {
@@ -212,22 +224,64 @@ fn sandboxed(
     if left.is_zero() {
         return Err("did not finish within the check's time limit".to_string());
     }
-    let limits = if gpu {
-        Limits::check(left).on_gpu()
-    } else {
-        Limits::check(left)
-    };
-    match context.jail.run(&spec, &limits) {
-        Ok((status, ran, _)) if status.success() => Ok(Sandboxed {
-            stdout: ran.stdout,
-            wall: ran.wall,
-            out,
-        }),
-        Ok((status, _, stderr)) => Err(crash_or_refusal(status, &stderr)),
-        Err(runner::Failure::TimedOut(_)) => {
-            Err("did not finish within the check's time limit".to_string())
+    // On a real GPU the student's kernel has a limit that follows the reference's time for
+    // the same work: a kernel that never ends held each of lab04's six GPU checks for the
+    // whole 120 s (12 minutes a submission); now it costs the start-up and a few seconds.
+    let follows = match (gpu, program, context.reference_wall.get()) {
+        (true, Program::Student | Program::SolutionWithKernel(_), Some(reference)) => {
+            let (factor, start_up) = context.gpu_time;
+            let limit = start_up + reference.mul_f64(factor);
+            (limit < left).then_some((limit, reference))
         }
+        _ => None,
+    };
+    let wall = follows.map_or(left, |(limit, _)| limit);
+    let limits = if gpu {
+        Limits::check(wall).on_gpu()
+    } else {
+        Limits::check(wall)
+    }
+    .with_tree(context.tree);
+    match context.jail.run(&spec, &limits) {
+        Ok((status, ran, _)) if status.success() => {
+            if let Program::Solution { gpu: true } = program {
+                let longest = context.reference_wall.get().map_or(ran.wall, |w| w.max(ran.wall));
+                context.reference_wall.set(Some(longest));
+            }
+            Ok(Sandboxed {
+                stdout: ran.stdout,
+                wall: ran.wall,
+                out,
+            })
+        }
+        Ok((status, _, stderr)) => Err(crash_or_refusal(status, &stderr)),
+        Err(runner::Failure::TimedOut(_)) => Err(match follows {
+            Some((limit, reference)) => format!(
+                "did not finish within {:.1} s ({} times the reference's {:.2} s for the same \
+                 work, plus {:.0} s of start-up)",
+                limit.as_secs_f64(),
+                context.gpu_time.0,
+                reference.as_secs_f64(),
+                context.gpu_time.1.as_secs_f64()
+            ),
+            None => "did not finish within the check's time limit".to_string(),
+        }),
         Err(failure) => Err(failure.to_string()),
+    }
+}
+
+/// Note how long a reference took (`key` made it), for the GPU runs' limit.
+fn note_reference(context: &Context, key: &[String], took: Option<Duration>) {
+    let took = match took {
+        Some(took) => {
+            context.made_wall.borrow_mut().insert(key.to_vec(), took);
+            Some(took)
+        }
+        None => context.made_wall.borrow().get(key).copied(),
+    };
+    if let Some(took) = took {
+        let longest = context.reference_wall.get().map_or(took, |w| w.max(took));
+        context.reference_wall.set(Some(longest));
     }
 }
 
@@ -279,6 +333,7 @@ fn made(
         .chain(args.iter().cloned())
         .collect();
     if let Some(bytes) = context.made.borrow().get(&key) {
+        note_reference(context, &key, None);
         return Ok(bytes.clone());
     }
     let dir = tempfile::Builder::new()
@@ -290,6 +345,7 @@ fn made(
         args.iter()
             .map(|a| a.replace("{dir}", &dir.path().to_string_lossy())),
     );
+    let started = Instant::now();
     runner::run(&mut command, runner::limit_for(1 << 28)).map_err(|e| {
         format!(
             "the reference {} failed (not the student's fault): {e}",
@@ -302,6 +358,7 @@ fn made(
             lab.name
         )
     })?;
+    note_reference(context, &key, Some(started.elapsed()));
     context.made.borrow_mut().insert(key, bytes.clone());
     Ok(bytes)
 }
@@ -481,6 +538,7 @@ fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result
         .chain(args.iter().cloned())
         .collect();
     if let Some(text) = context.made.borrow().get(&key) {
+        note_reference(context, &key, None);
         return String::from_utf8_lossy(text)
             .parse()
             .map_err(|_| "a cached sum".to_string());
@@ -489,6 +547,7 @@ fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result
     reference
         .args(args)
         .args(["--variants", "cpu-plain", "--json"]);
+    let started = Instant::now();
     let finished = runner::run(&mut reference, runner::limit_for(1 << 24))
         .map_err(|e| format!("the reference lab06 failed (not the student's fault): {e}"))?;
     let report: LabReport = serde_json::from_slice(&finished.stdout).map_err(|e| {
@@ -499,6 +558,7 @@ fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result
         .get("cpu_plain_sum")
         .and_then(serde_json::Value::as_f64)
         .ok_or("the reference lab06 reported no sum (not the student's fault)")?;
+    note_reference(context, &key, Some(started.elapsed()));
     context
         .made
         .borrow_mut()
@@ -686,9 +746,21 @@ pub fn gpu_info() -> Option<GpuInfo> {
             .ok()
             .and_then(|v| u32::try_from(v).ok())
     };
+    // The driver names its GPUs by PCI address; CUDA's numbering is another.
+    let bus = match (
+        read(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+        read(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+        read(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+    ) {
+        (Some(domain), Some(bus), Some(device)) => {
+            Some(format!("{domain:04x}:{bus:02x}:{device:02x}.0"))
+        }
+        _ => None,
+    };
     Some(GpuInfo {
         sms: read(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
         clock_khz: read(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
+        minor: bus.as_deref().and_then(sandbox::gpu_minor),
     })
 }
 
