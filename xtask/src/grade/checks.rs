@@ -245,7 +245,10 @@ fn sandboxed(
     match context.jail.run(&spec, &limits) {
         Ok((status, ran, _)) if status.success() => {
             if let Program::Solution { gpu: true } = program {
-                let longest = context.reference_wall.get().map_or(ran.wall, |w| w.max(ran.wall));
+                let longest = context
+                    .reference_wall
+                    .get()
+                    .map_or(ran.wall, |w| w.max(ran.wall));
                 context.reference_wall.set(Some(longest));
             }
             Ok(Sandboxed {

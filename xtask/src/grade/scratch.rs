@@ -147,7 +147,9 @@ pub fn own() -> Result<PathBuf> {
             .map_err(|e| format!("{e:#}"))
     });
     let own = own.as_ref().map_err(|e| anyhow!("{e}"))?;
-    let guard = own.lock().map_err(|_| anyhow!("the scratch folder's lock is poisoned"))?;
+    let guard = own
+        .lock()
+        .map_err(|_| anyhow!("the scratch folder's lock is poisoned"))?;
     guard
         .as_ref()
         .map(|own| own.dir.clone())

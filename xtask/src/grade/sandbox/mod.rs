@@ -437,7 +437,10 @@ impl Jail {
         set_limits(
             &mut command,
             *limits,
-            group.as_ref().map(tree::Group::procs_files).unwrap_or_default(),
+            group
+                .as_ref()
+                .map(tree::Group::procs_files)
+                .unwrap_or_default(),
         );
         if let Some(confined) = &confined {
             fallback::confine(&mut command, confined.user, &confined.ruleset)
@@ -829,9 +832,12 @@ fn gpu_device_names(names: &[String], only: Option<u32>) -> Vec<String> {
 /// The minor number (`/dev/nvidiaN`) of the GPU at PCI address `bus` (`0000:3b:00.0`), read
 /// from the driver's `/proc/driver/nvidia/gpus/BUS/information` ("Device Minor: N").
 pub fn gpu_minor(bus: &str) -> Option<u32> {
-    let text =
-        std::fs::read_to_string(Path::new("/proc/driver/nvidia/gpus").join(bus).join("information"))
-            .ok()?;
+    let text = std::fs::read_to_string(
+        Path::new("/proc/driver/nvidia/gpus")
+            .join(bus)
+            .join("information"),
+    )
+    .ok()?;
     minor_in(&text)
 }
 
@@ -1198,9 +1204,7 @@ mod tests {
     /// `processes` shells that each hold `mib` MiB (a string of that size in memory), and
     /// the check's limits with `memory` for the whole tree.
     fn hogs(processes: usize, mib: usize) -> Spec {
-        let hog = format!(
-            "perl -e '$x = \"a\" x ({mib} << 20); sleep 30' corpus-attack"
-        );
+        let hog = format!("perl -e '$x = \"a\" x ({mib} << 20); sleep 30' corpus-attack");
         let all = vec![format!("{hog} &"); processes].join(" ");
         sh(&format!("{all} wait"))
     }
@@ -1216,8 +1220,15 @@ mod tests {
             Err(Failure::OverLimit(why)) => why,
             other => panic!("{other:?}"),
         };
-        assert!(said.starts_with("used more than 512 MiB of memory"), "{said}");
-        assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
+        assert!(
+            said.starts_with("used more than 512 MiB of memory"),
+            "{said}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(25),
+            "{:?}",
+            started.elapsed()
+        );
         // The same tree under the default limit runs to its end.
         let mut fine = limits(60);
         fine.tree.memory = 2 << 30;
@@ -1237,9 +1248,11 @@ mod tests {
         small.tree.disk = Some(8 << 20);
         small.tree.files = Some(100);
         // Three files of 5 MiB, each under RLIMIT_FSIZE.
-        let big = sh("for i in 1 2 3; do head -c 5000000 /dev/zero > $OUT/corpus-attack-$i; done; sleep 5")
-            .mount(Mount::writable(&out, "/grade/out"))
-            .env("OUT", "/grade/out");
+        let big = sh(
+            "for i in 1 2 3; do head -c 5000000 /dev/zero > $OUT/corpus-attack-$i; done; sleep 5",
+        )
+        .mount(Mount::writable(&out, "/grade/out"))
+        .env("OUT", "/grade/out");
         match jail().run(&big, &small) {
             Err(Failure::OverLimit(why)) => {
                 assert!(why.starts_with("wrote more than 8 MiB to disk"), "{why}")
@@ -1250,9 +1263,11 @@ mod tests {
         std::fs::remove_dir_all(&out).expect("removed");
         std::fs::create_dir(&out).expect("created");
         jail().give(&out).expect("chown");
-        let many = sh("cd $OUT && mkdir m && cd m && i=0; while [ $i -lt 150 ]; do : > f$i; i=$((i+1)); done")
-            .mount(Mount::writable(&out, "/grade/out"))
-            .env("OUT", "/grade/out");
+        let many = sh(
+            "cd $OUT && mkdir m && cd m && i=0; while [ $i -lt 150 ]; do : > f$i; i=$((i+1)); done",
+        )
+        .mount(Mount::writable(&out, "/grade/out"))
+        .env("OUT", "/grade/out");
         match jail().run(&many, &small) {
             Err(Failure::OverLimit(why)) => {
                 assert!(why.starts_with("made more than 100 files"), "{why}")
@@ -1264,8 +1279,15 @@ mod tests {
     #[test]
     fn a_gpu_run_is_given_its_own_gpu_alone() {
         let names: Vec<String> = [
-            "nvidia0", "nvidia1", "nvidia2", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
-            "nvidia-modeset", "nvidia-caps", "null",
+            "nvidia0",
+            "nvidia1",
+            "nvidia2",
+            "nvidiactl",
+            "nvidia-uvm",
+            "nvidia-uvm-tools",
+            "nvidia-modeset",
+            "nvidia-caps",
+            "null",
         ]
         .map(String::from)
         .to_vec();

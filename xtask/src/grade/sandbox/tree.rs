@@ -23,8 +23,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
-use std::os::unix::ffi::OsStringExt;
 use std::fs;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -234,7 +234,11 @@ fn find_v1() -> Option<Place> {
 /// Remove the groups of graders that are gone (killed with -9): `xtask-PID-N`, empty once
 /// their processes died. A group with a live process is left (rmdir refuses it).
 fn sweep(place: &Place) {
-    let dirs = [Some(&place.memory), place.pids.as_ref(), place.cpuset.as_ref()];
+    let dirs = [
+        Some(&place.memory),
+        place.pids.as_ref(),
+        place.cpuset.as_ref(),
+    ];
     for dir in dirs.into_iter().flatten() {
         for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
             let name = entry.file_name();
@@ -288,8 +292,8 @@ impl Group {
             if !group.dirs.contains(&dir) {
                 fs::create_dir(&dir).ok()?;
                 group.dirs.push(dir.clone());
-                let procs = CString::new(dir.join("cgroup.procs").into_os_string().into_vec())
-                    .ok()?;
+                let procs =
+                    CString::new(dir.join("cgroup.procs").into_os_string().into_vec()).ok()?;
                 group.procs.push(procs);
             }
             Some(dir)
@@ -651,7 +655,11 @@ pub fn tree(root: i32) -> Vec<i32> {
     let mut parent: HashMap<i32, i32> = HashMap::new();
     let mut session: HashMap<i32, i32> = HashMap::new();
     for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -723,5 +731,79 @@ mod tests {
         assert!(bytes >= 10 * 8192, "{bytes}");
         let (_, all) = usage(&[dir.path().to_path_buf()], u64::MAX, u64::MAX);
         assert_eq!(all, 50);
+    }
+
+    /// Watch `command`'s tree as the grader does where no cgroup may be made: what it said.
+    fn watched(mut command: std::process::Command, watch: &mut Watch) -> Option<String> {
+        let mut child = command.spawn().expect("starts");
+        let started = Instant::now();
+        let said = loop {
+            if started.elapsed() > Duration::from_secs(20) {
+                break None;
+            }
+            if let Ok(Some(_)) = child.try_wait() {
+                break watch.after();
+            }
+            std::thread::sleep(TICK);
+            if let Some(why) = watch.check(child.id() as i32) {
+                break Some(why);
+            }
+        };
+        for pid in tree(child.id() as i32) {
+            // SAFETY: kill has no memory effects.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        said
+    }
+
+    #[test]
+    fn without_a_cgroup_the_memory_of_every_process_is_summed() {
+        let mut limits = TreeLimits::DEFAULT;
+        limits.memory = 256 << 20;
+        let mut watch = Watch::new(limits, None, Vec::new(), None);
+        let mut command = std::process::Command::new("sh");
+        command.args([
+            "-c",
+            "for i in 1 2 3; do perl -e '$x = \"a\" x (120 << 20); sleep 30' corpus-attack & done; wait",
+        ]);
+        let said = watched(command, &mut watch).unwrap_or_default();
+        assert!(
+            said.starts_with("used more than 256 MiB of memory"),
+            "{said}"
+        );
+    }
+
+    #[test]
+    fn a_process_that_widens_its_cores_is_caught() {
+        use std::os::unix::process::CommandExt;
+        let online = parse_cpu_list(
+            &fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default(),
+        );
+        if online.len() < 2 {
+            return;
+        }
+        let mut watch = Watch::new(TreeLimits::DEFAULT, None, Vec::new(), Some(vec![online[0]]));
+        let mut command = std::process::Command::new("sh");
+        command.args([
+            "-c",
+            &format!(
+                "sleep 0.3; taskset -c {} sh -c 'sleep 10' corpus-attack",
+                online[1]
+            ),
+        ]);
+        let first = online[0];
+        // SAFETY: sched_setaffinity in the child before exec, on a set made here.
+        unsafe {
+            command.pre_exec(move || {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(first, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                Ok(())
+            });
+        }
+        let said = watched(command, &mut watch).unwrap_or_default();
+        assert!(said.starts_with("widened its share of the cores"), "{said}");
     }
 }
