@@ -64,7 +64,7 @@ impl TreeLimits {
 
 /// What a size in bytes is called in a message: `4 GiB`, `512 MiB`.
 pub fn size(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
         format!("{} GiB", bytes >> 30)
     } else if bytes >= 1 << 30 {
         format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
@@ -499,7 +499,7 @@ impl<'a> Watch<'a> {
         if let Some(over) = self.memory_and_cores(child) {
             return Some(over);
         }
-        if self.ticks % DISK_EVERY == 0 {
+        if self.ticks.is_multiple_of(DISK_EVERY) {
             return self.disk();
         }
         None
