@@ -193,10 +193,10 @@ fn find_v2() -> Option<Place> {
         let _ = fs::write(dir.join("cgroup.subtree_control"), "+cpuset");
     }
     let cpuset = enabled("cpuset").then(|| dir.clone());
-    // A group can be made here, or this is not the place.
-    let probe = dir.join(format!("xtask-{}-probe", std::process::id()));
-    fs::create_dir(&probe).ok()?;
-    let _ = fs::remove_dir(&probe);
+    // A group can be made and joined here, or this is not the place.
+    if !joinable(&dir) {
+        return None;
+    }
     Some(Place {
         mechanism: Mechanism::V2,
         memory: dir.clone(),
@@ -218,10 +218,7 @@ fn find_v1() -> Option<Place> {
             fstype == "cgroup" && options.split(',').any(|o| o == controller)
         })?;
         let dir = own_group(root, point, path)?;
-        let probe = dir.join(format!("xtask-{}-probe", std::process::id()));
-        fs::create_dir(&probe).ok()?;
-        let _ = fs::remove_dir(&probe);
-        Some(dir)
+        joinable(&dir).then_some(dir)
     };
     Some(Place {
         mechanism: Mechanism::V1,
@@ -229,6 +226,38 @@ fn find_v1() -> Option<Place> {
         pids: hierarchy("pids"),
         cpuset: hierarchy("cpuset"),
     })
+}
+
+/// Whether a group made in `dir` can be joined by a child: a probe group, and `true` run in
+/// it. A place where the child could not join would fail every run's start (and with it the
+/// sandbox's own probe), so it is no place: the runs are measured instead.
+fn joinable(dir: &Path) -> bool {
+    use std::os::unix::process::CommandExt;
+    let probe = dir.join(format!("xtask-{}-probe", std::process::id()));
+    if fs::create_dir(&probe).is_err() {
+        return false;
+    }
+    let procs = CString::new(probe.join("cgroup.procs").into_os_string().into_vec());
+    let joined = procs.is_ok_and(|procs| {
+        let files = [procs];
+        let mut command = std::process::Command::new("true");
+        command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: `join` makes only system calls on strings made before the fork.
+        unsafe {
+            command.pre_exec(move || join(&files));
+        }
+        command.status().is_ok_and(|s| s.success())
+    });
+    for _ in 0..50 {
+        if fs::remove_dir(&probe).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    joined
 }
 
 /// Remove the groups of graders that are gone (killed with -9): `xtask-PID-N`, empty once
