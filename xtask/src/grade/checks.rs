@@ -36,8 +36,8 @@ pub struct Built {
 pub struct GpuInfo {
     pub sms: u32,
     pub clock_khz: u32,
-    /// Its device file's minor number (`/dev/nvidiaN`), from its PCI address.
-    pub minor: Option<u32>,
+    /// Its device file's minor number (`/dev/nvidiaN`) and UUID, from its PCI address.
+    pub device: Option<(u32, Option<String>)>,
 }
 
 /// The CPU device, where the GPU checks run when no GPU opens: the grader's own library
@@ -763,7 +763,7 @@ pub fn gpu_info() -> Option<GpuInfo> {
     Some(GpuInfo {
         sms: read(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
         clock_khz: read(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
-        minor: bus.as_deref().and_then(sandbox::gpu_minor),
+        device: bus.as_deref().and_then(sandbox::gpu_device),
     })
 }
 

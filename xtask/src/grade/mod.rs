@@ -159,13 +159,14 @@ pub fn run(args: Args) -> Result<()> {
         None
     };
     // A GPU run sees this grade's GPU alone: every other `/dev/nvidiaN` is left out.
-    let jail = jail.for_gpu(gpu_info.as_ref().and_then(|g| g.minor));
-    if gpu.is_ok() && gpu_info.as_ref().and_then(|g| g.minor).is_none() {
+    let device = gpu_info.as_ref().and_then(|g| g.device.clone());
+    if gpu.is_ok() && device.is_none() {
         shared::cli::eprint_line(
             "xtask: warning: this GPU's device file is not known (no /proc/driver/nvidia): \
              the GPU checks' sandboxes are given every /dev/nvidia*",
         );
     }
+    let jail = jail.for_gpu(device);
     let reference_labs = LABS
         .iter()
         .filter(|lab| *lab == REFERENCE.lab || graded.contains(lab));

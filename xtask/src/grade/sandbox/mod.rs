@@ -66,6 +66,10 @@ pub struct Jail {
     /// The minor number of the GPU this grade may use (`/dev/nvidiaN`): a GPU run sees that
     /// device file alone, never another slot's GPU. None: not known (every one is given).
     gpu: Option<u32>,
+    /// That GPU's UUID, which a GPU run is given as `CUDA_VISIBLE_DEVICES`: a driver that
+    /// lists only the GPUs whose device files it finds would number this one 0, so the
+    /// grader's own number for it could name no GPU inside.
+    gpu_uuid: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -166,6 +170,7 @@ pub struct Ran {
 }
 
 /// One command to run in the sandbox: the program and arguments as seen inside.
+#[derive(Clone)]
 pub struct Spec {
     pub program: PathBuf,
     pub args: Vec<OsString>,
@@ -229,6 +234,7 @@ impl Jail {
                 kind: Kind::Unsandboxed,
                 user: NOBODY,
                 gpu: None,
+                gpu_uuid: None,
             });
         }
         let as_root = is_root();
@@ -251,6 +257,7 @@ impl Jail {
                     kind: Kind::Bwrap { program, as_root },
                     user: NOBODY,
                     gpu: None,
+                    gpu_uuid: None,
                 };
                 match jail.probe() {
                     Ok(()) => return Ok(jail),
@@ -276,6 +283,7 @@ impl Jail {
             // each check.
             user: class_user(0x0080_0000 + std::process::id() as usize % 0x0080_0000),
             gpu: None,
+            gpu_uuid: None,
         };
         match jail.probe() {
             Ok(()) => Ok(jail),
@@ -305,10 +313,20 @@ impl Jail {
         Ok(Jail { user, ..self })
     }
 
-    /// The same sandbox, its GPU runs given only the GPU device file of minor `minor` (with
-    /// `nvidiactl` and `nvidia-uvm`, which every CUDA process needs).
-    pub fn for_gpu(self, minor: Option<u32>) -> Jail {
-        Jail { gpu: minor, ..self }
+    /// The same sandbox, its GPU runs given only the device file of `device` (its minor
+    /// number and UUID, [`gpu_device`]) with `nvidiactl` and `nvidia-uvm`, which every CUDA
+    /// process needs. A MIG instance (`CUDA_VISIBLE_DEVICES=MIG-...`) needs the capability
+    /// files too: it is left as it was, every device file given.
+    pub fn for_gpu(self, device: Option<(u32, Option<String>)>) -> Jail {
+        let mig = std::env::var("CUDA_VISIBLE_DEVICES").is_ok_and(|v| v.starts_with("MIG"));
+        match device {
+            Some((minor, uuid)) if !mig => Jail {
+                gpu: Some(minor),
+                gpu_uuid: uuid,
+                ..self
+            },
+            _ => self,
+        }
     }
 
     /// Whether two grades run at once by this user share one process limit: a sandbox run by
@@ -411,6 +429,15 @@ impl Jail {
             Failure::Spawn(format!(
                 "cannot start the sandbox (not the student's fault): {e:#}"
             ))
+        };
+        // A GPU run names its GPU by UUID (after the grader's environment, so it wins).
+        let named;
+        let spec = match (&self.gpu_uuid, spec.gpu) {
+            (Some(uuid), true) => {
+                named = spec.clone().env("CUDA_VISIBLE_DEVICES", uuid);
+                &named
+            }
+            _ => spec,
         };
         // The fallback's own scratch folder (its /tmp), its ruleset and its user.
         let confined = match &self.kind {
@@ -829,16 +856,17 @@ fn gpu_device_names(names: &[String], only: Option<u32>) -> Vec<String> {
         .collect()
 }
 
-/// The minor number (`/dev/nvidiaN`) of the GPU at PCI address `bus` (`0000:3b:00.0`), read
-/// from the driver's `/proc/driver/nvidia/gpus/BUS/information` ("Device Minor: N").
-pub fn gpu_minor(bus: &str) -> Option<u32> {
+/// The minor number (`/dev/nvidiaN`) and UUID of the GPU at PCI address `bus`
+/// (`0000:3b:00.0`), read from the driver's `/proc/driver/nvidia/gpus/BUS/information`
+/// ("Device Minor: N", "GPU UUID: GPU-...").
+pub fn gpu_device(bus: &str) -> Option<(u32, Option<String>)> {
     let text = std::fs::read_to_string(
         Path::new("/proc/driver/nvidia/gpus")
             .join(bus)
             .join("information"),
     )
     .ok()?;
-    minor_in(&text)
+    Some((minor_in(&text)?, uuid_in(&text)))
 }
 
 fn minor_in(information: &str) -> Option<u32> {
@@ -846,6 +874,17 @@ fn minor_in(information: &str) -> Option<u32> {
         .lines()
         .find_map(|l| l.trim().strip_prefix("Device Minor:"))
         .and_then(|n| n.trim().parse().ok())
+}
+
+fn uuid_in(information: &str) -> Option<String> {
+    information
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("GPU UUID:"))
+        .map(str::trim)
+        .filter(|u| {
+            u.starts_with("GPU-") && u.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+        .map(str::to_string)
 }
 
 fn find_program(name: &str) -> Option<PathBuf> {
@@ -1300,6 +1339,7 @@ mod tests {
                            Video BIOS: \t 96.00\nBus Type: \t PCIe\nDMA Size: \t 52 bits\n\
                            Device Minor: \t 3\nGPU Excluded:\t No\n";
         assert_eq!(minor_in(information), Some(3));
+        assert_eq!(uuid_in(information).as_deref(), Some("GPU-x"));
         assert_eq!(minor_in("Model: x\n"), None);
     }
 }
