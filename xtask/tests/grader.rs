@@ -7,7 +7,10 @@
 //! A submission is a `submission.toml`: the hand-out (`base = "handout"`) or the hand-out
 //! with the solutions (`"solved"`), changed by `remove`, `[[write]]`, `[[inject]]` (code put
 //! after a given line) and `[[link]]` (symbolic links; `{workspace}` is this workspace, there
-//! and in injected code).
+//! and in injected code). `says` is text the grade's report must hold (the limit that stopped
+//! an attack: "used more than 4 GiB of memory"); `cores = N` grades it pinned to the first N
+//! cores, as a class slot is (skipped on a machine without more). `CORPUS_ONLY=a,b` grades
+//! those entries alone.
 //! Every process an attack starts carries `corpus-attack` in its command line, and every
 //! file it writes outside its output has `corpus-attack` in its name, so that the checks
 //! below find what a failed defence would have left.

@@ -393,9 +393,13 @@ impl Jail {
                     .to_string()
             }
         };
+        let gpu = match self.gpu {
+            Some(minor) => format!("; its GPU runs saw /dev/nvidia{minor} alone of the GPUs"),
+            None => String::new(),
+        };
         format!(
             "{how}; each check's memory, processes, disk and files were limited for its whole \
-             process tree, by {}",
+             process tree, by {}{gpu}",
             tree::mechanism().describe()
         )
     }
