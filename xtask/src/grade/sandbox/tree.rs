@@ -7,9 +7,9 @@
 //! put, where the grader may make one, in a control group of its own, and watched by the
 //! grader while it runs whatever the kernel enforces:
 //!
-//! - cgroup v2 where the grader's own group delegates `memory` and `pids` (a container that
-//!   gives the grader its cgroup, systemd's `Delegate=yes`): `memory.max`, `pids.max`, and a
-//!   cpuset for a class's slot;
+//! - cgroup v2 under the grader's own group or the nearest above it that hands `memory` and
+//!   `pids` to its children (root on a systemd host: the slice above the grader's service):
+//!   `memory.max`, `pids.max`, and a cpuset for a class's slot;
 //! - else cgroup v1 where its hierarchies are writable (root on a host or a privileged
 //!   container): `memory.limit_in_bytes`, `pids.max`, `cpuset.cpus`;
 //! - else (a read-only cgroup file system: Gradescope's Docker) the grader measures: the
@@ -169,34 +169,22 @@ fn find_v2() -> Option<Place> {
     let (root, point, _, _) = cgroup_mounts()
         .into_iter()
         .find(|(_, _, fstype, _)| fstype == "cgroup2")?;
-    let dir = own_group(&root, &point, path)?;
-    let controllers = fs::read_to_string(dir.join("cgroup.controllers")).ok()?;
-    let has = |name: &str| controllers.split_whitespace().any(|c| c == name);
-    if !has("memory") || !has("pids") {
-        return None;
-    }
-    // Delegated to children: refused (EBUSY) where the grader's own group holds processes
-    // and is not the root, which a container's namespace root is not. Then v1, or measured.
-    let enabled = |name: &str| {
+    let own = own_group(&root, &point, path)?;
+    // The grader's own group, or the nearest above it, that hands memory and pids to its
+    // children. A group that holds processes cannot (EBUSY), so the grader's own rarely
+    // does; the slice above it does on a systemd host (system.slice for a CI runner's
+    // service, user-0.slice for root's session), and root may place a run there, still
+    // under that slice's own limits. Nothing is enabled or changed in a group not made here.
+    let enabled = |dir: &Path, name: &str| {
         fs::read_to_string(dir.join("cgroup.subtree_control"))
             .is_ok_and(|s| s.split_whitespace().any(|c| c == name))
     };
-    for name in ["memory", "pids"] {
-        if !enabled(name) {
-            let _ = fs::write(dir.join("cgroup.subtree_control"), format!("+{name}"));
-        }
-    }
-    if !enabled("memory") || !enabled("pids") {
-        return None;
-    }
-    if has("cpuset") && !enabled("cpuset") {
-        let _ = fs::write(dir.join("cgroup.subtree_control"), "+cpuset");
-    }
-    let cpuset = enabled("cpuset").then(|| dir.clone());
-    // A group can be made and joined here, or this is not the place.
-    if !joinable(&dir) {
-        return None;
-    }
+    let dir = own
+        .ancestors()
+        .take_while(|dir| dir.starts_with(&point))
+        .find(|dir| enabled(dir, "memory") && enabled(dir, "pids") && joinable(dir))?
+        .to_path_buf();
+    let cpuset = enabled(&dir, "cpuset").then(|| dir.clone());
     Some(Place {
         mechanism: Mechanism::V2,
         memory: dir.clone(),
