@@ -32,6 +32,8 @@ pub enum Failure {
     Refused { code: Option<i32>, message: String },
     /// Exited 0, but its output is not what was asked for.
     Malformed(String),
+    /// Went over a limit of its whole process tree (memory, disk, files, cores): killed.
+    OverLimit(String),
 }
 
 impl fmt::Display for Failure {
@@ -45,7 +47,7 @@ impl fmt::Display for Failure {
             ),
             Failure::Crashed(how) => write!(f, "crashed: {how}"),
             Failure::Refused { message, .. } => write!(f, "{message}"),
-            Failure::Malformed(why) => write!(f, "{why}"),
+            Failure::Malformed(why) | Failure::OverLimit(why) => write!(f, "{why}"),
         }
     }
 }

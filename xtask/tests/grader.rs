@@ -7,7 +7,10 @@
 //! A submission is a `submission.toml`: the hand-out (`base = "handout"`) or the hand-out
 //! with the solutions (`"solved"`), changed by `remove`, `[[write]]`, `[[inject]]` (code put
 //! after a given line) and `[[link]]` (symbolic links; `{workspace}` is this workspace, there
-//! and in injected code).
+//! and in injected code). `says` is text the grade's report must hold (the limit that stopped
+//! an attack: "used more than 4 GiB of memory"); `cores = N` grades it pinned to the first N
+//! cores, as a class slot is (skipped on a machine without more). `CORPUS_ONLY=a,b` grades
+//! those entries alone.
 //! Every process an attack starts carries `corpus-attack` in its command line, and every
 //! file it writes outside its output has `corpus-attack` in its name, so that the checks
 //! below find what a failed defence would have left.
@@ -45,6 +48,13 @@ struct Submission {
     /// "any" (an attack that slows its own runs).
     #[serde(default)]
     speed: Option<String>,
+    /// What the grade's output must say (the limit that stopped it, for one).
+    #[serde(default)]
+    says: Option<String>,
+    /// Grade pinned to this many of the machine's first cores, as a class slot is (`--class
+    /// --gpus N` gives each grade its share); skipped where the machine has no more.
+    #[serde(default)]
+    cores: Option<usize>,
     #[serde(default)]
     remove: Vec<String>,
     #[serde(default)]
@@ -199,9 +209,32 @@ fn workspace_state(bin_dir: &Path) -> (String, Vec<(String, String)>) {
 
 /// Grade `dir` with the reference binaries in `bin_dir`: results.json's tests, the stdout,
 /// and the time it took.
-fn grade(dir: &Path, bin_dir: &Path, results: &Path) -> (Vec<Value>, String, Duration) {
+fn grade(
+    dir: &Path,
+    bin_dir: &Path,
+    results: &Path,
+    cores: Option<usize>,
+) -> (Vec<Value>, String, Duration) {
     let started = Instant::now();
-    let mut child = xtask()
+    let mut command = xtask();
+    if let Some(cores) = cores {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET stays below CPU_SETSIZE; the
+        // closure makes one system call in the child before exec.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for core in 0..cores.min(64) {
+            unsafe { libc::CPU_SET(core, &mut set) };
+        }
+        unsafe {
+            command.pre_exec(move || {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut child = command
         .arg("grade")
         .arg(dir)
         // The GPU checks on the CPU device are the coursework test's: here they would add a
@@ -317,6 +350,14 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
     let mut failures = Vec::new();
     let mut written = Vec::new();
     let mut table = String::from("submission | points here | seconds\n");
+    // CORPUS_ONLY=a,b grades those entries alone (every description is still read).
+    let only: Option<Vec<String>> = std::env::var("CORPUS_ONLY")
+        .ok()
+        .map(|names| names.split(',').map(str::to_string).collect());
+    let corpus: Vec<&(String, Submission)> = corpus
+        .iter()
+        .filter(|(name, _)| only.as_ref().is_none_or(|o| o.contains(name)))
+        .collect();
     for (n, (name, submission)) in corpus.iter().enumerate() {
         // A line on the terminal per grade (libtest keeps `eprintln!` back until the end).
         shared::cli::eprint_line(&format!(
@@ -327,7 +368,13 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         let dir = scratch.path().join(name);
         lay_out(submission, &bases, &dir, port);
         let results = scratch.path().join(format!("{name}.json"));
-        let (tests, stdout, took) = grade(&dir, &bin_dir, &results);
+        let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = submission.cores.filter(|&c| c < machine);
+        if submission.cores.is_some() && cores.is_none() {
+            shared::cli::eprint_line(&format!("corpus: {name} skipped: no core to spare here"));
+            continue;
+        }
+        let (tests, stdout, took) = grade(&dir, &bin_dir, &results, cores);
         let graded = |test: &&Value| {
             !test["output"]
                 .as_str()
@@ -364,6 +411,11 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
             }
             None | Some("none") if speed != 0.0 => wrong.push(format!("speed credit {speed}")),
             _ => {}
+        }
+        if let Some(said) = &submission.says {
+            if !stdout.contains(said.as_str()) {
+                wrong.push(format!("the grade does not say {said:?}"));
+            }
         }
         if took > GRADE_LIMIT {
             wrong.push(format!("grading took {took:?}"));
@@ -450,7 +502,7 @@ fn two_grades_at_once_both_get_every_mark() {
         .map(|(i, dir)| {
             let results = scratch.path().join(format!("{i}.json"));
             let bin_dir = bin_dir.clone();
-            std::thread::spawn(move || grade(&dir, &bin_dir, &results))
+            std::thread::spawn(move || grade(&dir, &bin_dir, &results, None))
         })
         .collect();
     for grade in grades {
@@ -466,4 +518,69 @@ fn two_grades_at_once_both_get_every_mark() {
             assert!(full, "{test}\n{stdout}");
         }
     }
+}
+
+/// A grade killed with -9 mid-grade cannot remove its folder: the next grade to start does
+/// (a lock file says which grades are alive), and nothing of either is left.
+#[test]
+fn a_grade_killed_with_9_leaves_no_scratch_once_another_starts() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let handout = scratch.path().join("handout");
+    xtask_into(&["handout", "--out"], &handout);
+    let tmp = scratch.path().join("tmp");
+    fs::create_dir(&tmp).expect("created");
+    // SAFETY: geteuid has no preconditions.
+    let base = tmp.join(format!("xtask-grader-{}", unsafe { libc::geteuid() }));
+    let mut grade = xtask()
+        .arg("grade")
+        .arg(&handout)
+        .arg("--no-cpu-device")
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("xtask runs");
+    // Its files are laid out for the build: killed now, mid-grade.
+    let started = Instant::now();
+    let laid_out = || {
+        fs::read_dir(&base)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|grade| {
+                fs::read_dir(grade.path())
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|folder| folder.path().join("work").is_dir())
+            })
+    };
+    while !laid_out() && started.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        laid_out(),
+        "the grade laid out no files in {}",
+        base.display()
+    );
+    grade.kill().expect("killed with -9");
+    let _ = grade.wait();
+    assert!(
+        laid_out(),
+        "the killed grade's folder is there until another starts"
+    );
+    // The next grade starts (and stops at once: there is no such submission).
+    let next = xtask()
+        .arg("grade")
+        .arg(scratch.path().join("no-such-submission"))
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("xtask runs");
+    assert!(!next.status.success());
+    let left: Vec<_> = fs::read_dir(&base)
+        .expect("the grader's folder")
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "left in {}: {left:?}", base.display());
 }

@@ -15,7 +15,7 @@ use shared::timing::LabReport;
 use shared::view::View;
 
 use super::rubric::{parse_size, Check, Test};
-use super::sandbox::{self, Jail, Limits, Mount, Spec};
+use super::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
 use super::timing;
 use crate::bins::Bins;
 use crate::labs::{self, Lab, Work, REFERENCE};
@@ -36,6 +36,8 @@ pub struct Built {
 pub struct GpuInfo {
     pub sms: u32,
     pub clock_khz: u32,
+    /// Its device file's minor number (`/dev/nvidiaN`) and UUID, from its PCI address.
+    pub device: Option<(u32, Option<String>)>,
 }
 
 /// The CPU device, where the GPU checks run when no GPU opens: the grader's own library
@@ -85,6 +87,15 @@ pub struct Context<'a> {
     /// whatever else it found. Set only by the grader's code ([`Context::grader_failed`]),
     /// never from anything a student's program prints.
     pub fault: std::cell::RefCell<Option<String>>,
+    /// The limits of each run's whole process tree (the rubric's).
+    pub tree: TreeLimits,
+    /// A GPU run's time limit: this many times the reference's time for the same work, plus
+    /// this start-up (the rubric's `gpu_time_factor`, `gpu_start_up_s`).
+    pub gpu_time: (f64, Duration),
+    /// How long the references took, by the arguments that made them ([`made`]).
+    pub made_wall: std::cell::RefCell<HashMap<Vec<String>, Duration>>,
+    /// The longest reference of the check running now: what its GPU runs' limit follows.
+    pub reference_wall: std::cell::Cell<Option<Duration>>,
 }
 
 impl Context<'_> {
@@ -125,6 +136,7 @@ type Earned = Result<(f64, String), String>;
 pub fn run(check: &Check, context: &Context) -> Outcome {
     let deadline = Instant::now() + context.time_limit;
     context.fault.borrow_mut().take();
+    context.reference_wall.set(None);
     let result = labs::find(&check.lab)
         .map_err(|e| context.grader_failed(format!("the rubric: {e}")))
         .and_then(|lab| match &check.test {
@@ -242,34 +254,79 @@ fn sandboxed(
     if left.is_zero() {
         return Err("did not finish within the check's time limit".to_string());
     }
-    let limits = if gpu {
-        Limits::check(left).on_gpu()
-    } else {
-        Limits::check(left)
+    // On a real GPU the student's kernel has a limit that follows the reference's time for
+    // the same work: a kernel that never ends held each of lab04's six GPU checks for the
+    // whole 120 s (12 minutes a submission); now it costs the start-up and a few seconds.
+    let follows = match (gpu, program, context.reference_wall.get()) {
+        (true, Program::Student | Program::SolutionWithKernel(_), Some(reference)) => {
+            let (factor, start_up) = context.gpu_time;
+            let limit = start_up + reference.mul_f64(factor);
+            (limit < left).then_some((limit, reference))
+        }
+        _ => None,
     };
+    let wall = follows.map_or(left, |(limit, _)| limit);
+    let limits = if gpu {
+        Limits::check(wall).on_gpu()
+    } else {
+        Limits::check(wall)
+    }
+    .with_tree(context.tree);
     // The solution's own program failing is the grader's fault, unless the check's time
     // ran out (the student's runs share that time). A sandbox that cannot start is the
     // grader's fault whoever's program it was to run.
     let solution = matches!(program, Program::Solution { .. });
     match context.jail.run(&spec, &limits) {
-        Ok((status, ran, _)) if status.success() => Ok(Sandboxed {
-            stdout: ran.stdout,
-            wall: ran.wall,
-            out,
-        }),
+        Ok((status, ran, _)) if status.success() => {
+            if let Program::Solution { gpu: true } = program {
+                let longest = context
+                    .reference_wall
+                    .get()
+                    .map_or(ran.wall, |w| w.max(ran.wall));
+                context.reference_wall.set(Some(longest));
+            }
+            Ok(Sandboxed {
+                stdout: ran.stdout,
+                wall: ran.wall,
+                out,
+            })
+        }
         Ok((status, _, stderr)) if solution => Err(context.grader_failed(format!(
             "the solution failed (not the student's fault): {}",
             crash_or_refusal(status, &stderr)
         ))),
         Ok((status, _, stderr)) => Err(crash_or_refusal(status, &stderr)),
-        Err(runner::Failure::TimedOut(_)) => {
-            Err("did not finish within the check's time limit".to_string())
-        }
+        Err(runner::Failure::TimedOut(_)) => Err(match follows {
+            Some((limit, reference)) => format!(
+                "did not finish within {:.1} s ({} times the reference's {:.2} s for the same \
+                 work, plus {:.0} s of start-up)",
+                limit.as_secs_f64(),
+                context.gpu_time.0,
+                reference.as_secs_f64(),
+                context.gpu_time.1.as_secs_f64()
+            ),
+            None => "did not finish within the check's time limit".to_string(),
+        }),
         Err(failure @ runner::Failure::Spawn(_)) => Err(context.grader_failed(failure.to_string())),
         Err(failure) if solution => Err(context.grader_failed(format!(
             "the solution failed (not the student's fault): {failure}"
         ))),
         Err(failure) => Err(failure.to_string()),
+    }
+}
+
+/// Note how long a reference took (`key` made it), for the GPU runs' limit.
+fn note_reference(context: &Context, key: &[String], took: Option<Duration>) {
+    let took = match took {
+        Some(took) => {
+            context.made_wall.borrow_mut().insert(key.to_vec(), took);
+            Some(took)
+        }
+        None => context.made_wall.borrow().get(key).copied(),
+    };
+    if let Some(took) = took {
+        let longest = context.reference_wall.get().map_or(took, |w| w.max(took));
+        context.reference_wall.set(Some(longest));
     }
 }
 
@@ -321,6 +378,7 @@ fn made(
         .chain(args.iter().cloned())
         .collect();
     if let Some(bytes) = context.made.borrow().get(&key) {
+        note_reference(context, &key, None);
         return Ok(bytes.clone());
     }
     let dir = tempfile::Builder::new()
@@ -334,6 +392,7 @@ fn made(
         args.iter()
             .map(|a| a.replace("{dir}", &dir.path().to_string_lossy())),
     );
+    let started = Instant::now();
     runner::run(&mut command, runner::limit_for(1 << 28)).map_err(|e| {
         context.grader_failed(format!(
             "the reference {} failed (not the student's fault): {e}",
@@ -346,6 +405,7 @@ fn made(
             lab.name
         ))
     })?;
+    note_reference(context, &key, Some(started.elapsed()));
     context.made.borrow_mut().insert(key, bytes.clone());
     Ok(bytes)
 }
@@ -525,6 +585,7 @@ fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result
         .chain(args.iter().cloned())
         .collect();
     if let Some(text) = context.made.borrow().get(&key) {
+        note_reference(context, &key, None);
         return String::from_utf8_lossy(text)
             .parse()
             .map_err(|_| "a cached sum".to_string());
@@ -533,6 +594,7 @@ fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result
     reference
         .args(args)
         .args(["--variants", "cpu-plain", "--json"]);
+    let started = Instant::now();
     let finished = runner::run(&mut reference, runner::limit_for(1 << 24)).map_err(|e| {
         context.grader_failed(format!(
             "the reference lab06 failed (not the student's fault): {e}"
@@ -552,6 +614,7 @@ fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result
                 "the reference lab06 reported no sum (not the student's fault)".to_string(),
             )
         })?;
+    note_reference(context, &key, Some(started.elapsed()));
     context
         .made
         .borrow_mut()
@@ -747,9 +810,21 @@ pub fn gpu_info() -> Option<GpuInfo> {
             .ok()
             .and_then(|v| u32::try_from(v).ok())
     };
+    // The driver names its GPUs by PCI address; CUDA's numbering is another.
+    let bus = match (
+        read(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+        read(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+        read(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+    ) {
+        (Some(domain), Some(bus), Some(device)) => {
+            Some(format!("{domain:04x}:{bus:02x}:{device:02x}.0"))
+        }
+        _ => None,
+    };
     Some(GpuInfo {
         sms: read(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
         clock_khz: read(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
+        device: bus.as_deref().and_then(sandbox::gpu_device),
     })
 }
 

@@ -201,7 +201,14 @@ pub fn build_lab(
         .env("CARGO_TARGET_DIR", TARGET)
         .env("CARGO_TERM_COLOR", "never")
         .env("RUSTC", sysroot.join("bin/rustc"));
-    let limits = Limits::check(limit);
+    // A build's tree may hold 8 GiB (rustc and the linker of a release build at once); its
+    // disk is not counted, its target folder being a copy of the hand-out's build.
+    let limits = Limits::check(limit).with_tree(sandbox::TreeLimits {
+        memory: 8 << 30,
+        disk: None,
+        files: None,
+        ..sandbox::TreeLimits::DEFAULT
+    });
     match jail.run(&spec, &limits) {
         Ok((status, _, _)) if status.success() => Ok(()),
         Ok((_, _, stderr)) => Err(BuildFailure::Student(first_error(

@@ -32,6 +32,7 @@ mod intake;
 mod report;
 mod rubric;
 mod sandbox;
+mod scratch;
 mod slurm;
 mod timing;
 
@@ -114,6 +115,8 @@ pub fn run(args: Args) -> Result<()> {
         return class::run(args.class, forward);
     }
     let rubric = Rubric::load()?;
+    // This grade's scratch folder goes when it returns, however it does.
+    let _finish = scratch::Finish;
     // Every path is checked before the work: a results file that cannot be written fails now.
     let results = args.gradescope.as_deref().map(results_file).transpose()?;
     let scratch = scratch()?;
@@ -161,6 +164,15 @@ pub fn run(args: Args) -> Result<()> {
     } else {
         None
     };
+    // A GPU run sees this grade's GPU alone: every other `/dev/nvidiaN` is left out.
+    let device = gpu_info.as_ref().and_then(|g| g.device.clone());
+    if gpu.is_ok() && device.is_none() {
+        shared::cli::eprint_line(
+            "xtask: warning: this GPU's device file is not known (no /proc/driver/nvidia): \
+             the GPU checks' sandboxes are given every /dev/nvidia*",
+        );
+    }
+    let jail = jail.for_gpu(device);
     let reference_labs = LABS
         .iter()
         .filter(|lab| *lab == REFERENCE.lab || graded.contains(lab));
@@ -211,6 +223,13 @@ pub fn run(args: Args) -> Result<()> {
         made: Default::default(),
         noise: checks::noise(),
         fault: Default::default(),
+        tree: rubric.tree_limits(),
+        gpu_time: (
+            rubric.gpu_time_factor,
+            Duration::from_secs_f64(rubric.gpu_start_up_s),
+        ),
+        made_wall: Default::default(),
+        reference_wall: Default::default(),
     };
     let mut graded_checks = Vec::new();
     for check in &rubric.checks {
@@ -449,22 +468,10 @@ fn results_file(path: &Path) -> Result<shared::output::Output> {
     Ok(shared::output::Output::create(path)?)
 }
 
-/// The grade's own folder, removed at the end whatever happens.
+/// The grade's own folder, removed at the end whatever happens; under the grader's known
+/// folder ([`scratch`]), so that a grade killed with -9 leaves it to the next grade to remove.
 fn scratch() -> Result<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix("xtask-grade-")
-        .tempdir()
-        .map_err(|e| {
-            let why = match e.kind() {
-                std::io::ErrorKind::NotFound => "it does not exist".to_string(),
-                std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-                kind => kind.to_string(),
-            };
-            anyhow::anyhow!(
-                "cannot create the grade's folder in {} ({why}); set TMPDIR to a folder you may write to",
-                std::env::temp_dir().display()
-            )
-        })
+    scratch::tempdir("grade-")
 }
 
 #[cfg(test)]
@@ -512,6 +519,13 @@ mod tests {
             made: Default::default(),
             noise: 1,
             fault: Default::default(),
+            tree: rubric.tree_limits(),
+            gpu_time: (
+                rubric.gpu_time_factor,
+                Duration::from_secs_f64(rubric.gpu_start_up_s),
+            ),
+            made_wall: Default::default(),
+            reference_wall: Default::default(),
         };
         checks::run(check, &context)
     }

@@ -19,6 +19,16 @@ pub struct Rubric {
     pub build_time_limit_s: u64,
     /// Runs of the student's program and of the solution per speed check.
     pub speed_runs: usize,
+    /// MiB of memory a check's processes may hold together.
+    pub memory_limit_mib: u64,
+    /// MiB a check's processes may write to disk together.
+    pub disk_limit_mib: u64,
+    /// Files and folders a check's processes may make together.
+    pub files_limit: u64,
+    /// A GPU check's time limit is this many times the reference's time for the same work...
+    pub gpu_time_factor: f64,
+    /// ...plus these seconds of start-up (the CUDA context, NVRTC), within `time_limit_s`.
+    pub gpu_start_up_s: f64,
     #[serde(rename = "check")]
     pub checks: Vec<Check>,
 }
@@ -66,6 +76,16 @@ pub enum Test {
 }
 
 impl Rubric {
+    /// The limits of each check's whole process tree.
+    pub fn tree_limits(&self) -> super::sandbox::TreeLimits {
+        super::sandbox::TreeLimits {
+            memory: self.memory_limit_mib << 20,
+            disk: Some(self.disk_limit_mib << 20),
+            files: Some(self.files_limit),
+            ..super::sandbox::TreeLimits::DEFAULT
+        }
+    }
+
     pub fn load() -> Result<Rubric> {
         let rubric: Rubric = toml::from_str(RUBRIC).context("xtask/rubric.toml is not valid")?;
         for check in &rubric.checks {

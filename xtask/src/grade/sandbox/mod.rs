@@ -25,6 +25,7 @@
 //! report says so.
 
 mod fallback;
+pub mod tree;
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -37,6 +38,7 @@ use anyhow::{bail, Context, Result};
 use wait_timeout::ChildExt;
 
 use crate::runner::Failure;
+pub use tree::TreeLimits;
 
 /// The unprivileged user and group the student's code runs as (nobody, nogroup).
 pub const NOBODY: u32 = 65534;
@@ -61,6 +63,13 @@ pub struct Jail {
     kind: Kind,
     /// The uid and gid the student's code runs as, run by root.
     user: u32,
+    /// The minor number of the GPU this grade may use (`/dev/nvidiaN`): a GPU run sees that
+    /// device file alone, never another slot's GPU. None: not known (every one is given).
+    gpu: Option<u32>,
+    /// That GPU's UUID, which a GPU run is given as `CUDA_VISIBLE_DEVICES`: a driver that
+    /// lists only the GPUs whose device files it finds would number this one 0, so the
+    /// grader's own number for it could name no GPU inside.
+    gpu_uuid: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -118,6 +127,8 @@ pub struct Limits {
     /// Address space per process (RLIMIT_AS); `None` for GPU work, whose driver reserves
     /// far more address space than it uses.
     pub memory_bytes: Option<u64>,
+    /// The limits of the whole process tree ([`tree`]): memory, processes, disk and files.
+    pub tree: TreeLimits,
 }
 
 impl Limits {
@@ -132,7 +143,13 @@ impl Limits {
             processes: 512 + 4 * cores,
             file_bytes: 1 << 30,
             memory_bytes: Some(8 << 30),
+            tree: TreeLimits::DEFAULT,
         }
+    }
+
+    /// The same, with the rubric's limits of the whole tree.
+    pub fn with_tree(self, tree: TreeLimits) -> Limits {
+        Limits { tree, ..self }
     }
 
     /// The same, for work on the GPU (no address-space limit).
@@ -153,6 +170,7 @@ pub struct Ran {
 }
 
 /// One command to run in the sandbox: the program and arguments as seen inside.
+#[derive(Clone)]
 pub struct Spec {
     pub program: PathBuf,
     pub args: Vec<OsString>,
@@ -215,6 +233,8 @@ impl Jail {
             return Ok(Jail {
                 kind: Kind::Unsandboxed,
                 user: NOBODY,
+                gpu: None,
+                gpu_uuid: None,
             });
         }
         let as_root = is_root();
@@ -236,6 +256,8 @@ impl Jail {
                 let jail = Jail {
                     kind: Kind::Bwrap { program, as_root },
                     user: NOBODY,
+                    gpu: None,
+                    gpu_uuid: None,
                 };
                 match jail.probe() {
                     Ok(()) => return Ok(jail),
@@ -260,6 +282,8 @@ impl Jail {
             // A uid of this grade's own, never nobody's: every process of it is killed after
             // each check.
             user: class_user(0x0080_0000 + std::process::id() as usize % 0x0080_0000),
+            gpu: None,
+            gpu_uuid: None,
         };
         match jail.probe() {
             Ok(()) => Ok(jail),
@@ -289,6 +313,22 @@ impl Jail {
         Ok(Jail { user, ..self })
     }
 
+    /// The same sandbox, its GPU runs given only the device file of `device` (its minor
+    /// number and UUID, [`gpu_device`]) with `nvidiactl` and `nvidia-uvm`, which every CUDA
+    /// process needs. A MIG instance (`CUDA_VISIBLE_DEVICES=MIG-...`) needs the capability
+    /// files too: it is left as it was, every device file given.
+    pub fn for_gpu(self, device: Option<(u32, Option<String>)>) -> Jail {
+        let mig = std::env::var("CUDA_VISIBLE_DEVICES").is_ok_and(|v| v.starts_with("MIG"));
+        match device {
+            Some((minor, uuid)) if !mig => Jail {
+                gpu: Some(minor),
+                gpu_uuid: uuid,
+                ..self
+            },
+            _ => self,
+        }
+    }
+
     /// Whether two grades run at once by this user share one process limit: a sandbox run by
     /// anyone but root is the user who runs it.
     pub fn shares_one_user(&self) -> bool {
@@ -311,7 +351,7 @@ impl Jail {
 
     /// What the report says about how the student's code ran.
     pub fn describe(&self) -> String {
-        match &self.kind {
+        let how = match &self.kind {
             Kind::Bwrap { as_root: true, .. } => format!(
                 "student code ran in a bubblewrap sandbox as uid {}",
                 self.user
@@ -348,10 +388,20 @@ impl Jail {
                 )
             }
             Kind::Unsandboxed => {
-                "UNSANDBOXED: student code ran with the grader's own rights (--unsandboxed)"
+                return "UNSANDBOXED: student code ran with the grader's own rights \
+                        (--unsandboxed)"
                     .to_string()
             }
-        }
+        };
+        let gpu = match self.gpu {
+            Some(minor) => format!("; its GPU runs saw /dev/nvidia{minor} alone of the GPUs"),
+            None => String::new(),
+        };
+        format!(
+            "{how}; each check's memory, processes, disk and files were limited for its whole \
+             process tree, by {}{gpu}",
+            tree::mechanism().describe()
+        )
     }
 
     /// The path at which a sandboxed process finds `host`, mounted at `inside`: the fallback
@@ -384,6 +434,15 @@ impl Jail {
                 "cannot start the sandbox (not the student's fault): {e:#}"
             ))
         };
+        // A GPU run names its GPU by UUID (after the grader's environment, so it wins).
+        let named;
+        let spec = match (&self.gpu_uuid, spec.gpu) {
+            (Some(uuid), true) => {
+                named = spec.clone().env("CUDA_VISIBLE_DEVICES", uuid);
+                &named
+            }
+            _ => spec,
+        };
         // The fallback's own scratch folder (its /tmp), its ruleset and its user.
         let confined = match &self.kind {
             Kind::Fallback { as_root, .. } => {
@@ -399,11 +458,33 @@ impl Jail {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        set_limits(&mut command, *limits);
+        // The run's own control group (or none: then it is measured), joined by the child
+        // before exec, so that every process it starts is in it.
+        let cores = tree::slot_cores();
+        let group = match self.kind {
+            Kind::Unsandboxed => None,
+            _ => tree::Group::create(&limits.tree, cores.as_deref()),
+        };
+        set_limits(
+            &mut command,
+            *limits,
+            group
+                .as_ref()
+                .map(tree::Group::procs_files)
+                .unwrap_or_default(),
+        );
         if let Some(confined) = &confined {
             fallback::confine(&mut command, confined.user, &confined.ruleset)
                 .map_err(grader_fault)?;
         }
+        let folders: Vec<PathBuf> = confined
+            .as_ref()
+            .map_or(&spec.mounts, |c| &c.mounts)
+            .iter()
+            .filter(|m| m.writable)
+            .map(|m| m.host.clone())
+            .collect();
+        let mut watch = tree::Watch::new(limits.tree, group.as_ref(), folders, cores);
         let started = Instant::now();
         let mut child = command
             .spawn()
@@ -411,27 +492,56 @@ impl Jail {
         drop(command);
         let out = drain(child.stdout.take());
         let err = drain(child.stderr.take());
-        let waited = child.wait_timeout(limits.wall);
-        let wall = started.elapsed();
-        let status = match waited {
-            Ok(Some(status)) => Some(status),
-            _ => {
-                // bwrap's own process holds the PID namespace: killing it kills every
-                // process inside (--die-with-parent), so the pipes close and the drains end.
-                // The fallback's processes are ended below.
-                let _ = child.kill();
-                let _ = child.wait();
-                None
+        // Waited for in ticks: between them the grader measures the run ([`tree::Watch`]).
+        let mut over = None;
+        let status = loop {
+            let left = limits.wall.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                break None;
+            }
+            match child.wait_timeout(left.min(tree::TICK)) {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) => {}
+                Err(_) => break None,
+            }
+            if let Some(why) = watch.check(child.id() as i32) {
+                over = Some(why);
+                break None;
             }
         };
+        let wall = started.elapsed();
+        if status.is_none() {
+            // bwrap's own process holds the PID namespace: killing it kills every process
+            // inside (--die-with-parent), so the pipes close and the drains end. The
+            // fallback's processes are ended below; a group's, here.
+            if let Some(group) = &group {
+                group.kill_all();
+            } else if over.is_some() {
+                for pid in tree::tree(child.id() as i32) {
+                    // SAFETY: kill has no memory effects; a pid that ended gives ESRCH.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         // No PID namespace: every process of the check's session is killed now, before its
         // output is read; one that survives fails the check.
         let survivors = match &confined {
             Some(_) => fallback::end_all(child.id() as i32).err(),
             None => None,
         };
+        if let Some(group) = &group {
+            group.kill_all();
+        }
         let stdout = out.join().unwrap_or_default();
         let stderr = err.join().unwrap_or_default();
+        // What it left counts too: a process that wrote fast and ended between two ticks.
+        let over = over.or_else(|| watch.after());
+        drop(group);
+        if let Some(why) = over {
+            return Err(Failure::OverLimit(why));
+        }
         if let Some(survivors) = survivors {
             return Err(Failure::Crashed(format!(
                 "{survivors} of its processes survived being killed after the check"
@@ -446,9 +556,8 @@ impl Jail {
     /// What the fallback needs for one run: its scratch folder, seen as `/tmp`, handed to its
     /// user; the way to every folder it may reach; and the Landlock ruleset of those folders.
     fn confinement(&self, spec: &Spec, as_root: bool) -> Result<Confined> {
-        let scratch = tempfile::Builder::new()
-            .prefix("xtask-sandbox-")
-            .tempdir()
+        // In the grade's own scratch folder: a grade killed with -9 leaves it to the next.
+        let scratch = super::scratch::tempdir("sandbox-")
             .context("cannot make the sandbox's scratch folder")?;
         self.give(scratch.path())?;
         let mut mounts = spec.mounts.clone();
@@ -463,7 +572,7 @@ impl Jail {
             list.push(mount.host.clone());
         }
         if spec.gpu {
-            reach.write.extend(gpu_devices());
+            reach.write.extend(gpu_devices(self.gpu));
             reach.read.push(PathBuf::from("/sys"));
             reach.read.push(PathBuf::from("/proc/driver/nvidia"));
         }
@@ -488,7 +597,7 @@ impl Jail {
             Kind::Bwrap { program, as_root } => {
                 let mut command = Command::new(program);
                 command.env_clear();
-                command.args(bwrap_args(spec, *as_root, self.user));
+                command.args(bwrap_args(spec, *as_root, self.user, self.gpu));
                 command
             }
             Kind::Fallback { .. } | Kind::Unsandboxed => direct_command(spec, &spec.mounts),
@@ -561,7 +670,7 @@ fn base_env() -> Vec<(String, OsString)> {
     env
 }
 
-fn bwrap_args(spec: &Spec, as_root: bool, user: u32) -> Vec<OsString> {
+fn bwrap_args(spec: &Spec, as_root: bool, user: u32, gpu: Option<u32>) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
     let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
         args.extend(items.iter().map(|i| i.as_ref().to_os_string()));
@@ -636,7 +745,7 @@ fn bwrap_args(spec: &Spec, as_root: bool, user: u32) -> Vec<OsString> {
         &"/dev/shm",
     ]);
     if spec.gpu {
-        for device in gpu_devices() {
+        for device in gpu_devices(gpu) {
             push(&[&"--dev-bind", &device, &device]);
         }
         push(&[&"--ro-bind", &"/sys", &"/sys"]);
@@ -709,23 +818,77 @@ pub fn toolchain() -> Option<PathBuf> {
         .clone()
 }
 
-/// The NVIDIA device files (`/dev/nvidia0`, `/dev/nvidiactl`, `/dev/nvidia-uvm`, ...).
-fn gpu_devices() -> Vec<PathBuf> {
-    let mut devices: Vec<PathBuf> = std::fs::read_dir("/dev")
+/// The NVIDIA device files a GPU run is given: `/dev/nvidiactl`, `/dev/nvidia-uvm` and the
+/// GPU of minor `only` (`/dev/nvidiaN`); every `/dev/nvidia*` where `only` is not known. A
+/// run given every GPU's file could drop `CUDA_VISIBLE_DEVICES` and run on the GPU where
+/// another grade's speed is being timed.
+fn gpu_devices(only: Option<u32>) -> Vec<PathBuf> {
+    let names: Vec<String> = std::fs::read_dir("/dev")
         .map(|entries| {
             entries
                 .filter_map(|e| e.ok())
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("nvidia"))
-                })
+                .filter_map(|e| e.file_name().into_string().ok())
                 .collect()
         })
         .unwrap_or_default();
+    let mut devices: Vec<PathBuf> = gpu_device_names(&names, only)
+        .into_iter()
+        .map(|n| Path::new("/dev").join(n))
+        .collect();
     devices.sort();
     devices
+}
+
+/// Of `/dev`'s `names`, those a GPU run of the GPU of minor `only` is given.
+fn gpu_device_names(names: &[String], only: Option<u32>) -> Vec<String> {
+    names
+        .iter()
+        .filter(|name| {
+            let Some(rest) = name.strip_prefix("nvidia") else {
+                return false;
+            };
+            match (only, rest.parse::<u32>()) {
+                // A GPU's own file: this grade's alone.
+                (Some(minor), Ok(n)) => n == minor,
+                // The control and memory devices every CUDA process opens; not modeset or
+                // the capability folder (MIG), which no check needs.
+                (Some(_), Err(_)) => matches!(rest, "ctl" | "-uvm" | "-uvm-tools"),
+                (None, _) => true,
+            }
+        })
+        .cloned()
+        .collect()
+}
+
+/// The minor number (`/dev/nvidiaN`) and UUID of the GPU at PCI address `bus`
+/// (`0000:3b:00.0`), read from the driver's `/proc/driver/nvidia/gpus/BUS/information`
+/// ("Device Minor: N", "GPU UUID: GPU-...").
+pub fn gpu_device(bus: &str) -> Option<(u32, Option<String>)> {
+    let text = std::fs::read_to_string(
+        Path::new("/proc/driver/nvidia/gpus")
+            .join(bus)
+            .join("information"),
+    )
+    .ok()?;
+    Some((minor_in(&text)?, uuid_in(&text)))
+}
+
+fn minor_in(information: &str) -> Option<u32> {
+    information
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Device Minor:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+fn uuid_in(information: &str) -> Option<String> {
+    information
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("GPU UUID:"))
+        .map(str::trim)
+        .filter(|u| {
+            u.starts_with("GPU-") && u.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+        .map(str::to_string)
 }
 
 fn find_program(name: &str) -> Option<PathBuf> {
@@ -750,7 +913,7 @@ pub fn is_root() -> bool {
 
 /// Set the sandbox's resource limits in the child before it runs bwrap: every process the
 /// student starts inherits them.
-fn set_limits(command: &mut Command, limits: Limits) {
+fn set_limits(command: &mut Command, limits: Limits, groups: Vec<std::ffi::CString>) {
     use std::os::unix::process::CommandExt;
     let set = [
         (libc::RLIMIT_CPU, limits.cpu_seconds),
@@ -762,10 +925,12 @@ fn set_limits(command: &mut Command, limits: Limits) {
             limits.memory_bytes.unwrap_or(libc::RLIM_INFINITY),
         ),
     ];
-    // SAFETY: the closure runs in the forked child before exec and calls only setrlimit and
-    // signal, which are async-signal-safe.
+    // SAFETY: the closure runs in the forked child before exec and calls only open, write,
+    // close, setrlimit and signal, which are async-signal-safe; `groups` was made before.
     unsafe {
         command.pre_exec(move || {
+            // First, as the grader's user: the fallback drops to the sandbox's after.
+            tree::join(&groups)?;
             for (resource, value) in set {
                 let limit = libc::rlimit {
                     rlim_cur: value,
@@ -1077,5 +1242,108 @@ mod tests {
             .output()
             .expect("pgrep runs");
         assert!(sleeping.stdout.is_empty(), "a sleep survived the check");
+    }
+
+    /// `processes` shells that each hold `mib` MiB (a string of that size in memory), and
+    /// the check's limits with `memory` for the whole tree.
+    fn hogs(processes: usize, mib: usize) -> Spec {
+        let hog = format!("perl -e '$x = \"a\" x ({mib} << 20); sleep 30' corpus-attack");
+        let all = vec![format!("{hog} &"); processes].join(" ");
+        sh(&format!("{all} wait"))
+    }
+
+    #[test]
+    fn memory_is_limited_for_the_whole_tree() {
+        // Four processes of 200 MiB, each far under RLIMIT_AS: 800 MiB together, over 512.
+        let mut small = limits(60);
+        small.tree.memory = 512 << 20;
+        let started = Instant::now();
+        let outcome = jail().run(&hogs(4, 200), &small);
+        let said = match outcome {
+            Err(Failure::OverLimit(why)) => why,
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            said.starts_with("used more than 512 MiB of memory"),
+            "{said}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(25),
+            "{:?}",
+            started.elapsed()
+        );
+        // The same tree under the default limit runs to its end.
+        let mut fine = limits(60);
+        fine.tree.memory = 2 << 30;
+        let (status, _, _) = jail()
+            .run(&sh("perl -e '$x = \"a\" x (100 << 20)' & perl -e '$x = \"a\" x (100 << 20)' & wait"), &fine)
+            .expect("runs");
+        assert!(status.success());
+    }
+
+    #[test]
+    fn disk_and_files_are_limited_for_the_whole_tree() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).expect("created");
+        jail().give(&out).expect("chown");
+        let mut small = limits(60);
+        small.tree.disk = Some(8 << 20);
+        small.tree.files = Some(100);
+        // Three files of 5 MiB, each under RLIMIT_FSIZE.
+        let big = sh(
+            "for i in 1 2 3; do head -c 5000000 /dev/zero > $OUT/corpus-attack-$i; done; sleep 5",
+        )
+        .mount(Mount::writable(&out, "/grade/out"))
+        .env("OUT", "/grade/out");
+        match jail().run(&big, &small) {
+            Err(Failure::OverLimit(why)) => {
+                assert!(why.starts_with("wrote more than 8 MiB to disk"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // Many small files, written fast and ended before a tick: counted after the run.
+        std::fs::remove_dir_all(&out).expect("removed");
+        std::fs::create_dir(&out).expect("created");
+        jail().give(&out).expect("chown");
+        let many = sh(
+            "cd $OUT && mkdir m && cd m && i=0; while [ $i -lt 150 ]; do : > f$i; i=$((i+1)); done",
+        )
+        .mount(Mount::writable(&out, "/grade/out"))
+        .env("OUT", "/grade/out");
+        match jail().run(&many, &small) {
+            Err(Failure::OverLimit(why)) => {
+                assert!(why.starts_with("made more than 100 files"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_gpu_run_is_given_its_own_gpu_alone() {
+        let names: Vec<String> = [
+            "nvidia0",
+            "nvidia1",
+            "nvidia2",
+            "nvidiactl",
+            "nvidia-uvm",
+            "nvidia-uvm-tools",
+            "nvidia-modeset",
+            "nvidia-caps",
+            "null",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            gpu_device_names(&names, Some(1)),
+            ["nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"]
+        );
+        assert_eq!(gpu_device_names(&names, None).len(), 8);
+        let information = "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 0\nGPU UUID: \t GPU-x\n\
+                           Video BIOS: \t 96.00\nBus Type: \t PCIe\nDMA Size: \t 52 bits\n\
+                           Device Minor: \t 3\nGPU Excluded:\t No\n";
+        assert_eq!(minor_in(information), Some(3));
+        assert_eq!(uuid_in(information).as_deref(), Some("GPU-x"));
+        assert_eq!(minor_in("Model: x\n"), None);
     }
 }
