@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use crate::exec::{self, Launch};
+use crate::ir::Function;
 use crate::load::{load, Module};
 use crate::memory::Memory;
 
@@ -553,37 +554,11 @@ pub unsafe extern "C" fn cuLaunchKernel(
             function.name
         ));
     }
-    let size = function
-        .params
-        .iter()
-        .map(|&(off, size, _)| off + size)
-        .max()
-        .unwrap_or(0);
-    let mut params = vec![0u8; size as usize];
-    if !function.params.is_empty() && kernel_params.is_null() {
-        return fail(
-            INVALID_VALUE,
-            format!("`{}` takes arguments, and none were given", function.name),
-        );
-    }
-    for (i, &(off, size, _)) in function.params.iter().enumerate() {
-        // SAFETY: the caller's promise: one pointer per parameter, each to its value.
-        let arg = unsafe { *kernel_params.add(i) };
-        if arg.is_null() {
-            return fail(
-                INVALID_VALUE,
-                format!("argument {i} of `{}` is missing", function.name),
-            );
-        }
-        // SAFETY: as above, `size` bytes as the kernel declares the parameter.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                arg.cast::<u8>(),
-                params.as_mut_ptr().add(off as usize),
-                size as usize,
-            );
-        }
-    }
+    // SAFETY: the caller's promise, passed on.
+    let params = match unsafe { kernel_arguments(function, kernel_params) } {
+        Ok(params) => params,
+        Err(code) => return code,
+    };
     let snapshot = match state().memory.snapshot() {
         Ok(s) => s,
         Err(e) => return fail(INVALID_VALUE, e),
@@ -599,24 +574,70 @@ pub unsafe extern "C" fn cuLaunchKernel(
     };
     match exec::run(&launch, threads()) {
         Ok(()) => SUCCESS,
-        Err(fault) => {
-            let code = if fault.message.contains("trapped") {
-                ILLEGAL_INSTRUCTION
-            } else {
-                ILLEGAL_ADDRESS
-            };
-            fail(
-                code,
-                format!(
-                "the CPU device stopped kernel `{}` at block ({}, {}, {}), thread ({}, {}, {}): {}",
-                function.name,
-                fault.block[0], fault.block[1], fault.block[2],
-                fault.thread[0], fault.thread[1], fault.thread[2],
-                fault.message
-            ),
-            )
+        Err(fault) => launch_failed(&function.name, &fault),
+    }
+}
+
+/// The kernel's parameter buffer: each argument copied to its parameter's offset.
+///
+/// # Safety
+/// `kernel_params` as `cuLaunchKernel` takes it: a pointer to each argument, as `function`'s
+/// parameters say.
+unsafe fn kernel_arguments(
+    function: &Function,
+    kernel_params: *mut *mut c_void,
+) -> Result<Vec<u8>, CuResult> {
+    let size = function
+        .params
+        .iter()
+        .map(|&(off, size, _)| off + size)
+        .max()
+        .unwrap_or(0);
+    let mut params = vec![0u8; size as usize];
+    if !function.params.is_empty() && kernel_params.is_null() {
+        return Err(fail(
+            INVALID_VALUE,
+            format!("`{}` takes arguments, and none were given", function.name),
+        ));
+    }
+    for (i, &(off, size, _)) in function.params.iter().enumerate() {
+        // SAFETY: the caller's promise: one pointer per parameter, each to its value.
+        let arg = unsafe { *kernel_params.add(i) };
+        if arg.is_null() {
+            return Err(fail(
+                INVALID_VALUE,
+                format!("argument {i} of `{}` is missing", function.name),
+            ));
+        }
+        // SAFETY: as above, `size` bytes as the kernel declares the parameter.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                arg.cast::<u8>(),
+                params.as_mut_ptr().add(off as usize),
+                size as usize,
+            );
         }
     }
+    Ok(params)
+}
+
+/// The error for a launch that faulted: a trap is an illegal instruction, anything else an
+/// illegal address.
+fn launch_failed(kernel: &str, fault: &exec::Fault) -> CuResult {
+    let code = if fault.message.contains("trapped") {
+        ILLEGAL_INSTRUCTION
+    } else {
+        ILLEGAL_ADDRESS
+    };
+    fail(
+        code,
+        format!(
+            "the CPU device stopped kernel `{kernel}` at block ({}, {}, {}), thread ({}, {}, {}): {}",
+            fault.block[0], fault.block[1], fault.block[2],
+            fault.thread[0], fault.thread[1], fault.thread[2],
+            fault.message
+        ),
+    )
 }
 
 /// # Safety

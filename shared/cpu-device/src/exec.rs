@@ -26,6 +26,19 @@ use crate::load::{mask as type_mask, Module};
 use crate::memory::Snapshot;
 use crate::ops::*;
 
+/// Run `$body` for each lane in the mask `$exec`, lowest first. A macro, not a closure,
+/// so that `?` in the body leaves the enclosing function.
+macro_rules! each_lane {
+    ($exec:expr, |$lane:ident| $body:block) => {{
+        let mut m = $exec;
+        while m != 0 {
+            let $lane = m.trailing_zeros() as usize;
+            m &= m - 1;
+            $body
+        }
+    }};
+}
+
 /// A launch: what to run, on which grid, with which arguments.
 pub struct Launch<'a> {
     pub module: &'a Module,
@@ -358,6 +371,9 @@ impl<'a> Worker<'a> {
 
     /// Run `inst` (at `pc`) for the lanes in `exec`; the rest of the group (guard false)
     /// just moves on.
+    ///
+    /// This is the interpreter's inner loop: each family of instructions has a helper,
+    /// inlined here, so that dispatch stays one `match`.
     fn step(
         &mut self,
         w: &mut Warp,
@@ -366,75 +382,19 @@ impl<'a> Worker<'a> {
         group: u32,
         exec: u32,
     ) -> Result<(), Fault> {
-        macro_rules! each {
-            (|$lane:ident| $body:block) => {{
-                let mut m = exec;
-                while m != 0 {
-                    let $lane = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    $body
-                }
-            }};
-        }
         match &inst.op {
             Op::Mov { d, a, mask } => {
                 let mask = *mask;
                 w.map1(exec, *d, *a, |x| x & mask);
             }
-            Op::Int {
-                op,
-                ty,
-                d,
-                a,
-                b,
-                c,
-                sat,
-            } => int_lanes(w, exec, *op, *ty, *d, *a, *b, *c, *sat),
-            Op::Float {
-                op,
-                ty,
-                rnd,
-                sat,
-                d,
-                a,
-                b,
-                c,
-            } => float_lanes(w, exec, *op, *ty, *rnd, *sat, *d, *a, *b, *c),
+            Op::Int { .. } => int_lanes(w, exec, inst),
+            Op::Float { .. } => float_lanes(w, exec, inst),
             Op::Setp {
-                cmp,
-                ty,
-                d,
                 d2: None,
-                a,
-                b,
                 comb: None,
-            } => setp_lanes(w, exec, *cmp, *ty, *d, *a, *b),
-            Op::Setp {
-                cmp,
-                ty,
-                d,
-                d2,
-                a,
-                b,
-                comb,
-            } => each!(|l| {
-                let mut t = compare(*cmp, *ty, w.get(*a, l), w.get(*b, l));
-                let mut f = !t;
-                if let Some((op, p, neg)) = comb {
-                    let q = (w.get(*p, l) != 0) != *neg;
-                    let apply = |x: bool| match op {
-                        BoolOp::And => x && q,
-                        BoolOp::Or => x || q,
-                        BoolOp::Xor => x != q,
-                    };
-                    t = apply(t);
-                    f = apply(f);
-                }
-                w.set(*d, l, u64::from(t));
-                if let Some(d2) = d2 {
-                    w.set(*d2, l, u64::from(f));
-                }
-            }),
+                ..
+            } => setp_lanes(w, exec, inst),
+            Op::Setp { .. } => setp_both_lanes(w, exec, inst),
             Op::Selp { d, a, b, p, mask } => {
                 let mask = *mask;
                 w.map3(exec, *d, *a, *b, *p, |x, y, p| {
@@ -445,257 +405,41 @@ impl<'a> Worker<'a> {
                     }
                 });
             }
-            Op::PredLogic { op, d, a, b } => {
-                let (na, nb) = (u64::from(a.1), u64::from(b.1));
-                match op {
-                    IntOp::And => w.map2(exec, *d, a.0, b.0, |x, y| {
-                        ((x != 0) as u64 ^ na) & ((y != 0) as u64 ^ nb)
-                    }),
-                    IntOp::Or => w.map2(exec, *d, a.0, b.0, |x, y| {
-                        ((x != 0) as u64 ^ na) | ((y != 0) as u64 ^ nb)
-                    }),
-                    IntOp::Xor => w.map2(exec, *d, a.0, b.0, |x, y| {
-                        ((x != 0) as u64 ^ na) ^ ((y != 0) as u64 ^ nb)
-                    }),
-                    _ => w.map1(exec, *d, a.0, |x| ((x != 0) as u64 ^ na) ^ 1),
-                }
-            }
-            Op::Cvt {
-                dty,
-                sty,
-                rnd,
-                int_rnd,
-                sat,
-                d,
-                a,
-            } => {
-                let (dty, sty, rnd, int_rnd, sat) = (*dty, *sty, *rnd, *int_rnd, *sat);
-                w.map1(exec, *d, *a, |x| convert(dty, sty, rnd, int_rnd, sat, x));
-            }
-            Op::Special { d, s } => each!(|l| {
+            Op::PredLogic { op, d, a, b } => pred_logic_lanes(w, exec, *op, *d, *a, *b),
+            Op::Cvt { .. } => cvt_lanes(w, exec, inst),
+            Op::Special { d, s } => each_lane!(exec, |l| {
                 let v = self.special(w, l, *s);
                 w.set(*d, l, v);
             }),
-            Op::LocalAddr { d, off } => each!(|l| {
+            Op::LocalAddr { d, off } => each_lane!(exec, |l| {
                 let v = u64::from(w.local_base[l] + off);
                 w.set(*d, l, v);
             }),
-            Op::Unpack { ds, a, bits } => each!(|l| {
-                let v = w.get(*a, l);
-                for (i, d) in ds.iter().enumerate() {
-                    if let Some(d) = d {
-                        let part = (v >> (i as u32 * bits)) & mask_bits(*bits);
-                        w.set(*d, l, part);
-                    }
-                }
-            }),
-            Op::Pack { d, parts, bits } => each!(|l| {
-                let mut v = 0u64;
-                for (i, p) in parts.iter().enumerate() {
-                    v |= (w.get(*p, l) & mask_bits(*bits)) << (i as u32 * bits);
-                }
-                w.set(*d, l, v);
-            }),
-            Op::Cvta { to, space, d, a } => each!(|l| {
-                let v = w.get(*a, l);
-                let base = match space {
-                    Space::Shared => self.shared.as_ptr() as u64,
-                    Space::Local => w.locals.as_ptr() as u64 + (l * self.sizes.local) as u64,
-                    _ => 0,
-                };
-                let out = if *to {
-                    v.wrapping_sub(base)
-                } else {
-                    v.wrapping_add(base)
-                };
-                w.set(*d, l, out);
-            }),
-            Op::Ld {
-                space,
-                ty,
-                ds,
-                addr,
-            } => {
-                let size = ty.bytes();
-                let total = size * ds.len() as u32;
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let p = self.resolve(w, l, *space, *addr, total, false)?;
-                    for (i, d) in ds.iter().enumerate() {
-                        // SAFETY: `resolve` checked that `total` bytes at `p` lie in memory
-                        // this access may read.
-                        let raw = unsafe { read(p.add(i * size as usize), size) };
-                        if let Some(d) = d {
-                            w.set(*d, l, extend(*ty, raw));
-                        }
-                    }
-                }
-            }
-            Op::St {
-                space,
-                ty,
-                srcs,
-                addr,
-            } => {
-                let size = ty.bytes();
-                let total = size * srcs.len() as u32;
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let p = self.resolve(w, l, *space, *addr, total, true)?;
-                    for (i, s) in srcs.iter().enumerate() {
-                        let v = w.get(*s, l);
-                        // SAFETY: as for loads, checked writable.
-                        unsafe { write(p.add(i * size as usize), size, v) };
-                    }
-                }
-            }
-            Op::Atom {
-                space,
-                op,
-                ty,
-                d,
-                addr,
-                b,
-                c,
-            } => {
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let p = self.resolve(w, l, *space, *addr, ty.bytes(), true)?;
-                    // SAFETY: checked, aligned to its size, inside memory this access may
-                    // write; other host threads touch it only through atomics too.
-                    let old = unsafe { atomic(p, *op, *ty, w.get(*b, l), w.get(*c, l)) };
-                    if let Some(d) = d {
-                        w.set(*d, l, old);
-                    }
-                }
-            }
+            Op::Unpack { ds, a, bits } => unpack_lanes(w, exec, ds, *a, *bits),
+            Op::Pack { d, parts, bits } => pack_lanes(w, exec, *d, parts, *bits),
+            Op::Cvta { to, space, d, a } => self.cvta_lanes(w, exec, *to, *space, *d, *a),
+            Op::Ld { .. } => self.load_lanes(w, exec, inst)?,
+            Op::St { .. } => self.store_lanes(w, exec, inst)?,
+            Op::Atom { .. } => self.atom_lanes(w, exec, inst)?,
             Op::Bar => {
-                // Waiting lanes keep their counter (the release steps it past the barrier);
-                // lanes whose guard is false step over it now.
-                each!(|l| {
-                    w.pcs[l] = pc;
-                    w.status[l] = WAITING;
-                    w.running &= !(1 << l);
-                });
-                w.group = group & !exec;
-                if w.group != 0 {
-                    w.goto(pc + 1);
-                }
+                w.wait_at_barrier(pc, group, exec);
                 return Ok(());
             }
-            Op::WarpSync { mask: members } => {
-                if exec != 0 {
-                    let lane = exec.trailing_zeros() as usize;
-                    let want = w.get(*members, lane) as u32 & w.live();
-                    if want & !exec != 0 {
-                        let missing = (want & !exec).trailing_zeros();
-                        return Err(self.fault(
-                            w,
-                            lane,
-                            format!(
-                            "__syncwarp (line {}) names lane {missing}, which does not reach it",
-                            inst.line
-                        ),
-                        ));
-                    }
-                }
-            }
-            Op::Shfl {
-                mode,
-                d,
-                p,
-                a,
-                b,
-                c,
-                mask: members,
-            } => self.shuffle(w, inst.line, exec, *mode, *d, *p, [*a, *b, *c, *members])?,
-            Op::Vote {
-                mode,
-                d,
-                a,
-                neg,
-                mask: members,
-            } => {
-                let mut ballot = 0u32;
-                each!(|l| {
-                    if (w.get(*a, l) != 0) != *neg {
-                        ballot |= 1 << l;
-                    }
-                });
-                let mut m = exec;
-                while m != 0 {
-                    let l = m.trailing_zeros() as usize;
-                    m &= m - 1;
-                    let member = w.get(*members, l) as u32;
-                    if member & !exec != 0 {
-                        return Err(self.fault(w, l, format!(
-                            "vote.sync (line {}) with lanes that are not active: mask 0x{member:08x}, active 0x{exec:08x}",
-                            inst.line
-                        )));
-                    }
-                    let mine = ballot & member;
-                    let v = match mode {
-                        VoteMode::All => u64::from(mine == member),
-                        VoteMode::Any => u64::from(mine != 0),
-                        VoteMode::Uni => u64::from(mine == 0 || mine == member),
-                        VoteMode::Ballot => u64::from(mine),
-                    };
-                    w.set(*d, l, v);
-                }
-            }
-            Op::Activemask { d } => each!(|l| {
+            Op::WarpSync { mask: members } => self.warp_sync(w, inst.line, exec, *members)?,
+            Op::Shfl { .. } => self.shuffle(w, inst, exec)?,
+            Op::Vote { .. } => self.vote(w, inst, exec)?,
+            Op::Activemask { d } => each_lane!(exec, |l| {
                 w.set(*d, l, u64::from(exec));
             }),
             Op::Bra { target } => {
-                let stay = group & !exec;
-                if stay == 0 {
-                    w.goto(*target);
-                } else if exec == 0 {
-                    w.goto(pc + 1);
-                } else {
-                    w.split(exec, *target, stay, pc + 1);
-                }
+                w.branch(pc, group, exec, *target);
                 return Ok(());
             }
             Op::Call { target, args, ret } => {
-                w.scatter();
-                each!(|l| {
-                    self.call(w, l, pc, target, args, *ret)?;
-                });
-                w.flat = false;
-                for l in iter_bits(group & !exec) {
-                    w.pcs[l] = pc + 1;
-                }
-                return Ok(());
+                return self.call_lanes(w, pc, group, exec, target, args, *ret);
             }
             Op::Ret | Op::Exit => {
-                w.scatter();
-                each!(|l| {
-                    let frame = if matches!(inst.op, Op::Ret) {
-                        w.stack[l].pop()
-                    } else {
-                        None
-                    };
-                    match frame {
-                        None => {
-                            w.status[l] = EXITED;
-                            w.running &= !(1 << l);
-                        }
-                        Some(f) => self.ret(w, l, f),
-                    }
-                });
-                if !w.flat {
-                    w.flat = w.stack.iter().all(Vec::is_empty);
-                }
-                for l in iter_bits(group & !exec) {
-                    w.pcs[l] = pc + 1;
-                }
+                self.leave(w, pc, group, exec, matches!(inst.op, Op::Ret));
                 return Ok(());
             }
             Op::Trap => {
@@ -715,18 +459,238 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
+    /// `cvta`: between a space's own addresses and generic ones.
+    #[inline]
+    fn cvta_lanes(&self, w: &mut Warp, exec: u32, to: bool, space: Space, d: Reg, a: Src) {
+        each_lane!(exec, |l| {
+            let v = w.get(a, l);
+            let base = match space {
+                Space::Shared => self.shared.as_ptr() as u64,
+                Space::Local => w.locals.as_ptr() as u64 + (l * self.sizes.local) as u64,
+                _ => 0,
+            };
+            let out = if to {
+                v.wrapping_sub(base)
+            } else {
+                v.wrapping_add(base)
+            };
+            w.set(d, l, out);
+        })
+    }
+
+    /// `ld`, scalar or vector: each lane's address checked once for the whole access.
+    #[inline]
+    fn load_lanes(&mut self, w: &mut Warp, exec: u32, inst: &Inst) -> Result<(), Fault> {
+        let Op::Ld {
+            space,
+            ty,
+            ref ds,
+            addr,
+        } = inst.op
+        else {
+            unreachable!("`step` calls this for `ld` only")
+        };
+        let size = ty.bytes();
+        let total = size * ds.len() as u32;
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let p = self.resolve(w, l, space, addr, total, false)?;
+            for (i, d) in ds.iter().enumerate() {
+                // SAFETY: `resolve` checked that `total` bytes at `p` lie in memory
+                // this access may read.
+                let raw = unsafe { read(p.add(i * size as usize), size) };
+                if let Some(d) = d {
+                    w.set(*d, l, extend(ty, raw));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `st`, scalar or vector: each lane's address checked once for the whole access.
+    #[inline]
+    fn store_lanes(&mut self, w: &mut Warp, exec: u32, inst: &Inst) -> Result<(), Fault> {
+        let Op::St {
+            space,
+            ty,
+            ref srcs,
+            addr,
+        } = inst.op
+        else {
+            unreachable!("`step` calls this for `st` only")
+        };
+        let size = ty.bytes();
+        let total = size * srcs.len() as u32;
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let p = self.resolve(w, l, space, addr, total, true)?;
+            for (i, s) in srcs.iter().enumerate() {
+                let v = w.get(*s, l);
+                // SAFETY: as for loads, checked writable.
+                unsafe { write(p.add(i * size as usize), size, v) };
+            }
+        }
+        Ok(())
+    }
+
+    /// `atom`: `b` and `c` are its operands (`c` only for compare-and-swap).
+    #[inline]
+    fn atom_lanes(&mut self, w: &mut Warp, exec: u32, inst: &Inst) -> Result<(), Fault> {
+        let Op::Atom {
+            space,
+            op,
+            ty,
+            d,
+            addr,
+            b,
+            c,
+        } = inst.op
+        else {
+            unreachable!("`step` calls this for `atom` only")
+        };
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let p = self.resolve(w, l, space, addr, ty.bytes(), true)?;
+            // SAFETY: checked, aligned to its size, inside memory this access may
+            // write; other host threads touch it only through atomics too.
+            let old = unsafe { atomic(p, op, ty, w.get(b, l), w.get(c, l)) };
+            if let Some(d) = d {
+                w.set(d, l, old);
+            }
+        }
+        Ok(())
+    }
+
+    /// `__syncwarp`: every lane its mask names must be here.
+    #[inline]
+    fn warp_sync(&self, w: &Warp, line: u32, exec: u32, members: Src) -> Result<(), Fault> {
+        if exec != 0 {
+            let lane = exec.trailing_zeros() as usize;
+            let want = w.get(members, lane) as u32 & w.live();
+            if want & !exec != 0 {
+                let missing = (want & !exec).trailing_zeros();
+                return Err(self.fault(
+                    w,
+                    lane,
+                    format!(
+                        "__syncwarp (line {line}) names lane {missing}, which does not reach it"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `vote.sync`: `a` is the predicate, negated if `neg`.
+    #[inline]
+    fn vote(&self, w: &mut Warp, inst: &Inst, exec: u32) -> Result<(), Fault> {
+        let Op::Vote {
+            mode,
+            d,
+            a,
+            neg,
+            mask: members,
+        } = inst.op
+        else {
+            unreachable!("`step` calls this for `vote` only")
+        };
+        let line = inst.line;
+        let mut ballot = 0u32;
+        each_lane!(exec, |l| {
+            if (w.get(a, l) != 0) != neg {
+                ballot |= 1 << l;
+            }
+        });
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            let member = w.get(members, l) as u32;
+            if member & !exec != 0 {
+                return Err(self.fault(w, l, format!(
+                    "vote.sync (line {line}) with lanes that are not active: mask 0x{member:08x}, active 0x{exec:08x}"
+                )));
+            }
+            let mine = ballot & member;
+            let v = match mode {
+                VoteMode::All => u64::from(mine == member),
+                VoteMode::Any => u64::from(mine != 0),
+                VoteMode::Uni => u64::from(mine == 0 || mine == member),
+                VoteMode::Ballot => u64::from(mine),
+            };
+            w.set(d, l, v);
+        }
+        Ok(())
+    }
+
+    /// `call`: the lanes in `exec` enter `target`, the rest of the group steps over it.
     #[allow(clippy::too_many_arguments)]
-    fn shuffle(
+    #[inline]
+    fn call_lanes(
         &self,
         w: &mut Warp,
-        line: u32,
+        pc: u32,
+        group: u32,
         exec: u32,
-        mode: ShflMode,
-        d: Reg,
-        p: Option<Reg>,
-        srcs: [Src; 4],
+        target: &CallTarget,
+        args: &[(u32, u32)],
+        ret: Option<(u32, u32)>,
     ) -> Result<(), Fault> {
-        let [a, b, c, members] = srcs;
+        w.scatter();
+        each_lane!(exec, |l| {
+            self.call(w, l, pc, target, args, ret)?;
+        });
+        w.flat = false;
+        for l in iter_bits(group & !exec) {
+            w.pcs[l] = pc + 1;
+        }
+        Ok(())
+    }
+
+    /// `ret` (`is_ret`) or `exit`: the lanes in `exec` return to their caller, or exit if
+    /// they have none; the rest of the group steps over it.
+    #[inline]
+    fn leave(&self, w: &mut Warp, pc: u32, group: u32, exec: u32, is_ret: bool) {
+        w.scatter();
+        each_lane!(exec, |l| {
+            let frame = if is_ret { w.stack[l].pop() } else { None };
+            match frame {
+                None => {
+                    w.status[l] = EXITED;
+                    w.running &= !(1 << l);
+                }
+                Some(f) => self.ret(w, l, f),
+            }
+        });
+        if !w.flat {
+            w.flat = w.stack.iter().all(Vec::is_empty);
+        }
+        for l in iter_bits(group & !exec) {
+            w.pcs[l] = pc + 1;
+        }
+    }
+
+    /// `shfl.sync`: each lane reads `a` from the lane that `mode`, `b` and `c` pick.
+    fn shuffle(&self, w: &mut Warp, inst: &Inst, exec: u32) -> Result<(), Fault> {
+        let Op::Shfl {
+            mode,
+            d,
+            p,
+            a,
+            b,
+            c,
+            mask: members,
+        } = inst.op
+        else {
+            unreachable!("`step` calls this for `shfl` only")
+        };
+        let line = inst.line;
         let mut values = [0u64; 32];
         for l in iter_bits(exec) {
             values[l] = w.get(a, l);
@@ -1280,6 +1244,36 @@ impl Warp {
         self.group = 0;
     }
 
+    /// `bar.sync`: the lanes in `exec` wait at the barrier; the rest of the group steps
+    /// over it now.
+    #[inline]
+    fn wait_at_barrier(&mut self, pc: u32, group: u32, exec: u32) {
+        // Waiting lanes keep their counter (the release steps it past the barrier).
+        each_lane!(exec, |l| {
+            self.pcs[l] = pc;
+            self.status[l] = WAITING;
+            self.running &= !(1 << l);
+        });
+        self.group = group & !exec;
+        if self.group != 0 {
+            self.goto(pc + 1);
+        }
+    }
+
+    /// `bra`: the lanes in `exec` go to `target`, the rest of the group to the next
+    /// instruction.
+    #[inline]
+    fn branch(&mut self, pc: u32, group: u32, exec: u32, target: u32) {
+        let stay = group & !exec;
+        if stay == 0 {
+            self.goto(target);
+        } else if exec == 0 {
+            self.goto(pc + 1);
+        } else {
+            self.split(exec, target, stay, pc + 1);
+        }
+    }
+
     /// Write the group's counter into each of its lanes, and dissolve it.
     fn scatter(&mut self) {
         for l in iter_bits(self.group) {
@@ -1324,18 +1318,19 @@ fn bits32(r: f32) -> u64 {
 }
 
 /// Integer instructions, the common ones as tight loops of their own.
-#[allow(clippy::too_many_arguments)]
-fn int_lanes(
-    w: &mut Warp,
-    exec: u32,
-    op: IntOp,
-    ty: Ty,
-    d: Reg,
-    a: Src,
-    b: Src,
-    c: Src,
-    sat: bool,
-) {
+fn int_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
+    let Op::Int {
+        op,
+        ty,
+        d,
+        a,
+        b,
+        c,
+        sat,
+    } = inst.op
+    else {
+        unreachable!("`step` calls this for integer instructions only")
+    };
     let m = type_mask(ty);
     match (op, sat) {
         (IntOp::Add, false) => w.map2(exec, d, a, b, |x, y| x.wrapping_add(y) & m),
@@ -1359,19 +1354,20 @@ fn int_lanes(
 
 /// Floating-point instructions: round-to-nearest f64 and f32 as tight loops of their own,
 /// everything else (directed rounding, flush to zero, saturation) through `float_op`.
-#[allow(clippy::too_many_arguments)]
-fn float_lanes(
-    w: &mut Warp,
-    exec: u32,
-    op: FloatOp,
-    ty: Ty,
-    rnd: Rnd,
-    sat: bool,
-    d: Reg,
-    a: Src,
-    b: Src,
-    c: Src,
-) {
+fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
+    let Op::Float {
+        op,
+        ty,
+        rnd,
+        sat,
+        d,
+        a,
+        b,
+        c,
+    } = inst.op
+    else {
+        unreachable!("`step` calls this for floating-point instructions only")
+    };
     let plain = rnd == Rnd::N && !sat;
     match (ty, op, plain) {
         // A NaN out of these takes the operand the H100 takes (`ops::nan64`), off the path
@@ -1434,8 +1430,13 @@ fn finite_or_nan(r: f64, nan: impl Fn() -> u64) -> u64 {
 }
 
 /// Comparisons into a predicate, the common ones as tight loops of their own.
-#[allow(clippy::too_many_arguments)]
-fn setp_lanes(w: &mut Warp, exec: u32, cmp: Cmp, ty: Ty, d: Reg, a: Src, b: Src) {
+fn setp_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
+    let Op::Setp {
+        cmp, ty, d, a, b, ..
+    } = inst.op
+    else {
+        unreachable!("`step` calls this for `setp` only")
+    };
     let m = type_mask(ty);
     match (ty, cmp) {
         (Ty::F64, Cmp::Lt) => w.map2(exec, d, a, b, |x, y| u64::from(f64_of(x) < f64_of(y))),
@@ -1448,4 +1449,101 @@ fn setp_lanes(w: &mut Warp, exec: u32, cmp: Cmp, ty: Ty, d: Reg, a: Src, b: Src)
         (_, Cmp::Eq) if !ty.float() => w.map2(exec, d, a, b, |x, y| u64::from(x & m == y & m)),
         _ => w.map2(exec, d, a, b, |x, y| u64::from(compare(cmp, ty, x, y))),
     }
+}
+
+/// `setp` with a second destination (the negation) or a predicate combined in.
+#[inline]
+fn setp_both_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
+    let Op::Setp {
+        cmp,
+        ty,
+        d,
+        d2,
+        a,
+        b,
+        comb,
+    } = inst.op
+    else {
+        unreachable!("`step` calls this for `setp` only")
+    };
+    each_lane!(exec, |l| {
+        let mut t = compare(cmp, ty, w.get(a, l), w.get(b, l));
+        let mut f = !t;
+        if let Some((op, p, neg)) = comb {
+            let q = (w.get(p, l) != 0) != neg;
+            let apply = |x: bool| match op {
+                BoolOp::And => x && q,
+                BoolOp::Or => x || q,
+                BoolOp::Xor => x != q,
+            };
+            t = apply(t);
+            f = apply(f);
+        }
+        w.set(d, l, u64::from(t));
+        if let Some(d2) = d2 {
+            w.set(d2, l, u64::from(f));
+        }
+    })
+}
+
+/// `cvt`, through `convert`.
+#[inline]
+fn cvt_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
+    let Op::Cvt {
+        dty,
+        sty,
+        rnd,
+        int_rnd,
+        sat,
+        d,
+        a,
+    } = inst.op
+    else {
+        unreachable!("`step` calls this for `cvt` only")
+    };
+    w.map1(exec, d, a, |x| convert(dty, sty, rnd, int_rnd, sat, x));
+}
+
+/// `and`, `or`, `xor` and `not` on predicates, each operand negated if its flag is set.
+#[inline]
+fn pred_logic_lanes(w: &mut Warp, exec: u32, op: IntOp, d: Reg, a: (Src, bool), b: (Src, bool)) {
+    let (na, nb) = (u64::from(a.1), u64::from(b.1));
+    match op {
+        IntOp::And => w.map2(exec, d, a.0, b.0, |x, y| {
+            ((x != 0) as u64 ^ na) & ((y != 0) as u64 ^ nb)
+        }),
+        IntOp::Or => w.map2(exec, d, a.0, b.0, |x, y| {
+            ((x != 0) as u64 ^ na) | ((y != 0) as u64 ^ nb)
+        }),
+        IntOp::Xor => w.map2(exec, d, a.0, b.0, |x, y| {
+            ((x != 0) as u64 ^ na) ^ ((y != 0) as u64 ^ nb)
+        }),
+        _ => w.map1(exec, d, a.0, |x| ((x != 0) as u64 ^ na) ^ 1),
+    }
+}
+
+/// `mov` of a wide register into its `bits`-wide parts (a vector or a pair).
+#[inline]
+fn unpack_lanes(w: &mut Warp, exec: u32, ds: &[Option<Reg>], a: Src, bits: u32) {
+    each_lane!(exec, |l| {
+        let v = w.get(a, l);
+        for (i, d) in ds.iter().enumerate() {
+            if let Some(d) = d {
+                let part = (v >> (i as u32 * bits)) & mask_bits(bits);
+                w.set(*d, l, part);
+            }
+        }
+    })
+}
+
+/// `mov` of `bits`-wide parts into one wide register.
+#[inline]
+fn pack_lanes(w: &mut Warp, exec: u32, d: Reg, parts: &[Src], bits: u32) {
+    each_lane!(exec, |l| {
+        let mut v = 0u64;
+        for (i, p) in parts.iter().enumerate() {
+            v |= (w.get(*p, l) & mask_bits(bits)) << (i as u32 * bits);
+        }
+        w.set(d, l, v);
+    })
 }

@@ -224,6 +224,30 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
         toks: &toks,
         pos: 0,
     };
+    let (headers, vars) = directives(&mut c)?;
+    let mut module = Module {
+        code: Vec::new(),
+        functions: Vec::new(),
+        by_name: HashMap::new(),
+        variables: Vec::new(),
+        shared_bytes: 0,
+        regions: Vec::new(),
+    };
+    for (i, h) in headers.iter().enumerate() {
+        module.by_name.insert(h.name.clone(), i as u32);
+    }
+    place_variables(&mut module, &vars, memory)?;
+    initialise_variables(&module, &vars, memory)?;
+    for h in &headers {
+        let function = decode_function(&toks, h, &mut module)?;
+        module.functions.push(function);
+    }
+    Ok(module)
+}
+
+/// The module's directives, in order: its functions' headers (a declaration and its
+/// definition merged) and its variables' declarations.
+fn directives(c: &mut Cursor) -> LoadResult<(Vec<Header>, Vec<VarDecl>)> {
     let mut headers: Vec<Header> = Vec::new();
     let mut vars: Vec<VarDecl> = Vec::new();
     while let Some(tok) = c.peek() {
@@ -258,7 +282,7 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
             ".entry" | ".func" => {
                 let entry = word == ".entry";
                 c.next()?;
-                let header = function_header(&mut c, entry)?;
+                let header = function_header(c, entry)?;
                 if let Some(known) = headers.iter_mut().find(|h| h.name == header.name) {
                     if header.body.is_some() {
                         known.body = header.body;
@@ -274,10 +298,10 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
                     _ => Space::Shared,
                 };
                 c.next()?;
-                let decl = decl(&mut c)?;
+                let decl = decl(c)?;
                 let mut init = Vec::new();
                 if c.eat_punct('=') {
-                    init_values(&mut c, &mut init)?;
+                    init_values(c, &mut init)?;
                 }
                 c.expect_punct(';')?;
                 vars.push(VarDecl { space, decl, init });
@@ -291,22 +315,15 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
             }
         }
     }
+    Ok((headers, vars))
+}
 
-    let mut module = Module {
-        code: Vec::new(),
-        functions: Vec::new(),
-        by_name: HashMap::new(),
-        variables: Vec::new(),
-        shared_bytes: 0,
-        regions: Vec::new(),
-    };
-    for (i, h) in headers.iter().enumerate() {
-        module.by_name.insert(h.name.clone(), i as u32);
-    }
-    // Variables: global and constant ones get memory of their own (their address is what
-    // `mov` of their name gives); shared ones an offset in each block's shared memory.
+/// Give each variable its address: global and constant ones get memory of their own (their
+/// address is what `mov` of their name gives); shared ones an offset in each block's shared
+/// memory.
+fn place_variables(module: &mut Module, vars: &[VarDecl], memory: &Memory) -> LoadResult<()> {
     let mut shared = 0u64;
-    for v in &vars {
+    for v in vars {
         let size = v.decl.bytes();
         let address = match v.space {
             Space::Shared => {
@@ -333,7 +350,12 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
         });
     }
     module.shared_bytes = u32::try_from(shared).map_err(|_| "too much shared memory")?;
-    // Initial values, now that every name has an address.
+    Ok(())
+}
+
+/// Write the initial values of global and constant variables, now that every name has an
+/// address.
+fn initialise_variables(module: &Module, vars: &[VarDecl], memory: &Memory) -> LoadResult<()> {
     for (v, var) in vars.iter().zip(&module.variables) {
         if v.init.is_empty() || var.space == Space::Shared {
             continue;
@@ -343,7 +365,7 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
         for item in &v.init {
             let value = match item {
                 Init::Num(n) => *n,
-                Init::Sym(s) => symbol_address(&module, s).ok_or_else(|| {
+                Init::Sym(s) => symbol_address(module, s).ok_or_else(|| {
                     format!(
                         "`{}` is initialised with `{s}`, which is not defined",
                         var.name
@@ -355,11 +377,7 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
         bytes.truncate(var.size as usize);
         memory.write(var.address, &bytes)?;
     }
-    for h in &headers {
-        let function = decode_function(&toks, h, &mut module)?;
-        module.functions.push(function);
-    }
-    Ok(module)
+    Ok(())
 }
 
 fn init_values(c: &mut Cursor, out: &mut Vec<Init>) -> LoadResult<()> {
@@ -562,6 +580,15 @@ impl FnDecoder<'_> {
         self.param_bytes = self.param_bytes.max(end);
         at
     }
+    /// A `{` inside a body: its names are its own, its `.param`s go after the enclosing
+    /// scope's.
+    fn open_scope(&mut self) {
+        let next_param = self.scopes.last().map_or(0, |s| s.next_param);
+        self.scopes.push(Scope {
+            names: HashMap::new(),
+            next_param,
+        });
+    }
     fn err(&self, what: impl std::fmt::Display) -> String {
         format!("{} (line {}): {what}", self.function, self.line)
     }
@@ -597,6 +624,94 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
         function: h.name.clone(),
         line: 0,
     };
+    declare_params(&mut d, h, &mut f);
+    let mut code: Vec<Inst> = Vec::new();
+    // Which instructions name no rounding: a multiply and an add ptxas may fuse.
+    let mut loose: Vec<bool> = Vec::new();
+    let mut labels: HashMap<String, u32> = HashMap::new();
+    let mut fixups: Vec<(usize, String)> = Vec::new();
+    let mut c = Cursor {
+        toks: &toks[..body_end],
+        pos: body_start,
+    };
+    while c.peek().is_some() {
+        d.line = c.line();
+        if c.eat_punct('{') {
+            d.open_scope();
+            continue;
+        }
+        if c.eat_punct('}') {
+            d.scopes.pop();
+            continue;
+        }
+        let guard = guard(&d, &mut c)?;
+        let word = c.name()?.to_string();
+        // A label, or a call prototype's name.
+        if c.is_punct(':') {
+            c.next()?;
+            if c.is_name(".callprototype") {
+                c.skip_to_semicolon()?;
+            } else {
+                labels.insert(word, (start as usize + code.len()) as u32);
+            }
+            continue;
+        }
+        if declaration(&mut d, &mut c, &word)? {
+            continue;
+        }
+        let operands = operands(&mut c)?;
+        let index = code.len();
+        let op = decode(&mut d, &word, &operands, |label| {
+            fixups.push((index, label.to_string()));
+        })?;
+        loose.push(loose_rounding(&word));
+        if matches!(op, Op::Bar) {
+            f.barriers = true;
+        }
+        code.push(Inst {
+            guard,
+            op,
+            line: d.line,
+        });
+    }
+    resolve_branches(&mut code, fixups, &labels, &h.name)?;
+    contract(&mut code, &loose, &labels, start);
+    // A function that runs off its end returns.
+    code.push(Inst {
+        guard: None,
+        op: Op::Ret,
+        line: d.line,
+    });
+    f.regs = d.regs;
+    f.param_bytes = d.param_bytes;
+    f.local_bytes = d.local_bytes;
+    let shared_end = d.shared_end;
+    module.shared_bytes = u32::try_from(shared_end).map_err(|_| "too much shared memory")?;
+    module.code.extend(code);
+    f.end = module.code.len() as u32;
+    Ok(f)
+}
+
+/// Point each branch (`fixups`: its index in `code`, its label) at its label's instruction.
+fn resolve_branches(
+    code: &mut [Inst],
+    fixups: Vec<(usize, String)>,
+    labels: &HashMap<String, u32>,
+    function: &str,
+) -> LoadResult<()> {
+    for (index, label) in fixups {
+        let target = *labels
+            .get(&label)
+            .ok_or_else(|| format!("{function}: the label `{label}` is not defined"))?;
+        if let Op::Bra { target: t } = &mut code[index].op {
+            *t = target;
+        }
+    }
+    Ok(())
+}
+
+/// Declare the function's parameters and return value, and record their layout in `f`.
+fn declare_params(d: &mut FnDecoder, h: &Header, f: &mut Function) {
     // Formal parameters: an entry's live in the launch's buffer, laid out as the driver
     // lays out kernel arguments (each at its own alignment); a function's in its frame.
     let mut kernel_offset = 0u32;
@@ -621,155 +736,97 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
         d.declare(&r.name, Name::FrameParam(at));
         f.retval = Some((at, size));
     }
-    let mut code: Vec<Inst> = Vec::new();
-    // Which instructions name no rounding: a multiply and an add ptxas may fuse.
-    let mut loose: Vec<bool> = Vec::new();
-    let mut labels: HashMap<String, u32> = HashMap::new();
-    let mut fixups: Vec<(usize, String)> = Vec::new();
-    let mut c = Cursor {
-        toks: &toks[..body_end],
-        pos: body_start,
-    };
-    while c.peek().is_some() {
-        d.line = c.line();
-        if c.eat_punct('{') {
-            let next_param = d.scopes.last().map_or(0, |s| s.next_param);
-            d.scopes.push(Scope {
-                names: HashMap::new(),
-                next_param,
-            });
-            continue;
-        }
-        if c.eat_punct('}') {
-            d.scopes.pop();
-            continue;
-        }
-        let guard = if c.eat_punct('@') {
-            let negate = c.eat_punct('!');
-            let p = c.name()?;
-            match d.lookup(p) {
-                Some(Name::Reg(r)) => Some((r, negate)),
-                _ => return Err(d.err(format!("`{p}` is not a predicate register"))),
+}
+
+/// A declaration inside the body (`.reg`, `.local`, `.param`, `.shared`) or a `.pragma`
+/// starting with `word`: read it and say so, or say that `word` starts an instruction.
+fn declaration(d: &mut FnDecoder, c: &mut Cursor, word: &str) -> LoadResult<bool> {
+    match word {
+        ".reg" => {
+            let ty_word = c.name()?;
+            if let Some(v) = ty_word.strip_prefix(".v") {
+                return Err(d.err(format!("vector registers (.v{v}) are not supported")));
             }
-        } else {
-            None
-        };
-        let word = c.name()?.to_string();
-        // A label, or a call prototype's name.
-        if c.is_punct(':') {
-            c.next()?;
-            if c.is_name(".callprototype") {
-                c.skip_to_semicolon()?;
-            } else {
-                labels.insert(word, (start as usize + code.len()) as u32);
-            }
-            continue;
-        }
-        match word.as_str() {
-            ".reg" => {
-                let ty_word = c.name()?;
-                if let Some(v) = ty_word.strip_prefix(".v") {
-                    return Err(d.err(format!("vector registers (.v{v}) are not supported")));
-                }
-                loop {
-                    let name = c.name()?.to_string();
-                    if c.eat_punct('<') {
-                        let n = c.number()?;
-                        c.expect_punct('>')?;
-                        for i in 0..n {
-                            let r = d.new_reg();
-                            d.declare(&format!("{name}{i}"), Name::Reg(r));
-                        }
-                    } else {
-                        let r = d.new_reg();
-                        d.declare(&name, Name::Reg(r));
-                    }
-                    if !c.eat_punct(',') {
-                        break;
-                    }
-                }
-                c.expect_punct(';')?;
-                continue;
-            }
-            ".local" => {
-                let v = decl(&mut c)?;
-                c.expect_punct(';')?;
-                let align = v.align.max(1);
-                let at = d.local_bytes.div_ceil(align) * align;
-                d.local_bytes = at + v.bytes() as u32;
-                d.declare(&v.name, Name::Local(at));
-                continue;
-            }
-            ".param" => {
-                let v = decl(&mut c)?;
-                c.expect_punct(';')?;
-                let at = d.param_slot(v.bytes() as u32, v.align);
-                d.declare(&v.name, Name::FrameParam(at));
-                continue;
-            }
-            ".shared" => {
-                // A `static __shared__` used by one kernel: laid out after the module's.
-                let v = decl(&mut c)?;
-                c.expect_punct(';')?;
-                let align = u64::from(v.align.max(1));
-                let at = d.shared_end.div_ceil(align) * align;
-                d.shared_end = at + v.bytes();
-                d.declare(&v.name, Name::Shared(at));
-                continue;
-            }
-            ".pragma" => {
-                c.skip_to_semicolon()?;
-                continue;
-            }
-            _ => {}
-        }
-        let mut operands = Vec::new();
-        if !c.is_punct(';') {
             loop {
-                operands.push(operand(&mut c)?);
+                let name = c.name()?.to_string();
+                if c.eat_punct('<') {
+                    let n = c.number()?;
+                    c.expect_punct('>')?;
+                    for i in 0..n {
+                        let r = d.new_reg();
+                        d.declare(&format!("{name}{i}"), Name::Reg(r));
+                    }
+                } else {
+                    let r = d.new_reg();
+                    d.declare(&name, Name::Reg(r));
+                }
                 if !c.eat_punct(',') {
                     break;
                 }
             }
+            c.expect_punct(';')?;
+            Ok(true)
         }
-        c.expect_punct(';')?;
-        let index = code.len();
-        let op = decode(&mut d, &word, &operands, |label| {
-            fixups.push((index, label.to_string()));
-        })?;
-        loose.push(loose_rounding(&word));
-        if matches!(op, Op::Bar) {
-            f.barriers = true;
+        ".local" => {
+            let v = decl(c)?;
+            c.expect_punct(';')?;
+            let align = v.align.max(1);
+            let at = d.local_bytes.div_ceil(align) * align;
+            d.local_bytes = at + v.bytes() as u32;
+            d.declare(&v.name, Name::Local(at));
+            Ok(true)
         }
-        code.push(Inst {
-            guard,
-            op,
-            line: d.line,
-        });
+        ".param" => {
+            let v = decl(c)?;
+            c.expect_punct(';')?;
+            let at = d.param_slot(v.bytes() as u32, v.align);
+            d.declare(&v.name, Name::FrameParam(at));
+            Ok(true)
+        }
+        ".shared" => {
+            // A `static __shared__` used by one kernel: laid out after the module's.
+            let v = decl(c)?;
+            c.expect_punct(';')?;
+            let align = u64::from(v.align.max(1));
+            let at = d.shared_end.div_ceil(align) * align;
+            d.shared_end = at + v.bytes();
+            d.declare(&v.name, Name::Shared(at));
+            Ok(true)
+        }
+        ".pragma" => {
+            c.skip_to_semicolon()?;
+            Ok(true)
+        }
+        _ => Ok(false),
     }
-    for (index, label) in fixups {
-        let target = *labels
-            .get(&label)
-            .ok_or_else(|| format!("{}: the label `{label}` is not defined", h.name))?;
-        if let Op::Bra { target: t } = &mut code[index].op {
-            *t = target;
+}
+
+/// An instruction's guard, `@p` or `@!p`, if it has one.
+fn guard(d: &FnDecoder, c: &mut Cursor) -> LoadResult<Option<(Reg, bool)>> {
+    if !c.eat_punct('@') {
+        return Ok(None);
+    }
+    let negate = c.eat_punct('!');
+    let p = c.name()?;
+    match d.lookup(p) {
+        Some(Name::Reg(r)) => Ok(Some((r, negate))),
+        _ => Err(d.err(format!("`{p}` is not a predicate register"))),
+    }
+}
+
+/// An instruction's operands, up to and including its `;`.
+fn operands(c: &mut Cursor) -> LoadResult<Vec<Operand>> {
+    let mut operands = Vec::new();
+    if !c.is_punct(';') {
+        loop {
+            operands.push(operand(c)?);
+            if !c.eat_punct(',') {
+                break;
+            }
         }
     }
-    contract(&mut code, &loose, &labels, start);
-    // A function that runs off its end returns.
-    code.push(Inst {
-        guard: None,
-        op: Op::Ret,
-        line: d.line,
-    });
-    f.regs = d.regs;
-    f.param_bytes = d.param_bytes;
-    f.local_bytes = d.local_bytes;
-    let shared_end = d.shared_end;
-    module.shared_bytes = u32::try_from(shared_end).map_err(|_| "too much shared memory")?;
-    module.code.extend(code);
-    f.end = module.code.len() as u32;
-    Ok(f)
+    c.expect_punct(';')?;
+    Ok(operands)
 }
 
 /// Whether `opcode` is an f32 or f64 multiply, add or subtract that names no rounding: PTX
@@ -1224,237 +1281,14 @@ fn decode(
     let base = parts[0];
     let mods = &parts[1..];
     let ty = mods.iter().rev().find_map(|m| Ty::parse(m));
-    let has = |m: &str| mods.contains(&m);
-    let n = ops.len();
-    let need = |k: usize| -> LoadResult<()> {
-        if n == k {
-            Ok(())
-        } else {
-            Err(d.err(format!("`{opcode}` takes {k} operands, found {n}")))
-        }
-    };
-    // Modifiers that change nothing the interpreter models: caching hints, memory order
-    // and scope (blocks run one at a time per host thread, accesses in program order).
-    let ignorable = |m: &str| {
-        matches!(
-            m,
-            "nc" | "ca"
-                | "cg"
-                | "cs"
-                | "lu"
-                | "cv"
-                | "wb"
-                | "wt"
-                | "weak"
-                | "volatile"
-                | "relaxed"
-                | "acquire"
-                | "release"
-                | "acq_rel"
-                | "sc"
-                | "cta"
-                | "gpu"
-                | "sys"
-                | "uni"
-                | "aligned"
-                | "L1::evict_last"
-                | "L2::64B"
-                | "L2::128B"
-                | "L2::256B"
-        )
-    };
     let op = match base {
-        "mov" => {
-            need(2)?;
-            let ty = ty.ok_or_else(|| d.unknown(opcode))?;
-            match (&ops[0], &ops[1]) {
-                (Operand::Vector(parts), src) => Op::Unpack {
-                    ds: parts
-                        .iter()
-                        .map(|p| d.maybe_reg(p))
-                        .collect::<LoadResult<_>>()?,
-                    a: d.src(src, ty)?,
-                    bits: ty.bits() / parts.len() as u32,
-                },
-                (dst, Operand::Vector(parts)) => Op::Pack {
-                    d: d.reg(dst)?,
-                    parts: parts
-                        .iter()
-                        .map(|p| d.src(p, Ty::B64))
-                        .collect::<LoadResult<_>>()?,
-                    bits: ty.bits() / parts.len() as u32,
-                },
-                (dst, Operand::Name(n)) if n.starts_with('%') && d.lookup(n).is_none() => {
-                    let s = special(n).ok_or_else(|| {
-                        d.err(format!(
-                            "the special register `{n}` is not known to the CPU device"
-                        ))
-                    })?;
-                    Op::Special { d: d.reg(dst)?, s }
-                }
-                (dst, Operand::Name(n)) if matches!(d.lookup(n), Some(Name::Local(_))) => {
-                    let Some(Name::Local(off)) = d.lookup(n) else {
-                        unreachable!("matched above")
-                    };
-                    Op::LocalAddr {
-                        d: d.reg(dst)?,
-                        off,
-                    }
-                }
-                (dst, src) => Op::Mov {
-                    d: d.reg(dst)?,
-                    a: d.src(src, ty)?,
-                    mask: mask(ty),
-                },
-            }
-        }
-        "ld" | "ldu" | "st" => {
-            let store = base == "st";
-            let ty = ty.ok_or_else(|| d.unknown(opcode))?;
-            let mut space = Space::Generic;
-            let mut width = 1;
-            for m in mods {
-                if let Some(s) = space_of(m) {
-                    space = s;
-                } else if *m == "v2" {
-                    width = 2;
-                } else if *m == "v4" {
-                    width = 4;
-                } else if Ty::parse(m).is_none() && !ignorable(m) {
-                    return Err(d.unknown(opcode));
-                }
-            }
-            need(2)?;
-            let (value, at) = if store {
-                (&ops[1], &ops[0])
-            } else {
-                (&ops[0], &ops[1])
-            };
-            let addr = d.address(at, space)?;
-            let items: Vec<Operand> = match value {
-                Operand::Vector(v) => v.clone(),
-                other => vec![other.clone()],
-            };
-            if items.len() != width {
-                return Err(d.err(format!(
-                    "`{opcode}` moves {width} values, found {}",
-                    items.len()
-                )));
-            }
-            if store {
-                Op::St {
-                    space,
-                    ty,
-                    srcs: items
-                        .iter()
-                        .map(|o| d.src(o, ty))
-                        .collect::<LoadResult<_>>()?,
-                    addr,
-                }
-            } else {
-                Op::Ld {
-                    space,
-                    ty,
-                    ds: items
-                        .iter()
-                        .map(|o| d.maybe_reg(o))
-                        .collect::<LoadResult<_>>()?,
-                    addr,
-                }
-            }
-        }
-        "cvta" => {
-            need(2)?;
-            let to = has("to");
-            let space = mods
-                .iter()
-                .find_map(|m| space_of(m))
-                .ok_or_else(|| d.unknown(opcode))?;
-            if space == Space::Param {
-                return Err(d.unknown(opcode));
-            }
-            Op::Cvta {
-                to,
-                space,
-                d: d.reg(&ops[0])?,
-                a: d.src(&ops[1], Ty::U64)?,
-            }
-        }
-        "cvt" => {
-            need(2)?;
-            let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
-            let [dty, sty] = types[..] else {
-                return Err(d.unknown(opcode));
-            };
-            let mut rnd = None;
-            let mut int_rnd = None;
-            for m in mods {
-                if let Some(r) = rounding(m) {
-                    rnd = Some(r);
-                } else if let Some(r) = int_rounding(m) {
-                    int_rnd = Some(r);
-                // `.ftz` is accepted and changes nothing: an H100 keeps subnormals in every
-                // instruction the differential test reaches with it (conversions, add,
-                // multiply, fma, division, square root, min, max, compare, every rounding).
-                } else if !matches!(*m, "ftz" | "sat") && Ty::parse(m).is_none() {
-                    return Err(d.unknown(opcode));
-                }
-            }
-            if dty == Ty::Pred || sty == Ty::Pred {
-                return Err(d.unknown(opcode));
-            }
-            Op::Cvt {
-                dty,
-                sty,
-                rnd,
-                int_rnd,
-                sat: has("sat"),
-                d: d.reg(&ops[0])?,
-                a: d.src(&ops[1], sty)?,
-            }
-        }
-        "setp" => {
-            let ty = ty.ok_or_else(|| d.unknown(opcode))?;
-            let cmp = mods
-                .iter()
-                .find_map(|m| cmp_of(m))
-                .ok_or_else(|| d.unknown(opcode))?;
-            let comb_op = mods.iter().find_map(|m| match *m {
-                "and" => Some(BoolOp::And),
-                "or" => Some(BoolOp::Or),
-                "xor" => Some(BoolOp::Xor),
-                _ => None,
-            });
-            let (dst, d2) = match &ops[0] {
-                Operand::Pair(a, b) => (d.reg(a)?, d.maybe_reg(b)?),
-                other => (d.reg(other)?, None),
-            };
-            let comb = match comb_op {
-                Some(op) => {
-                    need(4)?;
-                    let (p, neg) = match &ops[3] {
-                        Operand::Not(p) => (&**p, true),
-                        p => (p, false),
-                    };
-                    Some((op, d.src(p, Ty::Pred)?, neg))
-                }
-                None => {
-                    need(3)?;
-                    None
-                }
-            };
-            Op::Setp {
-                cmp,
-                ty,
-                d: dst,
-                d2,
-                a: d.src(&ops[1], ty)?,
-                b: d.src(&ops[2], ty)?,
-                comb,
-            }
-        }
+        "mov" => decode_mov(d, opcode, ops, ty)?,
+        "ld" | "ldu" | "st" => decode_load_store(d, opcode, base == "st", mods, ops, ty)?,
+        "cvta" => decode_cvta(d, opcode, mods, ops)?,
+        "cvt" => decode_cvt(d, opcode, mods, ops)?,
+        "setp" => decode_setp(d, opcode, mods, ops, ty)?,
         "selp" => {
-            need(4)?;
+            need(d, opcode, ops, 4)?;
             let ty = ty.ok_or_else(|| d.unknown(opcode))?;
             Op::Selp {
                 d: d.reg(&ops[0])?,
@@ -1468,7 +1302,7 @@ fn decode(
             if base == "brx" {
                 return Err(d.unknown(opcode));
             }
-            need(1)?;
+            need(d, opcode, ops, 1)?;
             let Operand::Name(target) = &ops[0] else {
                 return Err(d.err("a branch needs a label"));
             };
@@ -1479,141 +1313,417 @@ fn decode(
         "exit" => Op::Exit,
         "trap" => Op::Trap,
         "membar" | "fence" | "prefetch" | "prefetchu" | "discard" | "nanosleep" => Op::Nop,
-        "bar" | "barrier" => {
-            if has("warp") {
-                need(1)?;
-                Op::WarpSync {
-                    mask: d.src(&ops[0], Ty::B32)?,
-                }
-            } else if (has("sync") || mods.is_empty() || has("cta")) && n == 1 {
-                Op::Bar
-            } else {
-                return Err(d.err(format!(
-                    "`{opcode}` with {n} operands: only whole-block barriers (`bar.sync 0`) are supported"
-                )));
-            }
-        }
-        "shfl" => {
-            if !has("sync") {
-                return Err(d.unknown(opcode));
-            }
-            need(5)?;
-            let mode = if has("up") {
-                ShflMode::Up
-            } else if has("down") {
-                ShflMode::Down
-            } else if has("bfly") {
-                ShflMode::Bfly
-            } else if has("idx") {
-                ShflMode::Idx
-            } else {
-                return Err(d.unknown(opcode));
-            };
-            let (dst, p) = match &ops[0] {
-                Operand::Pair(a, b) => (d.reg(a)?, d.maybe_reg(b)?),
-                other => (d.reg(other)?, None),
-            };
-            Op::Shfl {
-                mode,
-                d: dst,
-                p,
-                a: d.src(&ops[1], Ty::B32)?,
-                b: d.src(&ops[2], Ty::B32)?,
-                c: d.src(&ops[3], Ty::B32)?,
-                mask: d.src(&ops[4], Ty::B32)?,
-            }
-        }
-        "vote" => {
-            if !has("sync") {
-                return Err(d.unknown(opcode));
-            }
-            need(3)?;
-            let mode = if has("all") {
-                VoteMode::All
-            } else if has("any") {
-                VoteMode::Any
-            } else if has("uni") {
-                VoteMode::Uni
-            } else if has("ballot") {
-                VoteMode::Ballot
-            } else {
-                return Err(d.unknown(opcode));
-            };
-            let (p, neg) = match &ops[1] {
-                Operand::Not(p) => (&**p, true),
-                p => (p, false),
-            };
-            Op::Vote {
-                mode,
-                d: d.reg(&ops[0])?,
-                a: d.src(p, Ty::Pred)?,
-                neg,
-                mask: d.src(&ops[2], Ty::B32)?,
-            }
-        }
+        "bar" | "barrier" => decode_barrier(d, opcode, mods, ops)?,
+        "shfl" => decode_shfl(d, opcode, mods, ops)?,
+        "vote" => decode_vote(d, opcode, mods, ops)?,
         "activemask" => {
-            need(1)?;
+            need(d, opcode, ops, 1)?;
             Op::Activemask { d: d.reg(&ops[0])? }
         }
-        "atom" | "red" => {
-            let ty = ty.ok_or_else(|| d.unknown(opcode))?;
-            let space = mods
-                .iter()
-                .find_map(|m| space_of(m))
-                .unwrap_or(Space::Generic);
-            let op = mods
-                .iter()
-                .find_map(|m| {
-                    Some(match *m {
-                        "add" => AtomOp::Add,
-                        "min" => AtomOp::Min,
-                        "max" => AtomOp::Max,
-                        "inc" => AtomOp::Inc,
-                        "dec" => AtomOp::Dec,
-                        "and" => AtomOp::And,
-                        "or" => AtomOp::Or,
-                        "xor" => AtomOp::Xor,
-                        "exch" => AtomOp::Exch,
-                        "cas" => AtomOp::Cas,
-                        _ => return None,
-                    })
-                })
-                .ok_or_else(|| d.unknown(opcode))?;
-            if mods.iter().any(|m| m.starts_with('v'))
-                || (ty.float() && op != AtomOp::Add && op != AtomOp::Exch)
-            {
-                return Err(d.unknown(opcode));
-            }
-            let (dst, rest) = if base == "atom" {
-                (Some(d.reg(&ops[0])?), &ops[1..])
-            } else {
-                (None, ops)
-            };
-            let want = if op == AtomOp::Cas { 3 } else { 2 };
-            if rest.len() != want {
-                return Err(d.err(format!(
-                    "`{opcode}` takes {} operands",
-                    want + usize::from(dst.is_some())
-                )));
-            }
-            Op::Atom {
-                space,
-                op,
-                ty,
-                d: dst,
-                addr: d.address(&rest[0], space)?,
-                b: d.src(&rest[1], ty)?,
-                c: if op == AtomOp::Cas {
-                    d.src(&rest[2], ty)?
-                } else {
-                    Src::I(0)
-                },
-            }
-        }
+        "atom" | "red" => decode_atomic(d, opcode, base == "atom", mods, ops, ty)?,
         "call" => decode_call(d, ops)?,
         _ => arithmetic(d, opcode, base, mods, ops, ty)?,
     };
     Ok(op)
+}
+
+/// `mov`: a register or immediate copy, a vector packed or unpacked, a special register, a
+/// local variable's address.
+fn decode_mov(d: &FnDecoder, opcode: &str, ops: &[Operand], ty: Option<Ty>) -> LoadResult<Op> {
+    need(d, opcode, ops, 2)?;
+    let ty = ty.ok_or_else(|| d.unknown(opcode))?;
+    Ok(match (&ops[0], &ops[1]) {
+        (Operand::Vector(parts), src) => Op::Unpack {
+            ds: parts
+                .iter()
+                .map(|p| d.maybe_reg(p))
+                .collect::<LoadResult<_>>()?,
+            a: d.src(src, ty)?,
+            bits: ty.bits() / parts.len() as u32,
+        },
+        (dst, Operand::Vector(parts)) => Op::Pack {
+            d: d.reg(dst)?,
+            parts: parts
+                .iter()
+                .map(|p| d.src(p, Ty::B64))
+                .collect::<LoadResult<_>>()?,
+            bits: ty.bits() / parts.len() as u32,
+        },
+        (dst, Operand::Name(n)) if n.starts_with('%') && d.lookup(n).is_none() => {
+            let s = special(n).ok_or_else(|| {
+                d.err(format!(
+                    "the special register `{n}` is not known to the CPU device"
+                ))
+            })?;
+            Op::Special { d: d.reg(dst)?, s }
+        }
+        (dst, Operand::Name(n)) if matches!(d.lookup(n), Some(Name::Local(_))) => {
+            let Some(Name::Local(off)) = d.lookup(n) else {
+                unreachable!("matched above")
+            };
+            Op::LocalAddr {
+                d: d.reg(dst)?,
+                off,
+            }
+        }
+        (dst, src) => Op::Mov {
+            d: d.reg(dst)?,
+            a: d.src(src, ty)?,
+            mask: mask(ty),
+        },
+    })
+}
+
+/// `ld`, `ldu` and `st` (`store`), scalar or vector.
+fn decode_load_store(
+    d: &FnDecoder,
+    opcode: &str,
+    store: bool,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let ty = ty.ok_or_else(|| d.unknown(opcode))?;
+    let mut space = Space::Generic;
+    let mut width = 1;
+    for m in mods {
+        if let Some(s) = space_of(m) {
+            space = s;
+        } else if *m == "v2" {
+            width = 2;
+        } else if *m == "v4" {
+            width = 4;
+        } else if Ty::parse(m).is_none() && !ignorable(m) {
+            return Err(d.unknown(opcode));
+        }
+    }
+    need(d, opcode, ops, 2)?;
+    let (value, at) = if store {
+        (&ops[1], &ops[0])
+    } else {
+        (&ops[0], &ops[1])
+    };
+    let addr = d.address(at, space)?;
+    let items: Vec<Operand> = match value {
+        Operand::Vector(v) => v.clone(),
+        other => vec![other.clone()],
+    };
+    if items.len() != width {
+        return Err(d.err(format!(
+            "`{opcode}` moves {width} values, found {}",
+            items.len()
+        )));
+    }
+    Ok(if store {
+        Op::St {
+            space,
+            ty,
+            srcs: items
+                .iter()
+                .map(|o| d.src(o, ty))
+                .collect::<LoadResult<_>>()?,
+            addr,
+        }
+    } else {
+        Op::Ld {
+            space,
+            ty,
+            ds: items
+                .iter()
+                .map(|o| d.maybe_reg(o))
+                .collect::<LoadResult<_>>()?,
+            addr,
+        }
+    })
+}
+
+/// `cvta` and `cvta.to`: between a space's addresses and generic ones.
+fn decode_cvta(d: &FnDecoder, opcode: &str, mods: &[&str], ops: &[Operand]) -> LoadResult<Op> {
+    need(d, opcode, ops, 2)?;
+    let to = mods.contains(&"to");
+    let space = mods
+        .iter()
+        .find_map(|m| space_of(m))
+        .ok_or_else(|| d.unknown(opcode))?;
+    if space == Space::Param {
+        return Err(d.unknown(opcode));
+    }
+    Ok(Op::Cvta {
+        to,
+        space,
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], Ty::U64)?,
+    })
+}
+
+/// `cvt`: between types, with rounding and saturation.
+fn decode_cvt(d: &FnDecoder, opcode: &str, mods: &[&str], ops: &[Operand]) -> LoadResult<Op> {
+    need(d, opcode, ops, 2)?;
+    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+    let [dty, sty] = types[..] else {
+        return Err(d.unknown(opcode));
+    };
+    let mut rnd = None;
+    let mut int_rnd = None;
+    for m in mods {
+        if let Some(r) = rounding(m) {
+            rnd = Some(r);
+        } else if let Some(r) = int_rounding(m) {
+            int_rnd = Some(r);
+        // `.ftz` is accepted and changes nothing: an H100 keeps subnormals in every
+        // instruction the differential test reaches with it (conversions, add,
+        // multiply, fma, division, square root, min, max, compare, every rounding).
+        } else if !matches!(*m, "ftz" | "sat") && Ty::parse(m).is_none() {
+            return Err(d.unknown(opcode));
+        }
+    }
+    if dty == Ty::Pred || sty == Ty::Pred {
+        return Err(d.unknown(opcode));
+    }
+    Ok(Op::Cvt {
+        dty,
+        sty,
+        rnd,
+        int_rnd,
+        sat: mods.contains(&"sat"),
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], sty)?,
+    })
+}
+
+/// `setp`, with an optional second destination and combining predicate.
+fn decode_setp(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let ty = ty.ok_or_else(|| d.unknown(opcode))?;
+    let cmp = mods
+        .iter()
+        .find_map(|m| cmp_of(m))
+        .ok_or_else(|| d.unknown(opcode))?;
+    let comb_op = mods.iter().find_map(|m| match *m {
+        "and" => Some(BoolOp::And),
+        "or" => Some(BoolOp::Or),
+        "xor" => Some(BoolOp::Xor),
+        _ => None,
+    });
+    let (dst, d2) = match &ops[0] {
+        Operand::Pair(a, b) => (d.reg(a)?, d.maybe_reg(b)?),
+        other => (d.reg(other)?, None),
+    };
+    let comb = match comb_op {
+        Some(op) => {
+            need(d, opcode, ops, 4)?;
+            let (p, neg) = match &ops[3] {
+                Operand::Not(p) => (&**p, true),
+                p => (p, false),
+            };
+            Some((op, d.src(p, Ty::Pred)?, neg))
+        }
+        None => {
+            need(d, opcode, ops, 3)?;
+            None
+        }
+    };
+    Ok(Op::Setp {
+        cmp,
+        ty,
+        d: dst,
+        d2,
+        a: d.src(&ops[1], ty)?,
+        b: d.src(&ops[2], ty)?,
+        comb,
+    })
+}
+
+/// `bar` and `barrier`: whole-block barriers and `bar.warp.sync`.
+fn decode_barrier(d: &FnDecoder, opcode: &str, mods: &[&str], ops: &[Operand]) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    let n = ops.len();
+    if has("warp") {
+        need(d, opcode, ops, 1)?;
+        Ok(Op::WarpSync {
+            mask: d.src(&ops[0], Ty::B32)?,
+        })
+    } else if (has("sync") || mods.is_empty() || has("cta")) && n == 1 {
+        Ok(Op::Bar)
+    } else {
+        Err(d.err(format!(
+            "`{opcode}` with {n} operands: only whole-block barriers (`bar.sync 0`) are supported"
+        )))
+    }
+}
+
+/// `shfl.sync`.
+fn decode_shfl(d: &FnDecoder, opcode: &str, mods: &[&str], ops: &[Operand]) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    if !has("sync") {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 5)?;
+    let mode = if has("up") {
+        ShflMode::Up
+    } else if has("down") {
+        ShflMode::Down
+    } else if has("bfly") {
+        ShflMode::Bfly
+    } else if has("idx") {
+        ShflMode::Idx
+    } else {
+        return Err(d.unknown(opcode));
+    };
+    let (dst, p) = match &ops[0] {
+        Operand::Pair(a, b) => (d.reg(a)?, d.maybe_reg(b)?),
+        other => (d.reg(other)?, None),
+    };
+    Ok(Op::Shfl {
+        mode,
+        d: dst,
+        p,
+        a: d.src(&ops[1], Ty::B32)?,
+        b: d.src(&ops[2], Ty::B32)?,
+        c: d.src(&ops[3], Ty::B32)?,
+        mask: d.src(&ops[4], Ty::B32)?,
+    })
+}
+
+/// `vote.sync`.
+fn decode_vote(d: &FnDecoder, opcode: &str, mods: &[&str], ops: &[Operand]) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    if !has("sync") {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 3)?;
+    let mode = if has("all") {
+        VoteMode::All
+    } else if has("any") {
+        VoteMode::Any
+    } else if has("uni") {
+        VoteMode::Uni
+    } else if has("ballot") {
+        VoteMode::Ballot
+    } else {
+        return Err(d.unknown(opcode));
+    };
+    let (p, neg) = match &ops[1] {
+        Operand::Not(p) => (&**p, true),
+        p => (p, false),
+    };
+    Ok(Op::Vote {
+        mode,
+        d: d.reg(&ops[0])?,
+        a: d.src(p, Ty::Pred)?,
+        neg,
+        mask: d.src(&ops[2], Ty::B32)?,
+    })
+}
+
+/// `atom`, and `red` (`atom` without a destination).
+fn decode_atomic(
+    d: &FnDecoder,
+    opcode: &str,
+    returns: bool,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let ty = ty.ok_or_else(|| d.unknown(opcode))?;
+    let space = mods
+        .iter()
+        .find_map(|m| space_of(m))
+        .unwrap_or(Space::Generic);
+    let op = mods
+        .iter()
+        .find_map(|m| {
+            Some(match *m {
+                "add" => AtomOp::Add,
+                "min" => AtomOp::Min,
+                "max" => AtomOp::Max,
+                "inc" => AtomOp::Inc,
+                "dec" => AtomOp::Dec,
+                "and" => AtomOp::And,
+                "or" => AtomOp::Or,
+                "xor" => AtomOp::Xor,
+                "exch" => AtomOp::Exch,
+                "cas" => AtomOp::Cas,
+                _ => return None,
+            })
+        })
+        .ok_or_else(|| d.unknown(opcode))?;
+    if mods.iter().any(|m| m.starts_with('v'))
+        || (ty.float() && op != AtomOp::Add && op != AtomOp::Exch)
+    {
+        return Err(d.unknown(opcode));
+    }
+    let (dst, rest) = if returns {
+        (Some(d.reg(&ops[0])?), &ops[1..])
+    } else {
+        (None, ops)
+    };
+    let want = if op == AtomOp::Cas { 3 } else { 2 };
+    if rest.len() != want {
+        return Err(d.err(format!(
+            "`{opcode}` takes {} operands",
+            want + usize::from(dst.is_some())
+        )));
+    }
+    Ok(Op::Atom {
+        space,
+        op,
+        ty,
+        d: dst,
+        addr: d.address(&rest[0], space)?,
+        b: d.src(&rest[1], ty)?,
+        c: if op == AtomOp::Cas {
+            d.src(&rest[2], ty)?
+        } else {
+            Src::I(0)
+        },
+    })
+}
+
+/// Modifiers that change nothing the interpreter models: caching hints, memory order
+/// and scope (blocks run one at a time per host thread, accesses in program order).
+fn ignorable(m: &str) -> bool {
+    matches!(
+        m,
+        "nc" | "ca"
+            | "cg"
+            | "cs"
+            | "lu"
+            | "cv"
+            | "wb"
+            | "wt"
+            | "weak"
+            | "volatile"
+            | "relaxed"
+            | "acquire"
+            | "release"
+            | "acq_rel"
+            | "sc"
+            | "cta"
+            | "gpu"
+            | "sys"
+            | "uni"
+            | "aligned"
+            | "L1::evict_last"
+            | "L2::64B"
+            | "L2::128B"
+            | "L2::256B"
+    )
+}
+
+/// Check that `opcode` has `k` operands.
+fn need(d: &FnDecoder, opcode: &str, ops: &[Operand], k: usize) -> LoadResult<()> {
+    let n = ops.len();
+    if n == k {
+        Ok(())
+    } else {
+        Err(d.err(format!("`{opcode}` takes {k} operands, found {n}")))
+    }
 }
 
 fn decode_call(d: &mut FnDecoder, ops: &[Operand]) -> LoadResult<Op> {
@@ -1666,6 +1776,7 @@ fn decode_call(d: &mut FnDecoder, ops: &[Operand]) -> LoadResult<Op> {
     })
 }
 
+/// Everything else: integer, floating-point and predicate arithmetic, chosen by the type.
 fn arithmetic(
     d: &mut FnDecoder,
     opcode: &str,
@@ -1675,102 +1786,130 @@ fn arithmetic(
     ty: Option<Ty>,
 ) -> LoadResult<Op> {
     let ty = ty.ok_or_else(|| d.unknown(opcode))?;
+    if ty == Ty::Pred {
+        predicate_logic(d, opcode, base, ops)
+    } else if ty.float() {
+        float_arithmetic(d, opcode, base, mods, ops, ty)
+    } else {
+        int_arithmetic(d, opcode, base, mods, ops, ty)
+    }
+}
+
+/// `and`, `or`, `xor` and `not` on predicates, each operand possibly negated (`!p`).
+fn predicate_logic(d: &FnDecoder, opcode: &str, base: &str, ops: &[Operand]) -> LoadResult<Op> {
+    let op = match base {
+        "and" => IntOp::And,
+        "or" => IntOp::Or,
+        "xor" => IntOp::Xor,
+        "not" => IntOp::Not,
+        _ => return Err(d.unknown(opcode)),
+    };
+    let pred = |i: usize| -> LoadResult<(Src, bool)> {
+        match ops.get(i) {
+            Some(Operand::Not(p)) => Ok((d.src(p, Ty::Pred)?, true)),
+            Some(p) => Ok((d.src(p, Ty::Pred)?, false)),
+            None => Ok((Src::I(0), false)),
+        }
+    };
+    Ok(Op::PredLogic {
+        op,
+        d: d.reg(&ops[0])?,
+        a: pred(1)?,
+        b: pred(2)?,
+    })
+}
+
+/// Floating-point arithmetic, with its rounding modifier.
+fn float_arithmetic(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Ty,
+) -> LoadResult<Op> {
     let has = |m: &str| mods.contains(&m);
     let n = ops.len();
-    let src = |d: &FnDecoder, i: usize, t: Ty| -> LoadResult<Src> {
-        ops.get(i).map(|o| d.src(o, t)).unwrap_or(Ok(Src::I(0)))
+    let mut rnd = Rnd::N;
+    let mut approx = false;
+    for m in mods {
+        if let Some(r) = rounding(m) {
+            rnd = r;
+        } else if *m == "approx" {
+            approx = true;
+        } else if *m == "full" {
+            return Err(d.err(format!(
+                "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce"
+            )));
+        } else if !matches!(
+            *m,
+            "ftz" | "sat" | "f32" | "f64" | "NaN" | "xorsign" | "abs"
+        ) {
+            return Err(d.unknown(opcode));
+        }
+    }
+    let op = match (base, approx) {
+        ("add", false) => FloatOp::Add,
+        ("sub", false) => FloatOp::Sub,
+        ("mul", false) => FloatOp::Mul,
+        ("fma", false) => FloatOp::Fma,
+        ("mad", false) if has("rn") || has("rz") || has("rm") || has("rp") => FloatOp::Fma,
+        ("div", false) => FloatOp::Div,
+        ("abs", _) => FloatOp::Abs,
+        ("neg", _) => FloatOp::Neg,
+        ("min", _) if !has("NaN") && !has("xorsign") => FloatOp::Min,
+        ("max", _) if !has("NaN") && !has("xorsign") => FloatOp::Max,
+        ("sqrt", false) => FloatOp::Sqrt,
+        ("rcp", false) => FloatOp::Rcp,
+        ("copysign", _) => FloatOp::Copysign,
+        ("rcp", true) if ty == Ty::F64 && has("ftz") => FloatOp::RcpApprox,
+        ("rsqrt", true) if ty == Ty::F64 && has("ftz") => FloatOp::RsqrtApprox,
+        (_, true) => {
+            return Err(d.err(format!(
+                "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce; \
+                 it runs `rcp.approx.ftz.f64` and `rsqrt.approx.ftz.f64` from tables read on an H100"
+            )))
+        }
+        _ => return Err(d.unknown(opcode)),
     };
-    if ty == Ty::Pred {
-        let op = match base {
-            "and" => IntOp::And,
-            "or" => IntOp::Or,
-            "xor" => IntOp::Xor,
-            "not" => IntOp::Not,
-            _ => return Err(d.unknown(opcode)),
-        };
-        let pred = |i: usize| -> LoadResult<(Src, bool)> {
-            match ops.get(i) {
-                Some(Operand::Not(p)) => Ok((d.src(p, Ty::Pred)?, true)),
-                Some(p) => Ok((d.src(p, Ty::Pred)?, false)),
-                None => Ok((Src::I(0), false)),
-            }
-        };
-        return Ok(Op::PredLogic {
-            op,
-            d: d.reg(&ops[0])?,
-            a: pred(1)?,
-            b: pred(2)?,
-        });
+    let arity = match op {
+        FloatOp::Abs
+        | FloatOp::Neg
+        | FloatOp::Sqrt
+        | FloatOp::Rcp
+        | FloatOp::RcpApprox
+        | FloatOp::RsqrtApprox => 2,
+        FloatOp::Fma => 4,
+        _ => 3,
+    };
+    if n != arity {
+        return Err(d.err(format!("`{opcode}` takes {arity} operands, found {n}")));
     }
-    if ty.float() {
-        let mut rnd = Rnd::N;
-        let mut approx = false;
-        for m in mods {
-            if let Some(r) = rounding(m) {
-                rnd = r;
-            } else if *m == "approx" {
-                approx = true;
-            } else if *m == "full" {
-                return Err(d.err(format!(
-                    "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce"
-                )));
-            } else if !matches!(
-                *m,
-                "ftz" | "sat" | "f32" | "f64" | "NaN" | "xorsign" | "abs"
-            ) {
-                return Err(d.unknown(opcode));
-            }
-        }
-        let op = match (base, approx) {
-            ("add", false) => FloatOp::Add,
-            ("sub", false) => FloatOp::Sub,
-            ("mul", false) => FloatOp::Mul,
-            ("fma", false) => FloatOp::Fma,
-            ("mad", false) if has("rn") || has("rz") || has("rm") || has("rp") => FloatOp::Fma,
-            ("div", false) => FloatOp::Div,
-            ("abs", _) => FloatOp::Abs,
-            ("neg", _) => FloatOp::Neg,
-            ("min", _) if !has("NaN") && !has("xorsign") => FloatOp::Min,
-            ("max", _) if !has("NaN") && !has("xorsign") => FloatOp::Max,
-            ("sqrt", false) => FloatOp::Sqrt,
-            ("rcp", false) => FloatOp::Rcp,
-            ("copysign", _) => FloatOp::Copysign,
-            ("rcp", true) if ty == Ty::F64 && has("ftz") => FloatOp::RcpApprox,
-            ("rsqrt", true) if ty == Ty::F64 && has("ftz") => FloatOp::RsqrtApprox,
-            (_, true) => {
-                return Err(d.err(format!(
-                    "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce; \
-                     it runs `rcp.approx.ftz.f64` and `rsqrt.approx.ftz.f64` from tables read on an H100"
-                )))
-            }
-            _ => return Err(d.unknown(opcode)),
-        };
-        let arity = match op {
-            FloatOp::Abs
-            | FloatOp::Neg
-            | FloatOp::Sqrt
-            | FloatOp::Rcp
-            | FloatOp::RcpApprox
-            | FloatOp::RsqrtApprox => 2,
-            FloatOp::Fma => 4,
-            _ => 3,
-        };
-        if n != arity {
-            return Err(d.err(format!("`{opcode}` takes {arity} operands, found {n}")));
-        }
-        // A multiply and an add without a rounding modifier may be fused by ptxas;
-        // NVRTC writes `.rn` wherever it must not be, so these are exact as written.
-        return Ok(Op::Float {
-            op,
-            ty,
-            rnd,
-            sat: has("sat"),
-            d: d.reg(&ops[0])?,
-            a: src(d, 1, ty)?,
-            b: src(d, 2, ty)?,
-            c: src(d, 3, ty)?,
-        });
-    }
+    // A multiply and an add without a rounding modifier may be fused by ptxas;
+    // NVRTC writes `.rn` wherever it must not be, so these are exact as written.
+    Ok(Op::Float {
+        op,
+        ty,
+        rnd,
+        sat: has("sat"),
+        d: d.reg(&ops[0])?,
+        a: src_at(d, ops, 1, ty)?,
+        b: src_at(d, ops, 2, ty)?,
+        c: src_at(d, ops, 3, ty)?,
+    })
+}
+
+/// Integer arithmetic.
+fn int_arithmetic(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Ty,
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    let n = ops.len();
     let (op, arity) = match base {
         "add" if !has("cc") => (IntOp::Add, 3),
         "sub" if !has("cc") => (IntOp::Sub, 3),
@@ -1807,15 +1946,16 @@ fn arithmetic(
     }
     if op == IntOp::Bfi {
         // bfi d, a, b, pos, len: the position and length ride in `c` (pos | len << 32).
-        let (Src::I(pos), Src::I(len)) = (src(d, 3, Ty::U32)?, src(d, 4, Ty::U32)?) else {
+        let (Src::I(pos), Src::I(len)) = (src_at(d, ops, 3, Ty::U32)?, src_at(d, ops, 4, Ty::U32)?)
+        else {
             return Err(d.err("bfi with a register position or length is not supported"));
         };
         return Ok(Op::Int {
             op,
             ty,
             d: d.reg(&ops[0])?,
-            a: src(d, 1, ty)?,
-            b: src(d, 2, ty)?,
+            a: src_at(d, ops, 1, ty)?,
+            b: src_at(d, ops, 2, ty)?,
             c: Src::I(pos | len << 32),
             sat: false,
         });
@@ -1835,11 +1975,17 @@ fn arithmetic(
         op,
         ty,
         d: d.reg(&ops[0])?,
-        a: src(d, 1, ty)?,
-        b: src(d, 2, second)?,
-        c: src(d, 3, third)?,
+        a: src_at(d, ops, 1, ty)?,
+        b: src_at(d, ops, 2, second)?,
+        c: src_at(d, ops, 3, third)?,
         sat: has("sat"),
     })
+}
+
+/// Operand `i` as a source of type `ty`, 0 where there is none (the unused operands of a
+/// shorter instruction).
+fn src_at(d: &FnDecoder, ops: &[Operand], i: usize, ty: Ty) -> LoadResult<Src> {
+    ops.get(i).map(|o| d.src(o, ty)).unwrap_or(Ok(Src::I(0)))
 }
 
 fn wide(ty: Ty) -> Ty {

@@ -161,48 +161,11 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
         IntOp::Add => a.wrapping_add(b) & m,
         IntOp::Sub => a.wrapping_sub(b) & m,
         IntOp::MulLo => a.wrapping_mul(b) & m,
-        IntOp::MulHi => {
-            let p = if signed {
-                (sa as i128 * sb as i128) as u128
-            } else {
-                (a & m) as u128 * (b & m) as u128
-            };
-            (p >> bits) as u64 & m
-        }
-        IntOp::MulWide => {
-            let wide = if bits == 32 {
-                u64::MAX
-            } else {
-                (1u64 << (2 * bits)) - 1
-            };
-            if signed {
-                (sa.wrapping_mul(sb)) as u64 & wide
-            } else {
-                (a & m).wrapping_mul(b & m) & wide
-            }
-        }
+        IntOp::MulHi => (full_product(a, b, ty) >> bits) as u64 & m,
+        IntOp::MulWide => wide_product(a, b, ty) & wide_mask(bits),
         IntOp::MadLo => a.wrapping_mul(b).wrapping_add(c) & m,
-        IntOp::MadHi => {
-            let p = if signed {
-                (sa as i128 * sb as i128) as u128
-            } else {
-                (a & m) as u128 * (b & m) as u128
-            };
-            ((p >> bits) as u64).wrapping_add(c) & m
-        }
-        IntOp::MadWide => {
-            let wide = if bits == 32 {
-                u64::MAX
-            } else {
-                (1u64 << (2 * bits)) - 1
-            };
-            let p = if signed {
-                sa.wrapping_mul(sb) as u64
-            } else {
-                (a & m).wrapping_mul(b & m)
-            };
-            p.wrapping_add(c) & wide
-        }
+        IntOp::MadHi => ((full_product(a, b, ty) >> bits) as u64).wrapping_add(c) & m,
+        IntOp::MadWide => wide_product(a, b, ty).wrapping_add(c) & wide_mask(bits),
         IntOp::Div => {
             if b & m == 0 {
                 // What the GPU gives: all ones.
@@ -252,79 +215,13 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
                 (a << s) & m
             }
         }
-        IntOp::Shr => {
-            let s = (b as u32).min(bits);
-            if signed {
-                if s >= bits {
-                    (if sa < 0 { -1i64 } else { 0 }) as u64 & m
-                } else {
-                    (sa >> s) as u64 & m
-                }
-            } else if s >= bits {
-                0
-            } else {
-                (a & m) >> s
-            }
-        }
+        IntOp::Shr => shift_right(a, b, ty),
         IntOp::Popc => u64::from((a & m).count_ones()),
         IntOp::Clz => u64::from((a & m).leading_zeros() - (64 - bits)),
         IntOp::Brev => ((a & m).reverse_bits() >> (64 - bits)) & m,
-        IntOp::Bfe => {
-            let pos = (b & 0xff) as u32;
-            let len = (c & 0xff) as u32;
-            let msb = bits - 1;
-            let sign_bit = if len == 0 || !signed {
-                false
-            } else {
-                let at = (pos + len - 1).min(msb);
-                (a >> at) & 1 == 1
-            };
-            let mut out = 0u64;
-            for i in 0..bits {
-                let bit = if i < len && pos + i <= msb {
-                    (a >> (pos + i)) & 1 == 1
-                } else {
-                    sign_bit
-                };
-                if bit {
-                    out |= 1 << i;
-                }
-            }
-            out & m
-        }
-        IntOp::Bfi => {
-            let pos = (c & 0xff) as u32;
-            let len = ((c >> 32) & 0xff) as u32;
-            let mut out = b & m;
-            for i in 0..len {
-                if pos + i >= bits {
-                    break;
-                }
-                out &= !(1 << (pos + i));
-                out |= ((a >> i) & 1) << (pos + i);
-            }
-            out & m
-        }
-        IntOp::Prmt => {
-            let bytes = [a as u32, b as u32];
-            let all = u64::from(bytes[0]) | u64::from(bytes[1]) << 32;
-            let mut out = 0u32;
-            for i in 0..4 {
-                let sel = (c >> (4 * i)) as u32 & 0xf;
-                let byte = (all >> ((sel & 7) * 8)) as u8;
-                let byte = if sel & 8 != 0 {
-                    if byte & 0x80 != 0 {
-                        0xff
-                    } else {
-                        0
-                    }
-                } else {
-                    byte
-                };
-                out |= u32::from(byte) << (8 * i);
-            }
-            u64::from(out)
-        }
+        IntOp::Bfe => bit_field_extract(a, b, c, ty),
+        IntOp::Bfi => bit_field_insert(a, b, c, ty),
+        IntOp::Prmt => permute(a, b, c),
         IntOp::Sad => {
             let d = if signed {
                 (sa - sb).unsigned_abs()
@@ -334,6 +231,131 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
             d.wrapping_add(c) & m
         }
     }
+}
+
+/// The exact product of `a` and `b` as `ty`'s integers, for the high half.
+#[inline]
+fn full_product(a: u64, b: u64, ty: Ty) -> u128 {
+    if ty.signed() {
+        (sext(a, ty) as i128 * sext(b, ty) as i128) as u128
+    } else {
+        let m = type_mask(ty);
+        (a & m) as u128 * (b & m) as u128
+    }
+}
+
+/// The product of `a` and `b` as `ty`'s integers, in 64 bits (enough for `.wide`, which
+/// keeps twice `ty`'s bits: see `wide_mask`).
+#[inline]
+fn wide_product(a: u64, b: u64, ty: Ty) -> u64 {
+    if ty.signed() {
+        sext(a, ty).wrapping_mul(sext(b, ty)) as u64
+    } else {
+        let m = type_mask(ty);
+        (a & m).wrapping_mul(b & m)
+    }
+}
+
+/// The bits of a `.wide` result from `bits`-bit operands.
+#[inline]
+fn wide_mask(bits: u32) -> u64 {
+    if bits == 32 {
+        u64::MAX
+    } else {
+        (1u64 << (2 * bits)) - 1
+    }
+}
+
+/// `shr`: arithmetic for signed types, logical otherwise; shifts past the width fill.
+#[inline]
+fn shift_right(a: u64, b: u64, ty: Ty) -> u64 {
+    let bits = ty.bits();
+    let m = type_mask(ty);
+    let sa = sext(a, ty);
+    let s = (b as u32).min(bits);
+    if ty.signed() {
+        if s >= bits {
+            (if sa < 0 { -1i64 } else { 0 }) as u64 & m
+        } else {
+            (sa >> s) as u64 & m
+        }
+    } else if s >= bits {
+        0
+    } else {
+        (a & m) >> s
+    }
+}
+
+/// `bfe`: the `c`-bit field of `a` at bit `b`, sign-extended for signed types.
+#[inline]
+fn bit_field_extract(a: u64, b: u64, c: u64, ty: Ty) -> u64 {
+    let bits = ty.bits();
+    let m = type_mask(ty);
+    let signed = ty.signed();
+    let pos = (b & 0xff) as u32;
+    let len = (c & 0xff) as u32;
+    let msb = bits - 1;
+    let sign_bit = if len == 0 || !signed {
+        false
+    } else {
+        let at = (pos + len - 1).min(msb);
+        (a >> at) & 1 == 1
+    };
+    let mut out = 0u64;
+    for i in 0..bits {
+        let bit = if i < len && pos + i <= msb {
+            (a >> (pos + i)) & 1 == 1
+        } else {
+            sign_bit
+        };
+        if bit {
+            out |= 1 << i;
+        }
+    }
+    out & m
+}
+
+/// `bfi`: `a`'s low bits into `b` at the position and length packed in `c`
+/// (`pos | len << 32`, as the decoder writes it).
+#[inline]
+fn bit_field_insert(a: u64, b: u64, c: u64, ty: Ty) -> u64 {
+    let bits = ty.bits();
+    let m = type_mask(ty);
+    let pos = (c & 0xff) as u32;
+    let len = ((c >> 32) & 0xff) as u32;
+    let mut out = b & m;
+    for i in 0..len {
+        if pos + i >= bits {
+            break;
+        }
+        out &= !(1 << (pos + i));
+        out |= ((a >> i) & 1) << (pos + i);
+    }
+    out & m
+}
+
+/// `prmt` (the default mode): four bytes picked from `a` and `b` by the selectors in `c`,
+/// each either the byte or its sign replicated.
+#[inline]
+fn permute(a: u64, b: u64, c: u64) -> u64 {
+    let bytes = [a as u32, b as u32];
+    let all = u64::from(bytes[0]) | u64::from(bytes[1]) << 32;
+    let mut out = 0u32;
+    for i in 0..4 {
+        let sel = (c >> (4 * i)) as u32 & 0xf;
+        let byte = (all >> ((sel & 7) * 8)) as u8;
+        let byte = if sel & 8 != 0 {
+            if byte & 0x80 != 0 {
+                0xff
+            } else {
+                0
+            }
+        } else {
+            byte
+        };
+        out |= u32::from(byte) << (8 * i);
+    }
+    u64::from(out)
 }
 
 /// An f32 register's value.
@@ -553,116 +575,143 @@ pub fn int_range(ty: Ty) -> (i128, i128) {
 /// `cvt`, every combination the interpreter accepts.
 #[allow(clippy::too_many_arguments)]
 pub fn convert(dty: Ty, sty: Ty, rnd: Option<Rnd>, int_rnd: Option<Rnd>, sat: bool, v: u64) -> u64 {
-    let dm = type_mask(dty);
     match (sty.float(), dty.float()) {
-        (false, false) => {
-            let x: i128 = if sty.signed() {
-                i128::from(sext(v, sty))
-            } else {
-                i128::from(v & type_mask(sty))
-            };
-            if sat {
-                let (lo, hi) = int_range(dty);
-                (x.clamp(lo, hi) as u64) & dm
-            } else {
-                (x as u64) & dm
-            }
-        }
-        (true, false) => {
-            let x = if sty == Ty::F64 {
-                f64::from_bits(v)
-            } else {
-                f64::from(f32::from_bits(v as u32))
-            };
-            if x.is_nan() {
-                // What an H100 gives for a NaN, signed or unsigned: the top bit alone, but
-                // zero from a float to 32 bits.
-                return if sty == Ty::F32 && dty.bits() == 32 {
-                    0
-                } else {
-                    (1u64 << (dty.bits() - 1)) & dm
-                };
-            }
-            let r = round_integral(x, int_rnd.unwrap_or(Rnd::Z));
-            let (lo, hi) = int_range(dty);
-            let clamped = if r <= lo as f64 {
-                lo
-            } else if r >= hi as f64 {
-                hi
-            } else {
-                r as i128
-            };
-            (clamped as u64) & dm
-        }
-        (false, true) => {
-            let x: i128 = if sty.signed() {
-                i128::from(sext(v, sty))
-            } else {
-                i128::from(v & type_mask(sty))
-            };
-            let rnd = rnd.unwrap_or(Rnd::N);
-            if dty == Ty::F64 {
-                let r = x as f64;
-                let side = (x - r as i128).signum() as f64;
-                let r = direct_int64(r, side, rnd);
-                r.to_bits()
-            } else {
-                let r = x as f64;
-                let e = (x - r as i128) as f64;
-                let out = round32(r, e, rnd);
-                u64::from(out.to_bits())
-            }
-        }
-        (true, true) => {
-            let out = match (sty, dty) {
-                (Ty::F32, Ty::F64) => {
-                    // No flush: `(double)f` of a subnormal keeps it on an H100.
-                    let x = f64::from(f32::from_bits(v as u32));
-                    let x = match int_rnd {
-                        Some(r) => round_integral(x, r),
-                        None => x,
-                    };
-                    let x = if sat { saturate64(x) } else { x };
-                    x.to_bits()
-                }
-                (Ty::F64, Ty::F32) => {
-                    // A subnormal result stays (an H100's cvt.rp.ftz.f32.f64 of the
-                    // smallest normal double gives 0x00000001).
-                    let x = f64::from_bits(v);
-                    let r = round32(x, 0.0, rnd.unwrap_or(Rnd::N));
-                    let r = if sat {
-                        saturate64(f64::from(r)) as f32
-                    } else {
-                        r
-                    };
-                    u64::from(r.to_bits())
-                }
-                (Ty::F64, _) => {
-                    let x = f64::from_bits(v);
-                    let x = match int_rnd {
-                        Some(r) => round_integral(x, r),
-                        None => x,
-                    };
-                    let x = if sat { saturate64(x) } else { x };
-                    quiet64(x.to_bits())
-                }
-                _ => {
-                    let x = f32_of(v);
-                    let x = match int_rnd {
-                        Some(r) => round_integral(f64::from(x), r) as f32,
-                        None => x,
-                    };
-                    let x = if sat {
-                        saturate64(f64::from(x)) as f32
-                    } else {
-                        x
-                    };
-                    u64::from(canonical32(x).to_bits())
-                }
-            };
-            out & dm
-        }
+        (false, false) => int_to_int(dty, sty, sat, v),
+        (true, false) => float_to_int(dty, sty, int_rnd, v),
+        (false, true) => int_to_float(dty, sty, rnd, v),
+        (true, true) => float_to_float(dty, sty, rnd, int_rnd, sat, v),
     }
+}
+
+/// The integer that `v` holds as `ty`, sign- or zero-extended.
+#[inline]
+fn int_value(v: u64, ty: Ty) -> i128 {
+    if ty.signed() {
+        i128::from(sext(v, ty))
+    } else {
+        i128::from(v & type_mask(ty))
+    }
+}
+
+/// `cvt` between integer types: truncated, or clamped to `dty`'s range with `.sat`.
+#[inline]
+fn int_to_int(dty: Ty, sty: Ty, sat: bool, v: u64) -> u64 {
+    let dm = type_mask(dty);
+    let x = int_value(v, sty);
+    if sat {
+        let (lo, hi) = int_range(dty);
+        (x.clamp(lo, hi) as u64) & dm
+    } else {
+        (x as u64) & dm
+    }
+}
+
+/// `cvt` from a float to an integer: rounded to an integer (towards zero unless told),
+/// then clamped to `dty`'s range.
+#[inline]
+fn float_to_int(dty: Ty, sty: Ty, int_rnd: Option<Rnd>, v: u64) -> u64 {
+    let dm = type_mask(dty);
+    let x = if sty == Ty::F64 {
+        f64::from_bits(v)
+    } else {
+        f64::from(f32::from_bits(v as u32))
+    };
+    if x.is_nan() {
+        // What an H100 gives for a NaN, signed or unsigned: the top bit alone, but
+        // zero from a float to 32 bits.
+        return if sty == Ty::F32 && dty.bits() == 32 {
+            0
+        } else {
+            (1u64 << (dty.bits() - 1)) & dm
+        };
+    }
+    let r = round_integral(x, int_rnd.unwrap_or(Rnd::Z));
+    let (lo, hi) = int_range(dty);
+    let clamped = if r <= lo as f64 {
+        lo
+    } else if r >= hi as f64 {
+        hi
+    } else {
+        r as i128
+    };
+    (clamped as u64) & dm
+}
+
+/// `cvt` from an integer to a float, rounded as told (to nearest unless told).
+#[inline]
+fn int_to_float(dty: Ty, sty: Ty, rnd: Option<Rnd>, v: u64) -> u64 {
+    let x = int_value(v, sty);
+    let rnd = rnd.unwrap_or(Rnd::N);
+    if dty == Ty::F64 {
+        let r = x as f64;
+        let side = (x - r as i128).signum() as f64;
+        let r = direct_int64(r, side, rnd);
+        r.to_bits()
+    } else {
+        let r = x as f64;
+        let e = (x - r as i128) as f64;
+        let out = round32(r, e, rnd);
+        u64::from(out.to_bits())
+    }
+}
+
+/// `cvt` between float types, or within one to round to an integer (`int_rnd`).
+#[inline]
+fn float_to_float(
+    dty: Ty,
+    sty: Ty,
+    rnd: Option<Rnd>,
+    int_rnd: Option<Rnd>,
+    sat: bool,
+    v: u64,
+) -> u64 {
+    let out = match (sty, dty) {
+        (Ty::F32, Ty::F64) => {
+            // No flush: `(double)f` of a subnormal keeps it on an H100.
+            let x = f64::from(f32::from_bits(v as u32));
+            let x = match int_rnd {
+                Some(r) => round_integral(x, r),
+                None => x,
+            };
+            let x = if sat { saturate64(x) } else { x };
+            x.to_bits()
+        }
+        (Ty::F64, Ty::F32) => {
+            // A subnormal result stays (an H100's cvt.rp.ftz.f32.f64 of the
+            // smallest normal double gives 0x00000001).
+            let x = f64::from_bits(v);
+            let r = round32(x, 0.0, rnd.unwrap_or(Rnd::N));
+            let r = if sat {
+                saturate64(f64::from(r)) as f32
+            } else {
+                r
+            };
+            u64::from(r.to_bits())
+        }
+        (Ty::F64, _) => {
+            let x = f64::from_bits(v);
+            let x = match int_rnd {
+                Some(r) => round_integral(x, r),
+                None => x,
+            };
+            let x = if sat { saturate64(x) } else { x };
+            quiet64(x.to_bits())
+        }
+        _ => {
+            let x = f32_of(v);
+            let x = match int_rnd {
+                Some(r) => round_integral(f64::from(x), r) as f32,
+                None => x,
+            };
+            let x = if sat {
+                saturate64(f64::from(x)) as f32
+            } else {
+                x
+            };
+            u64::from(canonical32(x).to_bits())
+        }
+    };
+    out & type_mask(dty)
 }
 
 pub fn direct_int64(r: f64, side: f64, rnd: Rnd) -> f64 {
