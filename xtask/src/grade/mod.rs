@@ -28,6 +28,7 @@ pub mod classroom;
 mod compile;
 pub mod gradescope;
 mod intake;
+mod planted;
 mod report;
 mod rubric;
 mod sandbox;
@@ -203,6 +204,7 @@ pub fn run(args: Args) -> Result<()> {
         speed_runs: rubric.speed_runs,
         gpu: gpu_info.as_ref(),
         made: Default::default(),
+        hosts: Default::default(),
         noise: checks::noise(),
     };
     let mut graded_checks = Vec::new();
