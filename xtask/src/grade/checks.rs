@@ -570,8 +570,15 @@ fn sums(
     args: &[String],
     variants: &[String],
 ) -> Earned {
-    // A length of the grade's own choosing, so that no sum can be known in advance.
-    let args = &with_unpredictable_n(args, context.noise);
+    // A length of the grade's own choosing, so that no sum can be known in advance; and the
+    // CPU variants combine by addition modulo a number of the grade's own (below any total
+    // the rubric's lengths give), so a variant that adds without calling the operation it is
+    // handed is wrong. The GPU kernels' block totals are added, so they keep addition.
+    let mut args = with_unpredictable_n(args, context.noise);
+    if kernel.is_none() {
+        args.extend(["--modulus".to_string(), modulus(context.noise).to_string()]);
+    }
+    let args = &args;
     let expected = expected_sum(context, lab, args)?;
 
     let program = match kernel {
@@ -671,6 +678,13 @@ fn with_unpredictable_view(args: &[String], noise: u64) -> Result<Vec<String>, S
     ]);
     moved.extend(["--scale".to_string(), format!("{:e}", view.scale)]);
     Ok(moved)
+}
+
+/// lab06's modulus for the CPU variants: 1009 to 33776, drawn from the grade's `noise`
+/// (bits of their own), below the total of any length the rubric gives (each element's
+/// value is 1 to 3 on average 2, so 100,000 elements total about 200,000).
+fn modulus(noise: u64) -> u64 {
+    1009 + (noise >> 24) % 32768
 }
 
 /// `--n N` raised by 1 to 4095, by the grade's `noise`: a submission that prints a sum
@@ -888,6 +902,17 @@ mod tests {
         assert_ne!(views[1], views[3]);
         assert_ne!(views[0], args, "the rubric's own view is never run");
         assert!(with_unpredictable_view(&["x".to_string()], 1).is_err());
+    }
+
+    #[test]
+    fn the_modulus_changes_with_the_grade_and_stays_below_the_sums() {
+        let moduli: Vec<u64> = [0, 1 << 24, 5 << 24, u64::MAX].map(modulus).to_vec();
+        assert!(
+            moduli.iter().all(|m| (1009..1009 + 32768).contains(m)),
+            "{moduli:?}"
+        );
+        assert_ne!(moduli[0], moduli[1]);
+        assert_ne!(moduli[1], moduli[2]);
     }
 
     #[test]
