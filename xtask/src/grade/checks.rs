@@ -81,7 +81,7 @@ pub struct Context<'a> {
     pub made: std::cell::RefCell<HashMap<Vec<String>, Vec<u8>>>,
     /// Whether each GPU lab's host code ran the kernel the grader planted ([`host_proven`]),
     /// found once per grade.
-    pub hosts: std::cell::RefCell<HashMap<&'static str, Result<(), String>>>,
+    pub hosts: std::cell::RefCell<HashMap<&'static str, Result<Host, String>>>,
     /// This grade's own number: lab06's lengths, lab02's speed view and the planted kernels
     /// are drawn from it ([`noise`]).
     pub noise: u64,
@@ -363,32 +363,52 @@ fn image(
     kernel: Option<&Path>,
 ) -> Earned {
     let (width, height) = parse_size(size).map_err(|e| e.to_string())?;
-    let program = match kernel {
-        Some(kernel) => {
-            host_proven(context, lab, deadline)?;
-            Program::SolutionWithKernel(kernel)
-        }
-        None => Program::Student,
+    let (program, host) = match kernel {
+        Some(kernel) => (
+            Program::SolutionWithKernel(kernel),
+            Some(host_proven(context, lab, deadline)?),
+        ),
+        None => (Program::Student, None),
     };
     let expected = lab01_image(context, (&width, &height), view)?;
     let mut args = vec![width, height];
     args.extend(view.iter().cloned());
     args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
+    if host == Some(Host::Fuses) {
+        args.push(FUSED.to_string());
+    }
     let run = sandboxed(context, lab, &program, &os(&args), deadline)?;
     let got = output_file(run.out.path(), "image.ppm", expected.len() as u64 + 64)?;
-    compare_images(context, expected, got, max_differing).map(|(fraction, what)| match kernel {
-        Some(_) => (
-            fraction,
-            format!("{what} (its kernel, run by the solution's host code)"),
-        ),
-        None => (fraction, what),
-    })
+    let how = match host {
+        None => "",
+        Some(Host::Exact) => " (its kernel, run by the solution's host code)",
+        Some(Host::Fuses) => {
+            " (its kernel, run by the solution's host code with multiply-adds fused, as its \
+             own NVRTC options fuse them)"
+        }
+    };
+    compare_images(context, expected, got, max_differing)
+        .map(|(fraction, what)| (fraction, format!("{what}{how}")))
+        .map_err(|what| format!("{what}{how}"))
 }
+
+/// What the planted kernel showed of a student's host code: it runs the kernel it is given
+/// as this workspace's does, or does so with multiply-adds fused (its NVRTC options).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Host {
+    Exact,
+    Fuses,
+}
+
+/// The option after which this workspace's host code compiles a kernel with fused
+/// multiply-adds (NVRTC takes the last `--fmad`), as a student's options may.
+const FUSED: &str = "--nvrtc-option=--fmad=true";
 
 /// Whether the student's host code of `lab` runs the kernel it is given, on the device: run
 /// with a kernel the grader writes for this grade ([`planted::kernel`]), it must write
-/// exactly what this workspace's host code writes with it. Found once per grade and lab.
-fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<(), String> {
+/// exactly what this workspace's host code writes with it, with multiply-adds fused or not.
+/// Found once per grade and lab.
+fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
     if let Some(known) = context.hosts.borrow().get(lab.name) {
         return known.clone();
     }
@@ -397,7 +417,7 @@ fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     proven
 }
 
-fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<(), String> {
+fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
     // Each lab its own key, from the grade's number.
     let key = context.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
     let (source, mut args) = planted::kernel(lab.name, key).ok_or_else(|| {
@@ -416,38 +436,31 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     fs::write(&file, source)
         .map_err(|e| format!("cannot write the planted kernel (not the student's fault): {e}"))?;
     args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
-    let args = os(&args);
-    let ours = sandboxed(
-        context,
-        lab,
-        &Program::Planted {
-            student: false,
+    let planted = |student: bool, args: &[String]| {
+        let program = Program::Planted {
+            student,
             file: &file,
-        },
-        &args,
-        deadline,
-    )
-    .map_err(|e| {
-        format!("the solution, with the planted kernel, failed (not the student's fault): {e}")
-    })?;
-    let want = output_file(ours.out.path(), "image.ppm", 1 << 20).map_err(|e| {
-        format!("the solution, with the planted kernel: {e} (not the student's fault)")
-    })?;
-    let theirs = sandboxed(
-        context,
-        lab,
-        &Program::Planted {
-            student: true,
-            file: &file,
-        },
-        &args,
-        deadline,
-    )
-    .map_err(|e| format!("its host code, run with a kernel the grader planted: {e}"))?;
-    let got = output_file(theirs.out.path(), "image.ppm", want.len() as u64)
-        .map_err(|e| format!("its host code, run with a kernel the grader planted, {e}"))?;
+        };
+        sandboxed(context, lab, &program, &os(args), deadline)
+            .and_then(|run| output_file(run.out.path(), "image.ppm", 1 << 20))
+    };
+    let solution = |args: &[String]| {
+        planted(false, args).map_err(|e| {
+            format!("the solution, with the planted kernel, failed (not the student's fault): {e}")
+        })
+    };
+    let want = solution(&args)?;
+    let got = planted(true, &args)
+        .map_err(|e| format!("its host code, run with a kernel the grader planted: {e}"))?;
     if got == want {
-        return Ok(());
+        return Ok(Host::Exact);
+    }
+    // Only where it differs: the same kernel with multiply-adds fused, which the planted
+    // kernel's third byte shows (lab04's options are the student's).
+    let mut fused_args = args.clone();
+    fused_args.push(FUSED.to_string());
+    if got == solution(&fused_args)? {
+        return Ok(Host::Fuses);
     }
     let differing = if got.len() == want.len() {
         let at = want.iter().zip(&got).position(|(a, b)| a != b).unwrap_or(0);
@@ -458,9 +471,8 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     };
     Err(format!(
         "its host code, run with a kernel the grader planted, did not write what the \
-         solution's host code writes with it ({differing}): its launch, arguments, NVRTC \
-         options or copy back do not run the kernel they are given, so its images are not \
-         counted"
+         solution's host code writes with it ({differing}): its launch, arguments or copy \
+         back do not run the kernel they are given, so its images are not counted"
     ))
 }
 
