@@ -78,8 +78,8 @@ pub struct KernelArg {
     #[arg(long = "kernel", value_name = "FILE")]
     pub path: Option<PathBuf>,
 
-    /// NVRTC options added after the lab's own (later ones win): the grader's, to compile a
-    /// student's kernel as the student's own options did (`--fmad=true`)
+    /// NVRTC options added after the lab's own (where two disagree, the later wins): a
+    /// grader's, to compile a student's kernel as the student's own options would
     #[arg(
         long = "nvrtc-option",
         value_name = "OPTION",
@@ -311,11 +311,11 @@ mod tests {
         // Options given on the command line come after the lab's own.
         let added = KernelArg {
             path: None,
-            options: vec!["--fmad=true".to_string()],
+            options: vec!["-DLATER=1".to_string()],
         }
         .apply(given.clone())
         .expect("no file to read");
-        assert_eq!(added.options, ["--std=c++17", "--fmad=true"]);
+        assert_eq!(added.options, ["--std=c++17", "-DLATER=1"]);
         assert_eq!(
             KernelArg::default().apply(given.clone()).ok(),
             Some(given.clone())
