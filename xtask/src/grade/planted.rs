@@ -44,4 +44,29 @@ mod tests {
         }
         assert!(kernel("lab05", 1).is_none());
     }
+
+    /// Each planted kernel compiles with NVRTC (where it is found), and its product-and-sum
+    /// is fused by default and not under `--fmad=false`: a host whose options fuse writes
+    /// other bits.
+    #[test]
+    fn the_planted_kernels_compile_and_show_fused_multiply_adds() {
+        if !shared::nvrtc::is_present() {
+            eprintln!("NVRTC not found: the planted kernels were not compiled");
+            return;
+        }
+        for lab in ["lab03", "lab04"] {
+            let (source, _) = kernel(lab, 0xfeed_beef_cafe).expect("a planted kernel");
+            let compile = |options: &[&str]| {
+                shared::nvrtc::KernelFile {
+                    name: "planted.cu",
+                    source: source.clone().into(),
+                    options: options.iter().map(|o| o.to_string()).collect(),
+                }
+                .ptx("compute_90")
+                .unwrap_or_else(|e| panic!("{lab}'s planted kernel: {e}"))
+            };
+            assert!(compile(&[]).contains("fma.rn.f64"), "{lab}");
+            assert!(!compile(&["--fmad=false"]).contains("fma.rn.f64"), "{lab}");
+        }
+    }
 }
