@@ -51,7 +51,7 @@ mod tests {
     #[test]
     fn the_planted_kernels_compile_and_show_fused_multiply_adds() {
         if !shared::nvrtc::is_present() {
-            eprintln!("NVRTC not found: the planted kernels were not compiled");
+            shared::cli::eprint_line("NVRTC not found: the planted kernels were not compiled");
             return;
         }
         for lab in ["lab03", "lab04"] {
