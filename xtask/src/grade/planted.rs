@@ -16,8 +16,12 @@ pub fn kernel(lab: &str, key: u64) -> Option<(String, Vec<String>)> {
     };
     // Small enough to cost a fraction of a second on the CPU device; the default view, which
     // is symmetric about the real axis (lab04's mirror rows) and crosses the near-set box.
-    let width = 33 + key % 64;
     let height = 21 + (key >> 8) % 48;
+    // Never square: a launch with its grid and block swapped (lab03) covers a square alike.
+    let width = match 33 + key % 64 {
+        square if square == height => square + 1,
+        width => width,
+    };
     // Of the size of the products x * y in the default view, so that rounding the product
     // before the add (lab01's way) and fusing the two give different bits at most pixels.
     let add = 0.05 + ((key >> 16) % 100_000) as f64 / 1e6;
@@ -40,7 +44,11 @@ mod tests {
             assert_ne!(a, b, "{lab}");
             assert!(a.starts_with("#define PLANTED_KEY 0x00000001u\n"), "{a}");
             let width: u32 = args[0].parse().expect("a width");
-            assert!((33..=96).contains(&width), "{args:?}");
+            assert!((33..=97).contains(&width), "{args:?}");
+        }
+        for key in (0..1 << 16).map(|k: u64| k.wrapping_mul(0x9e37_79b9_7f4a_7c15)) {
+            let (_, args) = kernel("lab03", key).expect("a planted kernel");
+            assert_ne!(args[0], args[1], "a square image for key {key:#x}");
         }
         assert!(kernel("lab05", 1).is_none());
     }
