@@ -19,6 +19,7 @@ use shared::error::{try_alloc_bytes, CudaResultExt};
 // stub: use shared::gpu::{DeviceArg, Gpu};
 use shared::gpu::{elapsed_ms, DeviceArg, Gpu};
 // END SOLUTION
+use shared::nvrtc::KernelArg;
 use shared::output::ImageFile;
 use shared::palette::PALETTE;
 use shared::timing::{Phase, Timer};
@@ -37,6 +38,9 @@ struct Args {
     mandelbrot: MandelbrotArgs,
 
     #[command(flatten)]
+    kernel: KernelArg,
+
+    #[command(flatten)]
     device: DeviceArg,
 }
 
@@ -46,6 +50,8 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<()> {
     args.device.select()?;
+    // `--kernel FILE` compiles another kernel of the same signature with the same options.
+    let kernel = args.kernel.apply(lab03_cuda_naive::kernel_file())?;
     let args = args.mandelbrot;
     let mut timer = Timer::start("lab03", args.width, args.height);
     let view = args.view();
@@ -62,7 +68,6 @@ fn run(args: Args) -> Result<()> {
     let gpu = timer.time(Phase::Context, Gpu::open)?;
     timer.device(gpu.name.clone());
 
-    let kernel = lab03_cuda_naive::kernel_file();
     let kernels = timer.time(Phase::Compile, || {
         gpu.compile(kernel.name, &kernel.source, &kernel.options)
     })?;

@@ -13,6 +13,7 @@
 //! pointers are called through an address read at run time.
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -55,7 +56,7 @@ trait Combine {
     fn combine(&self, acc: f32, x: f32) -> f32;
 }
 
-/// The only implementation: addition.
+/// The lab's operation: addition.
 struct Add;
 
 impl Combine for Add {
@@ -66,6 +67,41 @@ impl Combine for Add {
 
 fn add(acc: f32, x: f32) -> f32 {
     acc + x
+}
+
+/// How the elements are combined: addition (the lab's sum), or addition modulo a whole
+/// number (`--modulus`), with which a grader checks that each variant calls the operation
+/// it is given. Both are exact on the lab's data, in any order, and 0 is neutral to both.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    Add,
+    AddModulo(f32),
+}
+
+impl Op {
+    /// Two partial results combined (the chunk totals of the rayon variants).
+    fn apply(self, a: f32, b: f32) -> f32 {
+        match self {
+            Op::Add => a + b,
+            Op::AddModulo(m) => (a + b) % m,
+        }
+    }
+}
+
+/// Addition modulo `.0`: exact while `.0` is a whole number below 2^24 - 3.
+struct AddModulo(f32);
+
+impl Combine for AddModulo {
+    fn combine(&self, acc: f32, x: f32) -> f32 {
+        (acc + x) % self.0
+    }
+}
+
+/// A `fn` pointer carries no data: `add_modulo`'s modulus is here, set by `sum` (as bits).
+static MODULUS: AtomicU32 = AtomicU32::new(0);
+
+fn add_modulo(acc: f32, x: f32) -> f32 {
+    (acc + x) % f32::from_bits(MODULUS.load(Ordering::Relaxed))
 }
 
 /// Sum `data` the way `sum` says, on `cores`.
@@ -81,32 +117,58 @@ fn add(acc: f32, x: f32) -> f32 {
 ///   calls `sum_dyn(data, &Add)` from one place, it removed them.
 /// - around `data`, it hides that the same unchanged buffer is summed in every
 ///   repetition, so no repetition can be answered from an earlier one.
-pub fn sum(sum: CpuSum, cores: Cores, data: &[f32]) -> f32 {
+///
+/// `op` is what each variant is handed (`Op::Add` unless `--modulus` was given).
+pub fn sum(sum: CpuSum, cores: Cores, data: &[f32], op: Op) -> f32 {
     let data = black_box(data);
-    match sum {
-        CpuSum::Plain => split(cores, data, sum_plain),
-        CpuSum::Generic => split(cores, data, |part| sum_generic(part, &Add)),
-        CpuSum::Dyn => {
-            let op: &(dyn Combine + Sync) = black_box(&Add);
-            split(cores, data, |part| sum_dyn(part, op))
+    let modulo = AddModulo(match op {
+        Op::Add => 1.0,
+        Op::AddModulo(m) => m,
+    });
+    match (sum, op) {
+        (CpuSum::Plain, Op::Add) => split(cores, data, op, sum_plain),
+        (CpuSum::Plain, Op::AddModulo(m)) => split(cores, data, op, |part| sum_plain(part) % m),
+        (CpuSum::Generic, Op::Add) => split(cores, data, op, |part| sum_generic(part, &Add)),
+        (CpuSum::Generic, Op::AddModulo(_)) => {
+            split(cores, data, op, |part| sum_generic(part, &modulo))
         }
-        CpuSum::BoxFn => {
-            let op: Box<dyn Fn(f32, f32) -> f32 + Sync> = black_box(Box::new(|acc, x| acc + x));
-            split(cores, data, |part| sum_boxed(part, &*op))
+        (CpuSum::Dyn, _) => {
+            let op_object: &(dyn Combine + Sync) = match op {
+                Op::Add => black_box(&Add),
+                Op::AddModulo(_) => black_box(&modulo),
+            };
+            split(cores, data, op, |part| sum_dyn(part, op_object))
         }
-        CpuSum::FnPtr => {
-            let op = black_box(add as fn(f32, f32) -> f32);
-            split(cores, data, |part| sum_fn_ptr(part, op))
+        (CpuSum::BoxFn, _) => {
+            let closure: Box<dyn Fn(f32, f32) -> f32 + Sync> = match op {
+                Op::Add => black_box(Box::new(|acc, x| acc + x)),
+                Op::AddModulo(m) => black_box(Box::new(move |acc, x| (acc + x) % m)),
+            };
+            split(cores, data, op, |part| sum_boxed(part, &*closure))
+        }
+        (CpuSum::FnPtr, _) => {
+            let pointer = match op {
+                Op::Add => add as fn(f32, f32) -> f32,
+                Op::AddModulo(m) => {
+                    MODULUS.store(m.to_bits(), Ordering::Relaxed);
+                    add_modulo
+                }
+            };
+            let pointer = black_box(pointer);
+            split(cores, data, op, |part| sum_fn_ptr(part, pointer))
         }
     }
 }
 
-/// Run `sum` over the whole buffer on this thread, or over chunks on every core and add the
-/// chunk totals (whole numbers, so their order does not matter either).
-fn split(cores: Cores, data: &[f32], sum: impl Fn(&[f32]) -> f32 + Sync) -> f32 {
+/// Run `sum` over the whole buffer on this thread, or over chunks on every core and combine
+/// the chunk totals with `op` (whole numbers, so their order does not matter either).
+fn split(cores: Cores, data: &[f32], op: Op, sum: impl Fn(&[f32]) -> f32 + Sync) -> f32 {
     match cores {
         Cores::One => sum(data),
-        Cores::All => data.par_chunks(CHUNK).map(&sum).sum(),
+        Cores::All => data
+            .par_chunks(CHUNK)
+            .map(&sum)
+            .reduce(|| 0.0, |a, b| op.apply(a, b)),
     }
 }
 
@@ -244,7 +306,13 @@ pub enum CpuRun {
 ///   predecessor left in the cache: a run after a multi-threaded one finds pieces of the
 ///   whole buffer there, a run after a single-threaded one only its end, already evicted by
 ///   the time it gets there.
-pub fn measure(runs: &[CpuRun], data: &[f32], reps: usize, expected: u64) -> Result<Vec<Measured>> {
+pub fn measure(
+    runs: &[CpuRun],
+    data: &[f32],
+    reps: usize,
+    expected: u64,
+    op: Op,
+) -> Result<Vec<Measured>> {
     let flush = try_alloc_bytes(2 * last_level_cache_bytes(), "the cache-flush buffer")?;
     let mut times = vec![Vec::with_capacity(reps); runs.len()];
     let mut sums: Vec<Option<f32>> = vec![None; runs.len()];
@@ -257,7 +325,7 @@ pub fn measure(runs: &[CpuRun], data: &[f32], reps: usize, expected: u64) -> Res
                     black_box(read_peak(data));
                     None
                 }
-                CpuRun::Sum(how, cores) => Some(sum(how, cores, data)),
+                CpuRun::Sum(how, cores) => Some(sum(how, cores, data, op)),
             };
             if round > 0 {
                 times[i].push(start.elapsed().as_secs_f64() * 1e3);
@@ -329,12 +397,34 @@ mod tests {
             let (data, expected) = crate::data::make(n).unwrap();
             for variant in ALL {
                 for cores in [Cores::One, Cores::All] {
-                    let got = sum(variant, cores, &data);
+                    let got = sum(variant, cores, &data, Op::Add);
                     assert_eq!(
                         f64::from(got),
                         expected as f64,
                         "{variant:?} {cores:?} n={n}"
                     );
+                }
+            }
+        }
+    }
+
+    /// Each variant combines with the operation it is handed, in its lanes, its tail and its
+    /// chunks: modulo M, every result is the total modulo M (moduli below and above it).
+    #[test]
+    fn every_variant_combines_with_the_operation_it_is_given() {
+        for n in [17, CHUNK + 17, 3 * CHUNK + 5] {
+            let (data, total) = crate::data::make(n).unwrap();
+            for modulus in [7u64, 1009, 65521] {
+                let expected = total % modulus;
+                for variant in ALL {
+                    for cores in [Cores::One, Cores::All] {
+                        let got = sum(variant, cores, &data, Op::AddModulo(modulus as f32));
+                        assert_eq!(
+                            f64::from(got),
+                            expected as f64,
+                            "{variant:?} {cores:?} n={n} modulo {modulus}"
+                        );
+                    }
                 }
             }
         }

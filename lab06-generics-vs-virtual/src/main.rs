@@ -44,8 +44,22 @@ fn run(args: Args) -> Result<()> {
     let ptx_file = args.save_ptx.as_deref().map(Output::create).transpose()?;
     shared::cli::start_threads()?;
 
-    // The data, and its exact total computed in integers.
-    let (data, expected) = timer.time(Phase::Allocate, || data::make(args.n))?;
+    // `--modulus` is for the CPU variants: the GPU kernels' block totals are added.
+    let op = match args.modulus {
+        Some(_) if !selection.gpu.is_empty() => {
+            return Err(Error::Usage(
+                "--modulus applies to the CPU variants only: add --cpu-only, or list CPU \
+                 variants with --variants"
+                    .to_string(),
+            ))
+        }
+        Some(m) => cpu::Op::AddModulo(m as f32),
+        None => cpu::Op::Add,
+    };
+
+    // The data, and its exact total computed in integers (modulo `--modulus`, if given).
+    let (data, total) = timer.time(Phase::Allocate, || data::make(args.n))?;
+    let expected = args.modulus.map_or(total, |m| total % u64::from(m));
 
     // The GPU first, so that a run which needs one fails before the long CPU runs.
     let gpu = open_gpu(&selection, ptx_file, &data, &args.kernel, &mut timer)?;
@@ -56,7 +70,7 @@ fn run(args: Args) -> Result<()> {
             .chain(selection.cpu.iter().copied())
             .collect();
         let measured = timer.time(Phase::Compute, || {
-            cpu::measure(&runs, &data, reps, expected)
+            cpu::measure(&runs, &data, reps, expected, op)
         })?;
         let mut table = Table::new(cpu::describe());
         timer.device(cpu::describe());

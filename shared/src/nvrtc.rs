@@ -77,12 +77,27 @@ pub struct KernelArg {
     /// Compile this CUDA C++ file instead of the lab's own kernel source (same options)
     #[arg(long = "kernel", value_name = "FILE")]
     pub path: Option<PathBuf>,
+
+    /// NVRTC options added after the lab's own (where two disagree, the later wins): a
+    /// grader's, to compile a student's kernel as the student's own options would
+    #[arg(
+        long = "nvrtc-option",
+        value_name = "OPTION",
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub options: Vec<String>,
 }
 
 impl KernelArg {
-    /// `kernel` with its source replaced by `--kernel FILE`'s text, if given.
+    /// `kernel` with its source replaced by `--kernel FILE`'s text, if given, and the
+    /// `--nvrtc-option`s after its own.
     pub fn apply(&self, kernel: KernelFile) -> Result<KernelFile> {
-        kernel.with_source_from(self.path.as_deref())
+        let kernel = kernel.with_source_from(self.path.as_deref())?;
+        Ok(self
+            .options
+            .iter()
+            .fold(kernel, |kernel, option| kernel.with_option(option.as_str())))
     }
 }
 
@@ -287,11 +302,20 @@ mod tests {
         let given = KernelFile::new("k.cu", "built in", &["--std=c++17"]);
         let kernel = KernelArg {
             path: Some(file.clone()),
+            options: Vec::new(),
         }
         .apply(given.clone())
         .expect("read");
         assert_eq!(kernel.source, "__global__ void k() {}");
         assert_eq!((kernel.name, &kernel.options), (given.name, &given.options));
+        // Options given on the command line come after the lab's own.
+        let added = KernelArg {
+            path: None,
+            options: vec!["-DLATER=1".to_string()],
+        }
+        .apply(given.clone())
+        .expect("no file to read");
+        assert_eq!(added.options, ["--std=c++17", "-DLATER=1"]);
         assert_eq!(
             KernelArg::default().apply(given.clone()).ok(),
             Some(given.clone())
@@ -299,14 +323,18 @@ mod tests {
 
         let missing = KernelArg {
             path: Some(dir.path().join("none.cu")),
+            options: Vec::new(),
         };
         let error = missing.apply(given.clone()).unwrap_err().to_string();
         assert!(error.ends_with("none.cu: no such file"), "{error}");
         std::fs::write(&file, [0xff, 0xfe]).expect("written");
-        let error = KernelArg { path: Some(file) }
-            .apply(given)
-            .unwrap_err()
-            .to_string();
+        let error = KernelArg {
+            path: Some(file),
+            options: Vec::new(),
+        }
+        .apply(given)
+        .unwrap_err()
+        .to_string();
         assert!(
             error.ends_with("is not UTF-8 text: give a CUDA C++ source file"),
             "{error}"

@@ -10,7 +10,9 @@
 //! and in injected code). `says` is text the grade's report must hold (the limit that stopped
 //! an attack: "used more than 4 GiB of memory"); `cores = N` grades it pinned to the first N
 //! cores, as a class slot is (skipped on a machine without more). `CORPUS_ONLY=a,b` grades
-//! those entries alone.
+//! those entries alone. `points_on_cpu_device`, where given, is what it earns graded with
+//! the CPU device (its GPU checks, the kernels' speed aside, count then): such an entry is
+//! graded so where NVRTC is found, else as the others are and must earn `points_here`.
 //! Every process an attack starts carries `corpus-attack` in its command line, and every
 //! file it writes outside its output has `corpus-attack` in its name, so that the checks
 //! below find what a failed defence would have left.
@@ -44,6 +46,9 @@ struct Submission {
     base: String,
     /// Points earned on a machine without a GPU, speed checks left out.
     points_here: f64,
+    /// The same, graded with the CPU device: for attacks on the GPU labs' checks.
+    #[serde(default)]
+    points_on_cpu_device: Option<f64>,
     /// The speed check: "earned" (the honest part's credit, more than none), "none", or
     /// "any" (an attack that slows its own runs).
     #[serde(default)]
@@ -207,13 +212,15 @@ fn workspace_state(bin_dir: &Path) -> (String, Vec<(String, String)>) {
     )
 }
 
-/// Grade `dir` with the reference binaries in `bin_dir`: results.json's tests, the stdout,
-/// and the time it took.
+/// Grade `dir` with the reference binaries in `bin_dir`, pinned to the first `cores` cores
+/// where given, the GPU checks on the CPU device only where `cpu_device`: results.json's
+/// tests, the stdout, and the time it took.
 fn grade(
     dir: &Path,
     bin_dir: &Path,
     results: &Path,
     cores: Option<usize>,
+    cpu_device: bool,
 ) -> (Vec<Value>, String, Duration) {
     let started = Instant::now();
     let mut command = xtask();
@@ -234,12 +241,13 @@ fn grade(
             });
         }
     }
+    command.arg("grade").arg(dir);
+    // The GPU checks on the CPU device are the coursework test's, and the GPU attacks' here:
+    // for every entry they would add a minute to each of the corpus's grades.
+    if !cpu_device {
+        command.arg("--no-cpu-device");
+    }
     let mut child = command
-        .arg("grade")
-        .arg(dir)
-        // The GPU checks on the CPU device are the coursework test's: here they would add a
-        // minute to each of the corpus's grades.
-        .arg("--no-cpu-device")
         .args(["--build-time-limit", BUILD_LIMIT_S, "--bin-dir"])
         .arg(bin_dir)
         .arg("--gradescope")
@@ -347,6 +355,9 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
             "fallback" => "the fallback sandbox",
             other => panic!("CORPUS_SANDBOX={other}: give bubblewrap or fallback"),
         });
+    // The CPU device needs NVRTC (the README's set-up); without it the GPU attacks are graded
+    // as the others are.
+    let nvrtc = shared::nvrtc::is_present();
     let mut failures = Vec::new();
     let mut written = Vec::new();
     let mut table = String::from("submission | points here | seconds\n");
@@ -374,7 +385,11 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
             shared::cli::eprint_line(&format!("corpus: {name} skipped: no core to spare here"));
             continue;
         }
-        let (tests, stdout, took) = grade(&dir, &bin_dir, &results, cores);
+        let expected = match submission.points_on_cpu_device {
+            Some(points) if nvrtc => (points, true),
+            _ => (submission.points_here, false),
+        };
+        let (tests, stdout, took) = grade(&dir, &bin_dir, &results, cores, expected.1);
         let graded = |test: &&Value| {
             !test["output"]
                 .as_str()
@@ -399,10 +414,11 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         table.push_str(&row);
         table.push('\n');
         let mut wrong = Vec::new();
-        if (points - submission.points_here).abs() > 1e-9 {
+        if (points - expected.0).abs() > 1e-9 {
             wrong.push(format!(
-                "earned {points} (speed aside), expected {}",
-                submission.points_here
+                "earned {points} (speed aside), expected {}{}",
+                expected.0,
+                if expected.1 { " on the CPU device" } else { "" }
             ));
         }
         match submission.speed.as_deref() {
@@ -502,7 +518,7 @@ fn two_grades_at_once_both_get_every_mark() {
         .map(|(i, dir)| {
             let results = scratch.path().join(format!("{i}.json"));
             let bin_dir = bin_dir.clone();
-            std::thread::spawn(move || grade(&dir, &bin_dir, &results, None))
+            std::thread::spawn(move || grade(&dir, &bin_dir, &results, None, false))
         })
         .collect();
     for grade in grades {

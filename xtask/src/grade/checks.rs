@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use shared::timing::LabReport;
 use shared::view::View;
 
+use super::planted;
 use super::rubric::{parse_size, Check, Test};
 use super::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
 use super::timing;
@@ -80,7 +81,11 @@ pub struct Context<'a> {
     pub gpu: Option<&'a GpuInfo>,
     /// Reference outputs already made in this grade, by the arguments that made them.
     pub made: std::cell::RefCell<HashMap<Vec<String>, Vec<u8>>>,
-    /// This grade's own number: lab06's lengths are raised by it ([`noise`]).
+    /// Whether each GPU lab's host code ran the kernel the grader planted ([`host_proven`]),
+    /// found once per grade.
+    pub hosts: std::cell::RefCell<HashMap<&'static str, Result<Host, String>>>,
+    /// This grade's own number: lab06's lengths, lab02's speed view and the planted kernels
+    /// are drawn from it ([`noise`]).
     pub noise: u64,
     /// The grader's own failure in the check now running (its reference failed, the
     /// sandbox did not start), first one kept: the check is then [`Outcome::GraderFailed`]
@@ -144,7 +149,16 @@ pub fn run(check: &Check, context: &Context) -> Outcome {
                 size,
                 view,
                 max_differing,
-            } => image(context, lab, deadline, size, view, *max_differing),
+                kernel,
+            } => image(
+                context,
+                lab,
+                deadline,
+                size,
+                view,
+                *max_differing,
+                kernel.as_deref(),
+            ),
             Test::Canvas { kernel, args } => canvas(context, lab, deadline, kernel, args),
             Test::Sums {
                 kernel,
@@ -173,6 +187,12 @@ enum Program<'a> {
         gpu: bool,
     },
     SolutionWithKernel(&'a Path),
+    /// A kernel the grader wrote (a host path), run by the student's binary or this
+    /// workspace's: see [`host_proven`].
+    Planted {
+        student: bool,
+        file: &'a Path,
+    },
 }
 
 /// One sandboxed run of `lab` with `args` and a fresh output folder; the folder is handed
@@ -192,7 +212,7 @@ fn sandboxed(
 ) -> Result<Sandboxed, String> {
     // A kernel file runs on the GPU; a student's binary needs one if its lab does.
     let gpu = match program {
-        Program::SolutionWithKernel(_) => true,
+        Program::SolutionWithKernel(_) | Program::Planted { .. } => true,
         Program::Solution { gpu } => *gpu,
         Program::Student => lab.first().variant.device == labs::Device::Gpu,
     };
@@ -209,8 +229,10 @@ fn sandboxed(
         .give(out.path())
         .map_err(|e| context.grader_failed(format!("{e:#}")))?;
     let bins = match program {
-        Program::Student => &context.student.bins,
-        Program::Solution { .. } | Program::SolutionWithKernel(_) => context.reference.dir(),
+        Program::Student | Program::Planted { student: true, .. } => &context.student.bins,
+        Program::Solution { .. }
+        | Program::SolutionWithKernel(_)
+        | Program::Planted { student: false, .. } => context.reference.dir(),
     };
     let mut spec = Spec::new(Path::new(BIN).join(lab.name))
         .mount(Mount::read_only(
@@ -238,14 +260,21 @@ fn sandboxed(
         (gpu, _) => gpu,
     };
     spec = spec.gpu(gpu);
-    if let Program::SolutionWithKernel(kernel) = program {
-        let file = context.student.src.join(kernel);
-        if !file.is_file() {
-            return Err(format!(
-                "no {} was taken from the submission",
-                kernel.display()
-            ));
+    let kernel = match program {
+        Program::SolutionWithKernel(kernel) => {
+            let file = context.student.src.join(kernel);
+            if !file.is_file() {
+                return Err(format!(
+                    "no {} was taken from the submission",
+                    kernel.display()
+                ));
+            }
+            Some(file)
         }
+        Program::Planted { file, .. } => Some(file.to_path_buf()),
+        Program::Student | Program::Solution { .. } => None,
+    };
+    if let Some(file) = kernel {
         spec = spec
             .mount(Mount::read_only(file, KERNEL))
             .args(["--kernel", KERNEL]);
@@ -425,6 +454,9 @@ fn os(args: &[String]) -> Vec<OsString> {
     args.iter().map(OsString::from).collect()
 }
 
+/// The lab's image against lab01's. A CPU lab's comes from the student's binary; a GPU lab's
+/// (with `kernel`) from this workspace's host code running the student's kernel, and counts
+/// only once the student's host code has run a kernel the grader planted ([`host_proven`]).
 fn image(
     context: &Context,
     lab: &'static Lab,
@@ -432,15 +464,120 @@ fn image(
     size: &str,
     view: &[String],
     max_differing: u64,
+    kernel: Option<&Path>,
 ) -> Earned {
     let (width, height) = parse_size(size).map_err(|e| e.to_string())?;
+    let (program, host) = match kernel {
+        Some(kernel) => (
+            Program::SolutionWithKernel(kernel),
+            Some(host_proven(context, lab, deadline)?),
+        ),
+        None => (Program::Student, None),
+    };
     let expected = lab01_image(context, (&width, &height), view)?;
     let mut args = vec![width, height];
     args.extend(view.iter().cloned());
     args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
-    let run = sandboxed(context, lab, &Program::Student, &os(&args), deadline)?;
+    if host == Some(Host::Fuses) {
+        args.push(FUSED.to_string());
+    }
+    let run = sandboxed(context, lab, &program, &os(&args), deadline)?;
     let got = output_file(run.out.path(), "image.ppm", expected.len() as u64 + 64)?;
+    let how = match host {
+        None => "",
+        Some(Host::Exact) => " (its kernel, run by the solution's host code)",
+        Some(Host::Fuses) => {
+            " (its kernel, run by the solution's host code with multiply-adds fused, as its \
+             own NVRTC options fuse them)"
+        }
+    };
     compare_images(context, expected, got, max_differing)
+        .map(|(fraction, what)| (fraction, format!("{what}{how}")))
+        .map_err(|what| format!("{what}{how}"))
+}
+
+/// What the planted kernel showed of a student's host code: it runs the kernel it is given
+/// as this workspace's does, or does so with multiply-adds fused (its NVRTC options).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Host {
+    Exact,
+    Fuses,
+}
+
+/// The option after which this workspace's host code compiles a kernel with fused
+/// multiply-adds (NVRTC takes the last `--fmad`), as a student's options may.
+const FUSED: &str = "--nvrtc-option=--fmad=true";
+
+/// Whether the student's host code of `lab` runs the kernel it is given, on the device: run
+/// with a kernel the grader writes for this grade ([`planted::kernel`]), it must write
+/// exactly what this workspace's host code writes with it, with multiply-adds fused or not.
+/// Found once per grade and lab.
+fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
+    if let Some(known) = context.hosts.borrow().get(lab.name) {
+        return known.clone();
+    }
+    let proven = run_planted(context, lab, deadline);
+    context.hosts.borrow_mut().insert(lab.name, proven.clone());
+    proven
+}
+
+fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
+    // Each lab its own key, from the grade's number.
+    let key = context.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
+    let (source, mut args) = planted::kernel(lab.name, key).ok_or_else(|| {
+        format!(
+            "the grader has no kernel to plant in {} (not the student's fault)",
+            lab.name
+        )
+    })?;
+    let dir = tempfile::Builder::new()
+        .prefix("planted-")
+        .tempdir_in(context.scratch)
+        .map_err(|e| {
+            format!("cannot make a folder for the planted kernel (not the student's fault): {e}")
+        })?;
+    let file = dir.path().join("planted.cu");
+    fs::write(&file, source)
+        .map_err(|e| format!("cannot write the planted kernel (not the student's fault): {e}"))?;
+    args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
+    let planted = |student: bool, args: &[String]| {
+        let program = Program::Planted {
+            student,
+            file: &file,
+        };
+        sandboxed(context, lab, &program, &os(args), deadline)
+            .and_then(|run| output_file(run.out.path(), "image.ppm", 1 << 20))
+    };
+    let solution = |args: &[String]| {
+        planted(false, args).map_err(|e| {
+            format!("the solution, with the planted kernel, failed (not the student's fault): {e}")
+        })
+    };
+    let want = solution(&args)?;
+    let got = planted(true, &args)
+        .map_err(|e| format!("its host code, run with a kernel the grader planted: {e}"))?;
+    if got == want {
+        return Ok(Host::Exact);
+    }
+    // Only where it differs: the same kernel with multiply-adds fused, which the planted
+    // kernel's third byte shows (lab04's options are the student's).
+    let mut fused_args = args.clone();
+    fused_args.push(FUSED.to_string());
+    if got == solution(&fused_args)? {
+        return Ok(Host::Fuses);
+    }
+    let differing = if got.len() == want.len() {
+        let at = want.iter().zip(&got).position(|(a, b)| a != b).unwrap_or(0);
+        let count = want.iter().zip(&got).filter(|(a, b)| a != b).count();
+        format!("{count} bytes differ, the first at byte {at}")
+    } else {
+        format!("{} bytes, the solution's {}", got.len(), want.len())
+    };
+    Err(format!(
+        "its host code, run with a kernel the grader planted, did not write what the \
+         solution's host code writes with it ({differing}): its launch, arguments or copy \
+         back do not run the kernel they are given, so its images are not counted"
+    ))
 }
 
 /// Byte-identical, or how many pixels differ and the first one.
@@ -549,8 +686,15 @@ fn sums(
     args: &[String],
     variants: &[String],
 ) -> Earned {
-    // A length of the grade's own choosing, so that no sum can be known in advance.
-    let args = &with_unpredictable_n(args, context.noise);
+    // A length of the grade's own choosing, so that no sum can be known in advance; and the
+    // CPU variants combine by addition modulo a number of the grade's own (below any total
+    // the rubric's lengths give), so a variant that adds without calling the operation it is
+    // handed is wrong. The GPU kernels' block totals are added, so they keep addition.
+    let mut args = with_unpredictable_n(args, context.noise);
+    if kernel.is_none() {
+        args.extend(["--modulus".to_string(), modulus(context.noise).to_string()]);
+    }
+    let args = &args;
     let expected = expected_sum(context, lab, args)?;
 
     let program = match kernel {
@@ -622,13 +766,53 @@ fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result
     Ok(expected)
 }
 
-/// A number of the grade's own, for [`with_unpredictable_n`]: the clock's nanoseconds and
-/// the process id.
+/// A number of the grade's own, for [`with_unpredictable_n`], [`with_unpredictable_view`]
+/// and the planted kernels: from the kernel's random source, or where it answers nothing
+/// (it always does on Linux), the clock's nanoseconds and the process id.
 pub fn noise() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: `getrandom` writes at most `bytes.len()` bytes into the buffer it is given.
+    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if got == 8 {
+        return u64::from_le_bytes(bytes);
+    }
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| u64::from(d.subsec_nanos()))
         ^ u64::from(std::process::id())
+}
+
+/// The speed check's view moved by the grade's `noise`: its centre by 1 to 64 steps of 1/512
+/// of the image's width and height, each way (never by none: the rubric's own view is never
+/// run), so the work is like the rubric's view while no submission can know the image in
+/// advance. The size and scale stay.
+fn with_unpredictable_view(args: &[String], noise: u64) -> Result<Vec<String>, String> {
+    let view = mandelbrot_view(args)?;
+    let step = |bits: u64, pixels: u32| {
+        let steps = match (bits % 128) as i32 - 64 {
+            below if below < 0 => f64::from(below),
+            above => f64::from(above + 1),
+        };
+        steps / 512.0 * f64::from(pixels) * view.scale
+    };
+    let cx = view.cx + step(noise, view.width);
+    let cy = view.cy + step(noise >> 16, view.height);
+    let mut moved = vec![view.width.to_string(), view.height.to_string()];
+    moved.extend([
+        "--cx".to_string(),
+        format!("{cx:e}"),
+        "--cy".to_string(),
+        format!("{cy:e}"),
+    ]);
+    moved.extend(["--scale".to_string(), format!("{:e}", view.scale)]);
+    Ok(moved)
+}
+
+/// lab06's modulus for the CPU variants: 1009 to 33776, drawn from the grade's `noise`
+/// (bits of their own), below the total of any length the rubric gives (each element's
+/// value is 1 to 3 on average 2, so 100,000 elements total about 200,000).
+fn modulus(noise: u64) -> u64 {
+    1009 + (noise >> 24) % 32768
 }
 
 /// `--n N` raised by 1 to 4095, by the grade's `noise`: a submission that prints a sum
@@ -646,7 +830,9 @@ fn with_unpredictable_n(args: &[String], noise: u64) -> Vec<String> {
 /// The grader's clock around the whole process; its image is compared afterwards. The image
 /// goes to a file in the page cache, as cheap to write as anything a process can write to.
 fn cpu_speed(context: &Context, lab: &'static Lab, deadline: Instant, args: &[String]) -> Earned {
-    let (width, height) = match args {
+    // A view of the grade's own choosing, so that no argument list can be recognised.
+    let args = &with_unpredictable_view(args, context.noise)?;
+    let (width, height) = match &args[..] {
         [w, h, ..] => (w.as_str(), h.as_str()),
         _ => {
             return Err(context
@@ -839,6 +1025,42 @@ mod tests {
         let n: u64 = changed[1].parse().expect("a number");
         assert!((100_004..100_003 + 4096).contains(&n), "{n}");
         assert_eq!(changed[2..], args[2..]);
+    }
+
+    #[test]
+    fn the_speed_view_moves_with_the_grade_and_keeps_its_size_and_scale() {
+        let args: Vec<String> = ["1024", "1024", "--cx", "-0.74364", "--scale", "2e-6"]
+            .map(String::from)
+            .to_vec();
+        let views: Vec<Vec<String>> = [0, 1, 64, 0x40_0000, u64::MAX]
+            .into_iter()
+            .map(|noise| with_unpredictable_view(&args, noise).expect("a view"))
+            .collect();
+        for view in &views {
+            let moved = mandelbrot_view(view).expect("a view");
+            assert_eq!((moved.width, moved.height, moved.scale), (1024, 1024, 2e-6));
+            // At most an eighth of the image away, in each direction.
+            assert!(
+                (moved.cx + 0.74364).abs() <= 1024.0 * 2e-6 / 8.0 + 1e-15,
+                "{view:?}"
+            );
+            assert!(moved.cy.abs() <= 1024.0 * 2e-6 / 8.0 + 1e-15, "{view:?}");
+        }
+        assert_ne!(views[0], views[1]);
+        assert_ne!(views[1], views[3]);
+        assert_ne!(views[0], args, "the rubric's own view is never run");
+        assert!(with_unpredictable_view(&["x".to_string()], 1).is_err());
+    }
+
+    #[test]
+    fn the_modulus_changes_with_the_grade_and_stays_below_the_sums() {
+        let moduli: Vec<u64> = [0, 1 << 24, 5 << 24, u64::MAX].map(modulus).to_vec();
+        assert!(
+            moduli.iter().all(|m| (1009..1009 + 32768).contains(m)),
+            "{moduli:?}"
+        );
+        assert_ne!(moduli[0], moduli[1]);
+        assert_ne!(moduli[1], moduli[2]);
     }
 
     #[test]

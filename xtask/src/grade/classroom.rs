@@ -138,6 +138,7 @@ fn command(check: &Check, id: &str) -> Result<String> {
             size,
             view,
             max_differing: 0,
+            ..
         } => {
             let (width, height) = parse_size(size)?;
             let image = |name: &str| -> Vec<String> {

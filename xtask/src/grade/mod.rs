@@ -29,6 +29,7 @@ mod compile;
 pub mod gradescope;
 mod inert;
 mod intake;
+mod planted;
 mod report;
 mod rubric;
 mod sandbox;
@@ -221,6 +222,7 @@ pub fn run(args: Args) -> Result<()> {
         speed_runs: rubric.speed_runs,
         gpu: gpu_info.as_ref(),
         made: Default::default(),
+        hosts: Default::default(),
         noise: checks::noise(),
         fault: Default::default(),
         tree: rubric.tree_limits(),
@@ -518,6 +520,7 @@ mod tests {
             gpu: None,
             made: Default::default(),
             noise: 1,
+            hosts: Default::default(),
             fault: Default::default(),
             tree: rubric.tree_limits(),
             gpu_time: (

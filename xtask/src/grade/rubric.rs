@@ -55,6 +55,10 @@ pub enum Test {
         view: Vec<String>,
         #[serde(default)]
         max_differing: u64,
+        /// A GPU lab's kernel file: the image is this workspace's host code running it, and
+        /// the student's host code is proven with a planted kernel (`checks::host_proven`).
+        #[serde(default)]
+        kernel: Option<PathBuf>,
     },
     Canvas {
         kernel: PathBuf,
@@ -87,11 +91,25 @@ impl Rubric {
     }
 
     pub fn load() -> Result<Rubric> {
-        let rubric: Rubric = toml::from_str(RUBRIC).context("xtask/rubric.toml is not valid")?;
+        Rubric::parse(RUBRIC)
+    }
+
+    fn parse(text: &str) -> Result<Rubric> {
+        let rubric: Rubric = toml::from_str(text).context("xtask/rubric.toml is not valid")?;
         for check in &rubric.checks {
-            labs::find(&check.lab).context("xtask/rubric.toml")?;
-            if let Test::Image { size, .. } = &check.test {
+            let lab = labs::find(&check.lab).context("xtask/rubric.toml")?;
+            if let Test::Image { size, kernel, .. } = &check.test {
                 parse_size(size).context("xtask/rubric.toml")?;
+                // A GPU lab's image must come from its kernel run by this workspace's host
+                // code: the student's binary alone could make it on the CPU.
+                let gpu = lab.first().variant.device == Device::Gpu;
+                if gpu != kernel.is_some() {
+                    anyhow::bail!(
+                        "xtask/rubric.toml: {}: an image check names its kernel file exactly \
+                         when its lab runs on the GPU",
+                        check.name()
+                    );
+                }
             }
             if let Test::Sums {
                 kernel: None,
@@ -127,6 +145,7 @@ impl Check {
                 size,
                 view,
                 max_differing,
+                ..
             } => {
                 let at = [size.as_str()]
                     .into_iter()
@@ -142,9 +161,20 @@ impl Check {
                 "GPU canvas identical to the CPU reference with {}",
                 args.join(" ")
             ),
+            // The CPU variants' operation is drawn in each grade (`checks::modulus`).
+            Test::Sums {
+                variants,
+                kernel: None,
+                ..
+            } => format!(
+                "{} sum exactly, modulo a number drawn in each grade",
+                variants.join(" and ")
+            ),
             Test::Sums { variants, .. } => format!("{} sum exactly", variants.join(" and ")),
+            // The view is moved in each grade (`checks::with_unpredictable_view`): the name
+            // gives the rubric's, which is never run as such.
             Test::CpuSpeed { args } => format!(
-                "whole-run time against the solution's with {}",
+                "whole-run time against the solution's near {}, moved in each grade",
                 args.join(" ")
             ),
             Test::KernelSpeed { args, .. } => format!(
@@ -159,8 +189,8 @@ impl Check {
     pub fn kernel(&self) -> Option<&Path> {
         match &self.test {
             Test::Canvas { kernel, .. } | Test::KernelSpeed { kernel, .. } => Some(kernel),
-            Test::Sums { kernel, .. } => kernel.as_deref(),
-            Test::Image { .. } | Test::CpuSpeed { .. } => None,
+            Test::Sums { kernel, .. } | Test::Image { kernel, .. } => kernel.as_deref(),
+            Test::CpuSpeed { .. } => None,
         }
     }
 
@@ -183,7 +213,8 @@ impl Check {
     }
 
     /// Whether the check runs the student's own binary (else this workspace's, with the
-    /// student's kernel file).
+    /// student's kernel file). A GPU lab's image check runs both: the student's binary with
+    /// the planted kernel.
     pub fn runs_student_binary(&self) -> bool {
         match &self.test {
             Test::Image { .. } | Test::CpuSpeed { .. } => true,
@@ -238,6 +269,33 @@ mod tests {
                         if view.windows(2).any(|w| w[0] == "--cy" && w[1].parse::<f64>().is_ok_and(|y| y != 0.0)))
             });
             assert!(off_axis, "{lab} has no visible view off the real axis");
+        }
+    }
+
+    /// A GPU lab's image from the student's binary alone could be made on the CPU: every GPU
+    /// lab's image check names the kernel the solution's host code runs, and no CPU lab's.
+    #[test]
+    fn an_image_check_names_its_kernel_exactly_for_a_gpu_lab() {
+        let rubric = Rubric::load().unwrap();
+        let gpu_images = rubric
+            .checks
+            .iter()
+            .filter(|c| matches!(c.test, Test::Image { .. }) && c.needs_gpu());
+        assert!(gpu_images.clone().count() >= 7);
+        assert!(gpu_images.clone().all(|c| c.kernel().is_some()));
+        let check = |lab: &str, kernel: &str| {
+            format!(
+                "time_limit_s = 1\nbuild_time_limit_s = 1\nspeed_runs = 1\n\
+                 memory_limit_mib = 1\ndisk_limit_mib = 1\nfiles_limit = 1\n\
+                 gpu_time_factor = 1\ngpu_start_up_s = 1\n[[check]]\n\
+                 lab = \"{lab}\"\nkind = \"image\"\nsize = \"8x8\"\npoints = 1\n{kernel}"
+            )
+        };
+        let kernel = "kernel = \"lab04-cuda-optimized/kernels/mandelbrot.cu\"\n";
+        assert!(Rubric::parse(&check("lab04", kernel)).is_ok());
+        for (lab, kernel) in [("lab04", ""), ("lab02", kernel)] {
+            let error = format!("{:#}", Rubric::parse(&check(lab, kernel)).unwrap_err());
+            assert!(error.contains("names its kernel file"), "{lab}: {error}");
         }
     }
 
