@@ -101,6 +101,12 @@ pub struct Context<'a> {
     pub made_wall: std::cell::RefCell<HashMap<Vec<String>, Duration>>,
     /// The longest reference of the check running now: what its GPU runs' limit follows.
     pub reference_wall: std::cell::Cell<Option<Duration>>,
+    /// The solution's longest run on the GPU so far, by lab (its planted kernel's run, or its
+    /// own in a speed check): where known, what the lab's GPU runs' limit follows, as the
+    /// process's start-up and the kernel are what a GPU run takes (a CPU reference, lab01's
+    /// seconds at a deep zoom, would let a kernel that never ends hold each check for ten
+    /// times that).
+    pub gpu_reference: std::cell::RefCell<HashMap<&'static str, Duration>>,
 }
 
 impl Context<'_> {
@@ -286,8 +292,20 @@ fn sandboxed(
     // On a real GPU the student's kernel has a limit that follows the reference's time for
     // the same work: a kernel that never ends held each of lab04's six GPU checks for the
     // whole 120 s (12 minutes a submission); now it costs the start-up and a few seconds.
-    let follows = match (gpu, program, context.reference_wall.get()) {
-        (true, Program::Student | Program::SolutionWithKernel(_), Some(reference)) => {
+    let reference = context
+        .gpu_reference
+        .borrow()
+        .get(lab.name)
+        .copied()
+        .or(context.reference_wall.get());
+    let follows = match (gpu, program, reference) {
+        (
+            true,
+            Program::Student
+            | Program::SolutionWithKernel(_)
+            | Program::Planted { student: true, .. },
+            Some(reference),
+        ) => {
             let (factor, start_up) = context.gpu_time;
             let limit = start_up + reference.mul_f64(factor);
             (limit < left).then_some((limit, reference))
@@ -313,6 +331,13 @@ fn sandboxed(
                     .get()
                     .map_or(ran.wall, |w| w.max(ran.wall));
                 context.reference_wall.set(Some(longest));
+            }
+            if let (true, Program::Solution { .. } | Program::Planted { student: false, .. }) =
+                (gpu, program)
+            {
+                let mut known = context.gpu_reference.borrow_mut();
+                let longest = known.get(lab.name).map_or(ran.wall, |w| (*w).max(ran.wall));
+                known.insert(lab.name, longest);
             }
             Ok(Sandboxed {
                 stdout: ran.stdout,
@@ -525,20 +550,25 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     // Each lab its own key, from the grade's number.
     let key = context.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
     let (source, mut args) = planted::kernel(lab.name, key).ok_or_else(|| {
-        format!(
+        context.grader_failed(format!(
             "the grader has no kernel to plant in {} (not the student's fault)",
             lab.name
-        )
+        ))
     })?;
     let dir = tempfile::Builder::new()
         .prefix("planted-")
         .tempdir_in(context.scratch)
         .map_err(|e| {
-            format!("cannot make a folder for the planted kernel (not the student's fault): {e}")
+            context.grader_failed(format!(
+                "cannot make a folder for the planted kernel (not the student's fault): {e}"
+            ))
         })?;
     let file = dir.path().join("planted.cu");
-    fs::write(&file, source)
-        .map_err(|e| format!("cannot write the planted kernel (not the student's fault): {e}"))?;
+    fs::write(&file, source).map_err(|e| {
+        context.grader_failed(format!(
+            "cannot write the planted kernel (not the student's fault): {e}"
+        ))
+    })?;
     args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
     let planted = |student: bool, args: &[String]| {
         let program = Program::Planted {
@@ -550,7 +580,9 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     };
     let solution = |args: &[String]| {
         planted(false, args).map_err(|e| {
-            format!("the solution, with the planted kernel, failed (not the student's fault): {e}")
+            context.grader_failed(format!(
+                "the solution, with the planted kernel, failed (not the student's fault): {e}"
+            ))
         })
     };
     let want = solution(&args)?;

@@ -232,6 +232,7 @@ pub fn run(args: Args) -> Result<()> {
         ),
         made_wall: Default::default(),
         reference_wall: Default::default(),
+        gpu_reference: Default::default(),
     };
     let mut graded_checks = Vec::new();
     for check in &rubric.checks {
@@ -529,6 +530,7 @@ mod tests {
             ),
             made_wall: Default::default(),
             reference_wall: Default::default(),
+            gpu_reference: Default::default(),
         };
         checks::run(check, &context)
     }
