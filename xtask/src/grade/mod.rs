@@ -439,6 +439,16 @@ fn copy_built(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+pub use sandbox::is_root;
+
+/// Which sandbox a grade would run the student's code in here, or why none can start
+/// (`cargo xtask test` skips the grading tests with that reason).
+pub fn sandbox_here() -> std::result::Result<&'static str, String> {
+    sandbox::Jail::detect(false)
+        .map(|jail| jail.kind())
+        .map_err(|e| format!("{e:#}"))
+}
+
 /// What a grade's student may not read: the instructor's workspace, the references, the
 /// folder the results are written to, and the folder of the submission (its siblings may be
 /// other students'; a folder any user may write, like /tmp, is left alone).

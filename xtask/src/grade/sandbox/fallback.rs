@@ -402,9 +402,10 @@ pub fn open_way_to(path: &Path, group: Option<u32>) -> Result<()> {
                     .and_then(|()| {
                         std::fs::set_permissions(
                             folder,
-                            // Passed, not listed, by the group: its old group's
-                            // rights are not the sandbox's.
-                            std::fs::Permissions::from_mode(mode & !0o070 | 0o010),
+                            // Passed, not listed, by the group alone: its old
+                            // group's rights are not the sandbox's, and other users
+                            // (another grade's student) have none.
+                            std::fs::Permissions::from_mode(mode & !0o077 | 0o010),
                         )
                     })
                     .with_context(|| format!("cannot let the sandbox pass {}", folder.display()))?;

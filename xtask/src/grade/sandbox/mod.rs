@@ -238,8 +238,7 @@ impl Jail {
         let installed = find_program("bwrap").is_some();
         // What would let bubblewrap run: never "install it" where it is installed.
         let remedy = if installed {
-            "let bubblewrap make namespaces (Docker: --cap-add SYS_ADMIN \
-             --security-opt apparmor=unconfined)"
+            namespace_remedy(as_root)
         } else {
             "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap)"
         };
@@ -349,8 +348,8 @@ impl Jail {
                 bwrap,
                 ..
             } => format!(
-                "student code ran in the fallback sandbox without Landlock ({bwrap}; this \
-                 kernel has no Landlock) as uid {}, a user of its own, under seccomp (no \
+                "student code ran in the fallback sandbox without Landlock ({bwrap}; {}) as \
+                 uid {}, a user of its own, under seccomp (no \
                  sockets, ptrace, namespaces, mount, keyrings or bpf), every process of it \
                  killed after each check; by ownership and permissions, the instructor's \
                  workspace, the references, the results folder and the submissions were made \
@@ -358,6 +357,10 @@ impl Jail {
                  check; it lacks bubblewrap's PID, network and IPC namespaces and Landlock's \
                  confinement: other users' processes are listed in /proc, and it may read any \
                  file that every user of this machine may read",
+                match fallback::landlock_abi() {
+                    None => "this kernel has no Landlock",
+                    Some(_) => "Landlock taken as missing by the grader's test hook",
+                },
                 self.user,
                 permissions::WORLD_WRITABLE.join(", ")
             ),
@@ -812,6 +815,31 @@ fn gpu_devices() -> Vec<PathBuf> {
         .unwrap_or_default();
     devices.sort();
     devices
+}
+
+/// What would let an installed bubblewrap make its namespaces here: the kernel's switch that
+/// refuses them to users (Ubuntu 24.04's AppArmor, Debian's older sysctl), or the
+/// container's capabilities.
+fn namespace_remedy(as_root: bool) -> &'static str {
+    let switch = |name: &str| {
+        std::fs::read_to_string(Path::new("/proc/sys/kernel").join(name))
+            .is_ok_and(|v| v.trim() == "1")
+    };
+    if as_root {
+        "let bubblewrap make namespaces (a Docker container: --cap-add SYS_ADMIN \
+         --security-opt apparmor=unconfined)"
+    } else if switch("apparmor_restrict_unprivileged_userns") {
+        "let bubblewrap make namespaces (this kernel's AppArmor refuses them to users: run \
+         grade as root with sudo, or sysctl kernel.apparmor_restrict_unprivileged_userns=0)"
+    } else if std::fs::read_to_string("/proc/sys/kernel/unprivileged_userns_clone")
+        .is_ok_and(|v| v.trim() == "0")
+    {
+        "let bubblewrap make namespaces (this kernel refuses them to users: run grade as \
+         root with sudo, or sysctl kernel.unprivileged_userns_clone=1)"
+    } else {
+        "let bubblewrap make namespaces (run grade as root with sudo; in a Docker container \
+         also --cap-add SYS_ADMIN --security-opt apparmor=unconfined)"
+    }
 }
 
 fn find_program(name: &str) -> Option<PathBuf> {

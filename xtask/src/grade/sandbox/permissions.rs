@@ -4,8 +4,8 @@
 //! Run by root only: the student's code then runs as a uid of its own, which owns nothing on
 //! the host and is in no group but its own, so every file it reads is read as "other".
 //!
-//! - Before any student process starts, [`protect`] takes the "other" rights off the
-//!   instructor's workspace, the references (`--bin-dir`), the folder of the results file
+//! - Before any student process starts, [`protect`] takes the "other" rights off the folders
+//!   of the instructor's workspace, the references (`--bin-dir`), the folder of the results file
 //!   and the submissions' folders, keeping only the way (search, not list) to what the
 //!   sandbox must reach inside them (the grader's cache of the built hand-out). The modes
 //!   are put back when the last grade that holds them ends: grades run at once (a class)
@@ -98,14 +98,17 @@ fn roots_to_lock(roots: &[PathBuf], keep: &[PathBuf]) -> Vec<PathBuf> {
     locked
 }
 
-/// Take the "other" rights off `path` and everything under it, but for the way to `keep`:
-/// the folders above a kept path keep only "other"'s search right (no listing), and their
-/// other entries are locked whole. Links are never followed.
+/// Take the "other" rights off the folder `path`, but for the way to `keep`: the folders
+/// above a kept path keep only "other"'s search right (no listing), and the folders in them
+/// are locked whole. Only folders change: a locked folder keeps everything under it, and the
+/// grader copies files' modes (the hand-out's) from the workspace. So a file directly in a
+/// folder above a kept one (the workspace's own Cargo.toml) stays readable by its name. Links
+/// are never followed.
 fn lock_down(path: &Path, keep: &[PathBuf], saved: &mut Vec<(PathBuf, u32)>) -> Result<()> {
     let Ok(meta) = fs::symlink_metadata(path) else {
         return Ok(());
     };
-    if meta.file_type().is_symlink() || keep.iter().any(|k| k == path) {
+    if !meta.is_dir() || keep.iter().any(|k| k == path) {
         return Ok(());
     }
     let mode = meta.mode() & 0o7777;
@@ -295,11 +298,14 @@ mod tests {
         let kept = root.join("target/grade-cache");
         fs::create_dir_all(&kept).expect("created");
         fs::create_dir_all(root.join("target/release")).expect("created");
-        fs::write(root.join("rubric.toml"), "secret").expect("written");
+        fs::create_dir_all(root.join("xtask")).expect("created");
+        fs::write(root.join("xtask/rubric.toml"), "secret").expect("written");
+        fs::write(root.join("Cargo.toml"), "[workspace]").expect("written");
         for p in [
             &root,
             &root.join("target"),
             &root.join("target/release"),
+            &root.join("xtask"),
             &kept,
         ] {
             fs::set_permissions(p, fs::Permissions::from_mode(0o755)).expect("a mode");
@@ -310,7 +316,10 @@ mod tests {
         assert_eq!(mode(&root), 0o751);
         assert_eq!(mode(&root.join("target")), 0o751);
         assert_eq!(mode(&root.join("target/release")), 0o750);
-        assert_eq!(mode(&root.join("rubric.toml")) & 0o007, 0);
+        assert_eq!(mode(&root.join("xtask")), 0o750);
+        // Files keep their modes: the grader copies the hand-out's.
+        assert_eq!(mode(&root.join("xtask/rubric.toml")) & 0o004, 0o004);
+        assert_eq!(mode(&root.join("Cargo.toml")) & 0o004, 0o004);
         assert_eq!(mode(&kept), 0o755);
         // A second grade at once: the first to end leaves the protection to it.
         let record_text = fs::read_to_string(&record).expect("a record");
@@ -318,7 +327,7 @@ mod tests {
         drop(protection);
         assert_eq!(mode(&root), 0o755);
         assert_eq!(mode(&root.join("target/release")), 0o755);
-        assert_eq!(mode(&root.join("rubric.toml")) & 0o004, 0o004);
+        assert_eq!(mode(&root.join("xtask")), 0o755);
     }
 
     #[test]
