@@ -60,6 +60,11 @@ pub fn protect(roots: &[PathBuf], keep: &[PathBuf], record: &Path) -> Result<Pro
         .filter_map(|p| fs::canonicalize(p).ok())
         .collect();
     let roots = roots_to_lock(roots, &keep);
+    // Made first: a protection that fails midway is let go at once, and every mode it
+    // changed put back (unless another grade holds them).
+    let protection = Protection {
+        record: record.to_path_buf(),
+    };
     with_record(record, |state| {
         let me = std::process::id();
         // A holder that no longer runs was killed: it lets go of nothing itself.
@@ -72,9 +77,7 @@ pub fn protect(roots: &[PathBuf], keep: &[PathBuf], record: &Path) -> Result<Pro
         }
         Ok(())
     })?;
-    Ok(Protection {
-        record: record.to_path_buf(),
-    })
+    Ok(protection)
 }
 
 /// The roots worth locking: existing, canonical, and never a system folder or one that holds
@@ -312,7 +315,12 @@ mod tests {
         }
         let mode = |p: &Path| fs::symlink_metadata(p).expect("exists").mode() & 0o777;
         let record = dir.path().join("record.json");
-        let protection = protect(&[root.clone()], &[kept.clone()], &record).expect("protects");
+        let protection = protect(
+            std::slice::from_ref(&root),
+            std::slice::from_ref(&kept),
+            &record,
+        )
+        .expect("protects");
         assert_eq!(mode(&root), 0o751);
         assert_eq!(mode(&root.join("target")), 0o751);
         assert_eq!(mode(&root.join("target/release")), 0o750);
