@@ -937,7 +937,8 @@ pub fn last_line(stderr: &[u8]) -> String {
 
 impl Jail {
     /// Without Landlock, make `roots` (the instructor's workspace, the references, the
-    /// results' folder, the submissions) unreadable to the sandbox's user until the returned
+    /// results' folder, the submissions) and the grader's folders in the temporary folder
+    /// unreadable to the sandbox's user until the returned
     /// value is dropped; the grader's cache of the hand-out, the toolchain and the temporary
     /// folder stay reachable. Nothing to do with Landlock or bubblewrap: they show the
     /// sandbox none of it.
@@ -952,7 +953,27 @@ impl Jail {
             keep.push(nvrtc);
         }
         fs_create(&cache)?;
-        permissions::protect(roots, &keep, &cache.join("sandbox-protection.json")).map(Some)
+        // And the grader's folders in the temporary folder that are not this grade's: other
+        // grades' (a class's, or one that was killed and left its folder: another student's
+        // build and the references made for it).
+        let mut roots = roots.to_vec();
+        let temp = std::env::temp_dir();
+        roots.extend(
+            std::fs::read_dir(&temp)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    ["xtask-grade-", "xtask-sandbox-", "xtask-stage-"]
+                        .iter()
+                        .any(|prefix| name.starts_with(prefix))
+                        && e.file_type().is_ok_and(|t| t.is_dir())
+                })
+                .map(|e| e.path()),
+        );
+        permissions::protect(&roots, &keep, &cache.join("sandbox-protection.json")).map(Some)
     }
 
     /// Hand a writable folder, and everything in it, to the sandbox's user (run by root).
