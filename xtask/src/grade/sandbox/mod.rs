@@ -355,8 +355,9 @@ impl Jail {
                  workspace, the references, the results folder and the submissions were made \
                  unreadable to it before it ran, and {} were emptied of its files after each \
                  check; it lacks bubblewrap's PID, network and IPC namespaces and Landlock's \
-                 confinement: other users' processes are listed in /proc, and it may read any \
-                 file that every user of this machine may read",
+                 confinement: other users' processes are listed in /proc with their command \
+                 lines (the grader's blanked past `grade`), and it may read any file that \
+                 every user of this machine may read",
                 match fallback::landlock_abi() {
                     None => "this kernel has no Landlock",
                     Some(_) => "Landlock taken as missing by the grader's test hook",
@@ -973,7 +974,16 @@ impl Jail {
                 })
                 .map(|e| e.path()),
         );
-        permissions::protect(&roots, &keep, &cache.join("sandbox-protection.json")).map(Some)
+        let protection =
+            permissions::protect(&roots, &keep, &cache.join("sandbox-protection.json"))?;
+        // Any user may read this process's command line: it names the results and the
+        // references. Not blanked, it still names only what is now locked.
+        if let Err(e) = permissions::hide_arguments() {
+            shared::cli::eprint_line(&format!(
+                "xtask: warning: the grader's command line stays readable to the sandbox ({e:#})"
+            ));
+        }
+        Ok(Some(protection))
     }
 
     /// Hand a writable folder, and everything in it, to the sandbox's user (run by root).
