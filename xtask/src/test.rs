@@ -34,6 +34,22 @@ const SANITIZER_TESTS: &str = "sanitizer";
 /// The name prefix of the tests that need Slurm's daemons and client commands.
 const SLURM_TESTS: &str = "slurm_";
 
+/// The tests that grade, running student code in the sandbox (the sandbox's own unit tests
+/// among them): skipped, with the reason, where no sandbox can start here.
+const SANDBOX_TESTS: &[&str] = &[
+    "grade::sandbox::tests::",
+    "the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing",
+    "two_grades_at_once_both_get_every_mark",
+    "a_class_of_five_grades_alike_through_class_and_the_autograder",
+    "an_archive_that_attacks_costs_its_own_row",
+    "an_entry_decides_nothing_of_how_the_class_is_read",
+    "hand_out_grade_and_put_the_solutions_back",
+];
+
+/// The sandbox's tests of the fallback without Landlock, which only root can run (only root
+/// gives the student a user of its own).
+const ROOT_SANDBOX_TESTS: &str = "without_landlock_";
+
 /// lab01's tests compare with the C program unless this says there is no compiler.
 const NO_C_COMPILER: &str = "LAB01_NO_C_COMPILER";
 
@@ -97,6 +113,19 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
         None => format!("skipped: no C compiler ($CC, cc or gcc); {NO_C_COMPILER}=1 was set"),
     };
 
+    // The grading tests need a sandbox: where none starts they are skipped, and the summary
+    // says why (as the GPU tests are), never a panic in each of them.
+    let sandbox = crate::grade::sandbox_here();
+    let root = crate::grade::is_root();
+    let sandbox_line = match (&sandbox, root) {
+        (Ok(kind), true) => format!("ran in the sandbox here ({kind})"),
+        (Ok(kind), false) => format!(
+            "ran in the sandbox here ({kind}), but for those of the fallback without Landlock: \
+             skipped: they need root"
+        ),
+        (Err(why), _) => format!("skipped: {why}"),
+    };
+
     let env = environment(&nvrtc, compiler.is_some(), c_reference)?;
 
     let mut totals = Totals::default();
@@ -109,6 +138,14 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
     if slurm.is_err() {
         skips.extend(["--skip", SLURM_TESTS]);
     }
+    if sandbox.is_err() {
+        for test in SANDBOX_TESTS {
+            skips.extend(["--skip", test]);
+        }
+    }
+    if !root {
+        skips.extend(["--skip", ROOT_SANDBOX_TESTS]);
+    }
     if run_gpu_tests {
         // Every ignored test, the kernel checks among them.
         let test_args: Vec<&str> = ["--include-ignored"]
@@ -120,12 +157,12 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
         suite.run(&[], &env, &mut totals, &mut failed)?;
         if slurm.is_ok() {
             let mut slurm_tests = Totals::default();
-            suite.run(
-                &["--ignored", SLURM_TESTS],
-                &env,
-                &mut slurm_tests,
-                &mut failed,
-            )?;
+            let slurm_args: Vec<&str> = ["--ignored", SLURM_TESTS]
+                .into_iter()
+                // The grading ones only where a sandbox starts (and root's, by root).
+                .chain(skips.iter().copied())
+                .collect();
+            suite.run(&slurm_args, &env, &mut slurm_tests, &mut failed)?;
             totals.add_ignored_that_ran(&slurm_tests);
         }
     }
@@ -162,7 +199,8 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
          multi-GPU tests: {multi_gpu_line}\n  \
          GPU tests on the CPU device: {cpu_device_line}\n  \
          kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}\n  C reference: {c_line}\n  \
-         Slurm tests (a one-node cluster of their own): {slurm_line}",
+         Slurm tests (a one-node cluster of their own): {slurm_line}\n  \
+         grading tests (student code in the sandbox): {sandbox_line}",
         totals.passed, totals.failed, totals.ignored
     ))
     .map_err(|e| e.to_string())?;

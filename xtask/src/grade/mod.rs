@@ -126,6 +126,9 @@ pub fn run(args: Args) -> Result<()> {
         Some(user) => jail.for_user(user)?,
         None => jail,
     };
+    // Without Landlock, before any student process starts: what the sandbox must not read
+    // is made unreadable to its user, until this grade (and any beside it) ends.
+    let _protection = jail.protect(&protected(&args))?;
     let graded: Vec<&'static Lab> = LABS
         .iter()
         .filter(|lab| rubric.checks.iter().any(|c| c.lab == lab.name))
@@ -456,6 +459,37 @@ fn copy_built(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+pub use sandbox::is_root;
+
+/// Which sandbox a grade would run the student's code in here, or why none can start
+/// (`cargo xtask test` skips the grading tests with that reason).
+pub fn sandbox_here() -> std::result::Result<&'static str, String> {
+    sandbox::Jail::detect(false)
+        .map(|jail| jail.kind())
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// What a grade's student may not read: the instructor's workspace, the references, the
+/// folder the results are written to, and the folder of the submission (its siblings may be
+/// other students'; a folder any user may write, like /tmp, is left alone).
+fn protected(args: &Args) -> Vec<PathBuf> {
+    let mut roots = vec![crate::bins::workspace_root()];
+    roots.extend(args.bin_dir.clone());
+    // The folder of a file that may not exist yet (the results).
+    let parent = |p: &Path| {
+        let folder = p.parent().filter(|f| !f.as_os_str().is_empty());
+        fs::canonicalize(folder.unwrap_or(Path::new("."))).ok()
+    };
+    for path in args.gradescope.iter().chain(&args.built) {
+        roots.extend(parent(path));
+    }
+    if let Some(submission) = &args.submission {
+        roots.push(submission.clone());
+        roots.extend(parent(submission));
+    }
+    roots
 }
 
 /// The results file, checked now: a new or regular file whose folder exists.

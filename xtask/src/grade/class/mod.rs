@@ -159,11 +159,17 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     for note in &class.notes {
         shared::cli::eprint_line(&inert::line(&format!("xtask: {note}")));
     }
-    let (slots, where_) = if args.slurm {
-        (Vec::new(), "a Slurm cluster".to_string())
+    let (slots, where_, _protection) = if args.slurm {
+        (Vec::new(), "a Slurm cluster".to_string(), None)
     } else {
         // A sandbox that cannot start fails every submission alike: say so once, now.
         let jail = super::sandbox::Jail::detect(forward.unsandboxed)?;
+        // Without Landlock, the class folder, OUT (every student's copy and results), the
+        // workspace and the references are unreadable to every sandbox of the class until
+        // its last grade ends (each grade protects its own paths too).
+        let mut roots = vec![dir.clone(), out.clone(), crate::bins::workspace_root()];
+        roots.extend(forward.bin_dir.clone());
+        let protection = jail.protect(&roots)?;
         let (slots, line) = gpus::slots(args.gpus.unwrap_or(Gpus::All))?;
         shared::cli::eprint_line(&format!("xtask: {line}"));
         // Which sandbox, and what it lacks next to bubblewrap: the class log says it once
@@ -188,7 +194,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
             1 => "one GPU".to_string(),
             n => format!("{n} GPUs, one submission on each at once"),
         };
-        (slots, where_)
+        (slots, where_, protection)
     };
     let settings = settings(
         &rubric,

@@ -25,6 +25,7 @@
 //! report says so.
 
 mod fallback;
+mod permissions;
 pub mod tree;
 
 use std::ffi::OsString;
@@ -54,6 +55,20 @@ pub fn class_user(n: usize) -> u32 {
     CLASS_USERS + (n % 0x0100_0000) as u32
 }
 
+/// The kernel's Landlock ABI, or None.
+///
+/// A test hook, read only by the grader's own debug builds (those its tests run; `cargo
+/// xtask dist` builds release, which never reads it): with `XTASK_TEST_NO_LANDLOCK=1` the
+/// kernel is taken to have no Landlock, so that the fallback without Landlock is tested on a
+/// kernel that has it.
+fn landlock_abi() -> Option<i32> {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("XTASK_TEST_NO_LANDLOCK").is_some_and(|v| v == "1") {
+        return None;
+    }
+    fallback::landlock_abi()
+}
+
 /// Output kept from each stream of a process: enough for any report and error message.
 pub const OUTPUT_CAP: usize = 1 << 20;
 
@@ -79,9 +94,11 @@ enum Kind {
         as_root: bool,
     },
     /// Landlock and seccomp ([`fallback`]); `bwrap` says why bubblewrap could not run.
+    /// Without Landlock (None), run by root only, ownership and permissions keep what it
+    /// would refuse ([`permissions`]).
     Fallback {
         as_root: bool,
-        landlock: i32,
+        landlock: Option<i32>,
         bwrap: String,
     },
     Unsandboxed,
@@ -241,8 +258,7 @@ impl Jail {
         let installed = find_program("bwrap").is_some();
         // What would let bubblewrap run: never "install it" where it is installed.
         let remedy = if installed {
-            "let bubblewrap make namespaces (Docker: --cap-add SYS_ADMIN \
-             --security-opt apparmor=unconfined)"
+            namespace_remedy(as_root)
         } else {
             "install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap)"
         };
@@ -265,14 +281,18 @@ impl Jail {
                 }
             }
         };
-        let Some(landlock) = fallback::landlock_abi() else {
+        let landlock = landlock_abi();
+        if landlock.is_none() && !as_root {
+            // Without Landlock only a uid of its own keeps the student from the grader's
+            // files, and only root can give one.
             bail!(
-                "no sandbox can run here: {bwrap}, and this kernel has no Landlock for the \
-                 fallback sandbox (it needs Linux 5.13 or later with landlock among its LSMs); \
-                 {remedy}, or grade on a kernel with Landlock, or pass --unsandboxed for code \
+                "no sandbox can run here: {bwrap}, and this kernel has no Landlock (Linux \
+                 5.13 or later with landlock among its LSMs), so the fallback sandbox needs \
+                 root to run the student's code as a user of its own, which cannot read your \
+                 files: run grade as root (sudo), or {remedy}, or pass --unsandboxed for code \
                  you trust"
             );
-        };
+        }
         let jail = Jail {
             kind: Kind::Fallback {
                 as_root,
@@ -288,9 +308,12 @@ impl Jail {
         match jail.probe() {
             Ok(()) => Ok(jail),
             Err(why) => bail!(
-                "no sandbox can run here: {bwrap}, and the fallback sandbox (Landlock and \
-                 seccomp) cannot start either ({why}); {remedy}, or pass --unsandboxed for \
-                 code you trust"
+                "no sandbox can run here: {bwrap}, and the fallback sandbox ({}) cannot start \
+                 either ({why}); {remedy}, or pass --unsandboxed for code you trust",
+                match landlock {
+                    Some(_) => "Landlock and seccomp",
+                    None => "a user of its own and seccomp, without Landlock",
+                }
             ),
         }
     }
@@ -343,6 +366,7 @@ impl Jail {
         match &self.kind {
             Kind::Bwrap { as_root: true, .. } => "bubblewrap, run by root",
             Kind::Bwrap { as_root: false, .. } => "bubblewrap, in a user namespace",
+            Kind::Fallback { landlock: None, .. } => "fallback without Landlock",
             Kind::Fallback { as_root: true, .. } => "fallback, run by root",
             Kind::Fallback { as_root: false, .. } => "fallback",
             Kind::Unsandboxed => "no sandbox",
@@ -360,8 +384,30 @@ impl Jail {
                 "student code ran in a bubblewrap sandbox (user namespace)".to_string()
             }
             Kind::Fallback {
+                landlock: None,
+                bwrap,
+                ..
+            } => format!(
+                "student code ran in the fallback sandbox without Landlock ({bwrap}; {}) as \
+                 uid {}, a user of its own, under seccomp (no \
+                 sockets, ptrace, namespaces, mount, keyrings or bpf), every process of it \
+                 killed after each check; by ownership and permissions, the instructor's \
+                 workspace, the references, the results folder and the submissions were made \
+                 unreadable to it before it ran, and {} were emptied of its files after each \
+                 check; it lacks bubblewrap's PID, network and IPC namespaces and Landlock's \
+                 confinement: other users' processes are listed in /proc with their command \
+                 lines (the grader's blanked past `grade`), and it may read any file that \
+                 every user of this machine may read",
+                match fallback::landlock_abi() {
+                    None => "this kernel has no Landlock",
+                    Some(_) => "Landlock taken as missing by the grader's test hook",
+                },
+                self.user,
+                permissions::WORLD_WRITABLE.join(", ")
+            ),
+            Kind::Fallback {
                 as_root,
-                landlock,
+                landlock: Some(landlock),
                 bwrap,
             } => {
                 let who = if *as_root {
@@ -445,9 +491,12 @@ impl Jail {
         };
         // The fallback's own scratch folder (its /tmp), its ruleset and its user.
         let confined = match &self.kind {
-            Kind::Fallback { as_root, .. } => {
-                Some(self.confinement(spec, *as_root).map_err(grader_fault)?)
-            }
+            Kind::Fallback {
+                as_root, landlock, ..
+            } => Some(
+                self.confinement(spec, *as_root, landlock.is_some())
+                    .map_err(grader_fault)?,
+            ),
             _ => None,
         };
         let mut command = match &confined {
@@ -474,7 +523,7 @@ impl Jail {
                 .unwrap_or_default(),
         );
         if let Some(confined) = &confined {
-            fallback::confine(&mut command, confined.user, &confined.ruleset)
+            fallback::confine(&mut command, confined.user, confined.ruleset.as_ref())
                 .map_err(grader_fault)?;
         }
         let folders: Vec<PathBuf> = confined
@@ -547,6 +596,23 @@ impl Jail {
                 "{survivors} of its processes survived being killed after the check"
             )));
         }
+        // Without Landlock the user may have written wherever any user may: every process
+        // of it is ended (whatever its session), then every file of it there removed, so
+        // that no check reads what an earlier one left. A file that stays is the grader's
+        // failure, not the student's.
+        if let Some(Confined {
+            user: Some(user),
+            ruleset: None,
+            ..
+        }) = &confined
+        {
+            fallback::end_user(*user);
+            permissions::sweep(*user).map_err(|e| {
+                Failure::Spawn(format!(
+                    "cannot clear the sandbox's files (not the student's fault): {e:#}"
+                ))
+            })?;
+        }
         match status {
             Some(status) => Ok((status, Ran { stdout, wall }, stderr)),
             None => Err(Failure::TimedOut(limits.wall)),
@@ -555,12 +621,27 @@ impl Jail {
 
     /// What the fallback needs for one run: its scratch folder, seen as `/tmp`, handed to its
     /// user; the way to every folder it may reach; and the Landlock ruleset of those folders.
-    fn confinement(&self, spec: &Spec, as_root: bool) -> Result<Confined> {
+    fn confinement(&self, spec: &Spec, as_root: bool, landlock: bool) -> Result<Confined> {
         // In the grade's own scratch folder: a grade killed with -9 leaves it to the next.
         let scratch = super::scratch::tempdir("sandbox-")
             .context("cannot make the sandbox's scratch folder")?;
         self.give(scratch.path())?;
         let mut mounts = spec.mounts.clone();
+        // Without Landlock the files a run reads (the solution, the CPU device's library)
+        // are reached through a folder of its own, never through the locked folders they
+        // lie in.
+        let staged = match landlock {
+            true => None,
+            false => {
+                let staged = permissions::Staged::new(self.user)?;
+                for (n, mount) in mounts.iter_mut().enumerate() {
+                    if !mount.writable && mount.host.is_file() {
+                        mount.host = staged.stage(&mount.host, n, self.user)?;
+                    }
+                }
+                Some(staged)
+            }
+        };
         mounts.push(Mount::writable(scratch.path(), "/tmp"));
         let mut reach = fallback::Reach::base(toolchain().as_deref());
         for mount in &mounts {
@@ -577,17 +658,24 @@ impl Jail {
             reach.read.push(PathBuf::from("/proc/driver/nvidia"));
         }
         if as_root {
+            // Without Landlock the grader's own folders are passed by the sandbox's group,
+            // not by every user: no other grade's student finds this one's files.
+            let group = (!landlock).then_some(self.user);
             for path in reach.read.iter().chain(&reach.write) {
                 if path.exists() {
-                    fallback::open_way_to(path)?;
+                    fallback::open_way_to(path, group)?;
                 }
             }
         }
         Ok(Confined {
-            ruleset: fallback::ruleset(&reach)?,
+            ruleset: match landlock {
+                true => Some(fallback::ruleset(&reach)?),
+                false => None,
+            },
             user: as_root.then_some(self.user),
             mounts,
             _scratch: scratch,
+            _staged: staged,
         })
     }
 
@@ -607,13 +695,15 @@ impl Jail {
 
 /// The fallback's confinement of one run, kept until its processes are gone.
 struct Confined {
-    ruleset: std::os::fd::OwnedFd,
+    /// None without Landlock.
+    ruleset: Option<std::os::fd::OwnedFd>,
     /// The uid it runs as, run by root.
     user: Option<u32>,
     /// The check's mounts and the scratch folder as its `/tmp`: the host paths of the
     /// sandbox's paths.
     mounts: Vec<Mount>,
     _scratch: tempfile::TempDir,
+    _staged: Option<permissions::Staged>,
 }
 
 /// The program itself at its host path, its paths, working folder and environment mapped
@@ -891,6 +981,31 @@ fn uuid_in(information: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// What would let an installed bubblewrap make its namespaces here: the kernel's switch that
+/// refuses them to users (Ubuntu 24.04's AppArmor, Debian's older sysctl), or the
+/// container's capabilities.
+fn namespace_remedy(as_root: bool) -> &'static str {
+    let switch = |name: &str| {
+        std::fs::read_to_string(Path::new("/proc/sys/kernel").join(name))
+            .is_ok_and(|v| v.trim() == "1")
+    };
+    if as_root {
+        "let bubblewrap make namespaces (a Docker container: --cap-add SYS_ADMIN \
+         --security-opt apparmor=unconfined)"
+    } else if switch("apparmor_restrict_unprivileged_userns") {
+        "let bubblewrap make namespaces (this kernel's AppArmor refuses them to users: run \
+         grade as root with sudo, or sysctl kernel.apparmor_restrict_unprivileged_userns=0)"
+    } else if std::fs::read_to_string("/proc/sys/kernel/unprivileged_userns_clone")
+        .is_ok_and(|v| v.trim() == "0")
+    {
+        "let bubblewrap make namespaces (this kernel refuses them to users: run grade as \
+         root with sudo, or sysctl kernel.unprivileged_userns_clone=1)"
+    } else {
+        "let bubblewrap make namespaces (run grade as root with sudo; in a Docker container \
+         also --cap-add SYS_ADMIN --security-opt apparmor=unconfined)"
+    }
+}
+
 fn find_program(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
         .chain(["/usr/bin", "/bin", "/usr/sbin"].map(PathBuf::from))
@@ -904,6 +1019,10 @@ pub fn end_user(user: u32) {
     if is_root() && user != 0 {
         fallback::end_user(user);
     }
+}
+
+fn fs_create(folder: &Path) -> Result<()> {
+    std::fs::create_dir_all(folder).with_context(|| format!("cannot create {}", folder.display()))
 }
 
 pub fn is_root() -> bool {
@@ -983,6 +1102,55 @@ pub fn last_line(stderr: &[u8]) -> String {
 }
 
 impl Jail {
+    /// Without Landlock, make `roots` (the instructor's workspace, the references, the
+    /// results' folder, the submissions) and the grader's folders in the temporary folder
+    /// unreadable to the sandbox's user until the returned
+    /// value is dropped; the grader's cache of the hand-out, the toolchain and the temporary
+    /// folder stay reachable. Nothing to do with Landlock or bubblewrap: they show the
+    /// sandbox none of it.
+    pub fn protect(&self, roots: &[PathBuf]) -> Result<Option<permissions::Protection>> {
+        let Kind::Fallback { landlock: None, .. } = self.kind else {
+            return Ok(None);
+        };
+        let cache = crate::bins::target_dir().join("grade-cache");
+        let mut keep = vec![cache.clone(), std::env::temp_dir()];
+        keep.extend(toolchain());
+        if let Ok(crate::nvrtc::Nvrtc::Folder(nvrtc)) = crate::nvrtc::find() {
+            keep.push(nvrtc);
+        }
+        fs_create(&cache)?;
+        // And the grader's folders in the temporary folder that are not this grade's: other
+        // grades' (a class's, or one that was killed and left its folder: another student's
+        // build and the references made for it).
+        let mut roots = roots.to_vec();
+        let temp = std::env::temp_dir();
+        roots.extend(
+            std::fs::read_dir(&temp)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    ["xtask-grade-", "xtask-sandbox-", "xtask-stage-"]
+                        .iter()
+                        .any(|prefix| name.starts_with(prefix))
+                        && e.file_type().is_ok_and(|t| t.is_dir())
+                })
+                .map(|e| e.path()),
+        );
+        let protection =
+            permissions::protect(&roots, &keep, &cache.join("sandbox-protection.json"))?;
+        // Any user may read this process's command line: it names the results and the
+        // references. Not blanked, it still names only what is now locked.
+        if let Err(e) = permissions::hide_arguments() {
+            shared::cli::eprint_line(&format!(
+                "xtask: warning: the grader's command line stays readable to the sandbox ({e:#})"
+            ));
+        }
+        Ok(Some(protection))
+    }
+
     /// Hand a writable folder, and everything in it, to the sandbox's user (run by root).
     pub fn give(&self, path: &Path) -> Result<()> {
         if !self.needs_chown() {
@@ -1129,6 +1297,104 @@ mod tests {
             .args(["-KILL", "-U", &class_user(1).to_string()])
             .status();
         let _ = holder.join();
+    }
+
+    /// The fallback without Landlock, as `grade` runs it where the kernel has none (run by
+    /// root: only root can give the student a user of its own).
+    fn jail_without_landlock() -> Jail {
+        assert!(
+            is_root(),
+            "the fallback sandbox without Landlock needs root (run this test as root)"
+        );
+        Jail {
+            kind: Kind::Fallback {
+                as_root: true,
+                landlock: None,
+                bwrap: "a test of the fallback without Landlock".to_string(),
+            },
+            user: class_user(0x0090_0000 + std::process::id() as usize % 0x0010_0000),
+            gpu: None,
+            gpu_uuid: None,
+        }
+    }
+
+    #[test]
+    fn without_landlock_the_instructors_files_are_unreadable_and_nothing_is_left_behind() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let jail = jail_without_landlock();
+        let dir = tempfile::tempdir().expect("a temp folder");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("a mode");
+        // The instructor's files, every one readable by any user, at a path the student
+        // knows; and the solution, which the sandbox runs, among them.
+        let instructor = dir.path().join("autograder");
+        std::fs::create_dir_all(instructor.join("bin")).expect("created");
+        std::fs::write(instructor.join("rubric.toml"), "hidden").expect("written");
+        let solution = instructor.join("bin/solution");
+        std::fs::write(&solution, "#!/bin/sh\necho solution ran\n").expect("written");
+        for (path, mode) in [
+            (&instructor, 0o755),
+            (&instructor.join("bin"), 0o755),
+            (&solution, 0o755),
+            (&instructor.join("rubric.toml"), 0o644),
+        ] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("a mode");
+        }
+        let protection = jail
+            .protect(std::slice::from_ref(&instructor))
+            .expect("protected");
+        assert!(protection.is_some());
+        let tag = format!("xtask-left-{}", std::process::id());
+        let script = format!(
+            "$SOLUTION; id -u; \
+             cat {rubric} 2>/dev/null && echo LEAKED; ls {root} 2>/dev/null && echo LEAKED; \
+             for place in /tmp /var/tmp /dev/shm; do echo x > $place/{tag} && echo wrote; done; \
+             mkdir /var/tmp/{tag}.d && echo x > /var/tmp/{tag}.d/f && echo wrote",
+            rubric = instructor.join("rubric.toml").display(),
+            root = instructor.display(),
+        );
+        // /tmp is the run's own scratch folder; /var/tmp and /dev/shm are the host's.
+        // Paths through the environment: the fallback sandbox runs at the host's paths.
+        let spec = sh(&script)
+            .mount(Mount::read_only(&solution, "/grade/bin/solution"))
+            .env("SOLUTION", "/grade/bin/solution");
+        let (status, ran, stderr) = jail.run(&spec, &limits(30)).expect("runs");
+        let out = String::from_utf8_lossy(&ran.stdout);
+        assert!(
+            status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&stderr)
+        );
+        assert!(out.starts_with("solution ran\n"), "{out}");
+        assert_eq!(
+            out.lines().nth(1),
+            Some(jail.user.to_string().as_str()),
+            "{out}"
+        );
+        assert!(!out.contains("LEAKED"), "{out}");
+        assert_eq!(out.matches("wrote").count(), 4, "{out}");
+        for place in ["/tmp", "/var/tmp", "/dev/shm"] {
+            let left = std::fs::read_dir(place)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| {
+                    e.metadata().is_ok_and(|m| m.uid() == jail.user)
+                        || e.file_name().to_string_lossy().starts_with(&tag)
+                })
+                .count();
+            assert_eq!(left, 0, "the sandbox left files in {place}");
+        }
+        // Put back once the grade lets go.
+        drop(protection);
+        let mode = std::fs::metadata(instructor.join("rubric.toml"))
+            .expect("exists")
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
+        assert_eq!(
+            std::fs::metadata(&instructor).expect("exists").mode() & 0o777,
+            0o755
+        );
     }
 
     #[test]
