@@ -207,13 +207,19 @@ mod tests {
         fs::write(dead.join("image.ppm"), vec![0u8; 1 << 16]).expect("written");
         let lock = base.join("4242-000000001.lock");
         fs::write(&lock, "").expect("written");
-        // `-o`: flock holds the lock itself, not the sleep it starts.
-        let mut holder = Command::new("flock")
-            .arg("-o")
-            .arg(&lock)
-            .args(["sleep", "60"])
-            .spawn()
-            .expect("flock runs");
+        // In a process group of its own, so that the kill below takes flock and the sleep
+        // it starts alike, whichever of them holds the lock (`-o` closes it in the sleep, but
+        // not with every util-linux: on CI the sleep kept it).
+        let mut holder = {
+            use std::os::unix::process::CommandExt;
+            Command::new("flock")
+                .arg("-o")
+                .arg(&lock)
+                .args(["sleep", "60"])
+                .process_group(0)
+                .spawn()
+                .expect("flock runs")
+        };
         let waited = Instant::now();
         while try_lock(&lock).is_some() && waited.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(20));
@@ -222,7 +228,8 @@ mod tests {
         assert_eq!(sweep(&base), 0);
         assert!(dead.join("image.ppm").exists());
         // Killed with -9: the kernel lets its lock go; the next start removes its folder.
-        let _ = holder.kill();
+        // SAFETY: kill has no memory preconditions; the group is the holder's own.
+        unsafe { libc::kill(-(holder.id() as i32), libc::SIGKILL) };
         let _ = holder.wait();
         assert_eq!(sweep(&base), 1);
         assert!(!dead.exists() && !lock.exists());
