@@ -34,6 +34,7 @@ const SANITIZER_TESTS: &str = "sanitizer";
 /// The name prefix of the tests that need Slurm's daemons and client commands.
 const SLURM_TESTS: &str = "slurm_";
 
+// BEGIN INSTRUCTOR
 /// The tests that grade, running student code in the sandbox (the sandbox's own unit tests
 /// among them): skipped, with the reason, where no sandbox can start here.
 const SANDBOX_TESTS: &[&str] = &[
@@ -49,6 +50,7 @@ const SANDBOX_TESTS: &[&str] = &[
 /// The sandbox's tests of the fallback without Landlock, which only root can run (only root
 /// gives the student a user of its own).
 const ROOT_SANDBOX_TESTS: &str = "without_landlock_";
+// END INSTRUCTOR
 
 /// lab01's tests compare with the C program unless this says there is no compiler.
 const NO_C_COMPILER: &str = "LAB01_NO_C_COMPILER";
@@ -113,6 +115,7 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
         None => format!("skipped: no C compiler ($CC, cc or gcc); {NO_C_COMPILER}=1 was set"),
     };
 
+    // BEGIN INSTRUCTOR
     // The grading tests need a sandbox: where none starts they are skipped, and the summary
     // says why (as the GPU tests are), never a panic in each of them.
     let sandbox = crate::grade::sandbox_here();
@@ -125,6 +128,7 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
         ),
         (Err(why), _) => format!("skipped: {why}"),
     };
+    // END INSTRUCTOR
 
     let env = environment(&nvrtc, compiler.is_some(), c_reference)?;
 
@@ -138,6 +142,7 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
     if slurm.is_err() {
         skips.extend(["--skip", SLURM_TESTS]);
     }
+    // BEGIN INSTRUCTOR
     if sandbox.is_err() {
         for test in SANDBOX_TESTS {
             skips.extend(["--skip", test]);
@@ -146,6 +151,7 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
     if !root {
         skips.extend(["--skip", ROOT_SANDBOX_TESTS]);
     }
+    // END INSTRUCTOR
     if run_gpu_tests {
         // Every ignored test, the kernel checks among them.
         let test_args: Vec<&str> = ["--include-ignored"]
@@ -159,7 +165,9 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
             let mut slurm_tests = Totals::default();
             let slurm_args: Vec<&str> = ["--ignored", SLURM_TESTS]
                 .into_iter()
+                // BEGIN INSTRUCTOR
                 // The grading ones only where a sandbox starts (and root's, by root).
+                // END INSTRUCTOR
                 .chain(skips.iter().copied())
                 .collect();
             suite.run(&slurm_args, &env, &mut slurm_tests, &mut failed)?;
@@ -194,16 +202,23 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
     };
 
     // The closing summary, its first line in the form CI tools read.
-    shared::cli::print_line(&format!(
-        "tests: {} passed, {} failed, {} skipped\n  GPU tests: {gpu_line}\n  \
-         multi-GPU tests: {multi_gpu_line}\n  \
-         GPU tests on the CPU device: {cpu_device_line}\n  \
-         kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}\n  C reference: {c_line}\n  \
-         Slurm tests (a one-node cluster of their own): {slurm_line}\n  \
-         grading tests (student code in the sandbox): {sandbox_line}",
-        totals.passed, totals.failed, totals.ignored
-    ))
-    .map_err(|e| e.to_string())?;
+    let summary = [
+        format!(
+            "tests: {} passed, {} failed, {} skipped",
+            totals.passed, totals.failed, totals.ignored
+        ),
+        format!("GPU tests: {gpu_line}"),
+        format!("multi-GPU tests: {multi_gpu_line}"),
+        format!("GPU tests on the CPU device: {cpu_device_line}"),
+        format!("kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}"),
+        format!("C reference: {c_line}"),
+        format!("Slurm tests (a one-node cluster of their own): {slurm_line}"),
+        // BEGIN INSTRUCTOR
+        format!("grading tests (student code in the sandbox): {sandbox_line}"),
+        // END INSTRUCTOR
+    ]
+    .join("\n  ");
+    shared::cli::print_line(&summary).map_err(|e| e.to_string())?;
     if failed.is_empty() {
         Ok(())
     } else {

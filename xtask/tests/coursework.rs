@@ -332,7 +332,7 @@ fn a_grade_that_cannot_run_says_why_first() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(
-        stderr.contains("cannot create the grade's folder in /nonexistent")
+        stderr.contains("cannot create the grader's folder /nonexistent/")
             && stderr.contains("set TMPDIR"),
         "{stderr}"
     );
