@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::cpu::{Cores, CpuRun, CpuSum};
+use crate::cpu::{Cores, CpuRun, CpuSum, Op};
 use crate::gpu::GpuSum;
 
 /// 2 Gi floats (8 GiB) at most: past that the request is a typo, not a benchmark.
@@ -153,6 +153,21 @@ impl Args {
             self.save_ptx.is_some() || (selection.cpu.is_empty() && !selection.gpu.is_empty());
         selection
     }
+
+    /// How the CPU variants combine: addition, or with `--modulus M` addition modulo M. The
+    /// GPU kernels' block totals are added whatever is asked, so `--modulus` takes CPU
+    /// variants alone.
+    pub fn op(&self, selection: &Selection) -> shared::Result<Op> {
+        match self.modulus {
+            Some(_) if !selection.gpu.is_empty() => Err(shared::Error::Usage(
+                "--modulus applies to the CPU variants only: add --cpu-only, or list CPU \
+                 variants with --variants"
+                    .to_string(),
+            )),
+            Some(m) => Ok(Op::AddModulo(m as f32)),
+            None => Ok(Op::Add),
+        }
+    }
 }
 
 fn parse_variant(s: &str) -> Result<Variant, String> {
@@ -238,6 +253,21 @@ mod tests {
         ] {
             assert!(parse_n(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_modulus_takes_the_cpu_variants_alone() {
+        let op = |args: &[&str]| {
+            let args = Args::try_parse_from(["lab06"].iter().chain(args)).unwrap();
+            args.op(&args.selection())
+        };
+        assert_eq!(
+            op(&["--cpu-only", "--modulus", "7"]).ok(),
+            Some(Op::AddModulo(7.0))
+        );
+        assert_eq!(op(&["--cpu-only"]).ok(), Some(Op::Add));
+        assert!(op(&["--modulus", "7"]).is_err());
+        assert!(op(&["--variants", "gpu-plain", "--modulus", "7"]).is_err());
     }
 
     #[test]

@@ -44,18 +44,8 @@ fn run(args: Args) -> Result<()> {
     let ptx_file = args.save_ptx.as_deref().map(Output::create).transpose()?;
     shared::cli::start_threads()?;
 
-    // `--modulus` is for the CPU variants: the GPU kernels' block totals are added.
-    let op = match args.modulus {
-        Some(_) if !selection.gpu.is_empty() => {
-            return Err(Error::Usage(
-                "--modulus applies to the CPU variants only: add --cpu-only, or list CPU \
-                 variants with --variants"
-                    .to_string(),
-            ))
-        }
-        Some(m) => cpu::Op::AddModulo(m as f32),
-        None => cpu::Op::Add,
-    };
+    // How the CPU variants combine: addition, or addition modulo `--modulus`.
+    let op = args.op(&selection)?;
 
     // The data, and its exact total computed in integers (modulo `--modulus`, if given).
     let (data, total) = timer.time(Phase::Allocate, || data::make(args.n))?;
