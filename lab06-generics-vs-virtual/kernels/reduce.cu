@@ -242,8 +242,7 @@ extern "C" __global__ void reduce_plain(const float* __restrict__ data, size_t n
 
 // BEGIN SOLUTION
 // stub: extern "C" __global__ void reduce_generic(const float* __restrict__ data, size_t n, float* total) {
-// stub:     // UNFINISHED: the template variant: fold() with a functor that applies op,
-// stub:     // then combine_block_total() with the same functor
+// stub:     // UNFINISHED: the template variant: fold() and combine_block_total() with a functor that applies op
 // stub: }
 struct Add {
     __device__ float operator()(float acc, float x) const { return op(acc, x); }
@@ -264,14 +263,12 @@ extern "C" __global__ void reduce_generic(const float* __restrict__ data, size_t
 
 // BEGIN SOLUTION
 // stub: extern "C" __global__ void build_adder(void* storage) {
-// stub:     // UNFINISHED: the virtual variant: a Combiner base class, an Adder (whose combine
-// stub:     // applies op) built here on the device
+// stub:     // UNFINISHED: the virtual variant: a Combiner base class, an Adder applying op, built here on the device
 // stub: }
 // stub:
 // stub: extern "C" __global__ void reduce_virtual(const float* __restrict__ data, size_t n,
 // stub:                                           const void* combiner, float* total) {
-// stub:     // UNFINISHED: the virtual variant: fold() calling combine through the Combiner
-// stub:     // build_adder made, then combine_block_total() with the same call
+// stub:     // UNFINISHED: the virtual variant: fold() and combine_block_total() calling combine through the Combiner build_adder made
 // stub: }
 struct Combiner {
     __device__ virtual float combine(float acc, float x) const = 0;
@@ -301,20 +298,17 @@ extern "C" __global__ void reduce_virtual(const float* __restrict__ data, size_t
 
 // BEGIN SOLUTION
 // stub: extern "C" __global__ void store_add_pointer(void* slot) {
-// stub:     // UNFINISHED: the pointer variants: store the address of a device function `add`
-// stub:     // that applies op
+// stub:     // UNFINISHED: the pointer variants: store the address of a device function `add` applying op
 // stub: }
 // stub:
 // stub: extern "C" __global__ void reduce_fn_ptr_loop(const float* __restrict__ data, size_t n,
 // stub:                                               const void* slot, float* total) {
-// stub:     // UNFINISHED: the pointer variants: fold() calling the pointer in `slot`, read at
-// stub:     // every call, then combine_block_total() with the same call
+// stub:     // UNFINISHED: the pointer variants: fold() and combine_block_total() calling the pointer in `slot`, read at every call
 // stub: }
 // stub:
 // stub: extern "C" __global__ void reduce_fn_ptr_hoisted(const float* __restrict__ data, size_t n,
 // stub:                                                  const void* slot, float* total) {
-// stub:     // UNFINISHED: the pointer variants: fold() calling the pointer in `slot`, read
-// stub:     // once, then combine_block_total() with the same call
+// stub:     // UNFINISHED: the pointer variants: fold() and combine_block_total() calling the pointer in `slot`, read once
 // stub: }
 typedef float (*CombineFn)(float, float);
 
