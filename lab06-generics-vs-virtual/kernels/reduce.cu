@@ -6,7 +6,8 @@
 //   - UNROLL of them issued before the first one is used, so each thread keeps several loads
 //     in flight while it waits for memory;
 //   - a grid-stride loop, so any grid size covers any n (the host sweeps grid sizes);
-//   - one atomicAdd per block at the end (add_block_total).
+//   - one atomic per block at the end (add_block_total; combine_block_total for the
+//     abstract variants, which is add_block_total unless lab06 runs with --modulus).
 // The variants differ in one thing only: how a float is folded into the running sum. That
 // one thing is the cost this lab measures.
 //
