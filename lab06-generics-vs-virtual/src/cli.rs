@@ -54,9 +54,9 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
-    /// Combine the CPU variants' elements by addition modulo M instead of addition (a
-    /// grader's check that each variant calls the operation it is handed); needs
-    /// --cpu-only or a --variants list of CPU variants
+    /// Combine every variant's elements by addition modulo M instead of addition (a grader's
+    /// check that each variant applies the operation it is handed; the GPU kernels are
+    /// compiled with -DMODULUS=M); 2 to 16777212
     #[arg(long, value_name = "M", value_parser = parse_modulus)]
     pub modulus: Option<u32>,
 
@@ -154,18 +154,12 @@ impl Args {
         selection
     }
 
-    /// How the CPU variants combine: addition, or with `--modulus M` addition modulo M. The
-    /// GPU kernels' block totals are added whatever is asked, so `--modulus` takes CPU
-    /// variants alone.
-    pub fn op(&self, selection: &Selection) -> shared::Result<Op> {
+    /// How the CPU variants combine: addition, or with `--modulus M` addition modulo M. (The
+    /// GPU kernels get the same operation from their compilation: `kernel_file_for`.)
+    pub fn op(&self) -> Op {
         match self.modulus {
-            Some(_) if !selection.gpu.is_empty() => Err(shared::Error::Usage(
-                "--modulus applies to the CPU variants only: add --cpu-only, or list CPU \
-                 variants with --variants"
-                    .to_string(),
-            )),
-            Some(m) => Ok(Op::AddModulo(m as f32)),
-            None => Ok(Op::Add),
+            Some(m) => Op::AddModulo(m as f32),
+            None => Op::Add,
         }
     }
 }
@@ -256,18 +250,21 @@ mod tests {
     }
 
     #[test]
-    fn a_modulus_takes_the_cpu_variants_alone() {
+    fn a_modulus_makes_the_operation_addition_modulo_m_for_every_variant() {
         let op = |args: &[&str]| {
             let args = Args::try_parse_from(["lab06"].iter().chain(args)).unwrap();
-            args.op(&args.selection())
+            (args.op(), args.modulus)
         };
         assert_eq!(
-            op(&["--cpu-only", "--modulus", "7"]).ok(),
-            Some(Op::AddModulo(7.0))
+            op(&["--cpu-only", "--modulus", "7"]),
+            (Op::AddModulo(7.0), Some(7))
         );
-        assert_eq!(op(&["--cpu-only"]).ok(), Some(Op::Add));
-        assert!(op(&["--modulus", "7"]).is_err());
-        assert!(op(&["--variants", "gpu-plain", "--modulus", "7"]).is_err());
+        assert_eq!(op(&["--cpu-only"]), (Op::Add, None));
+        assert_eq!(op(&["--modulus", "7"]), (Op::AddModulo(7.0), Some(7)));
+        assert_eq!(
+            op(&["--variants", "gpu-virtual", "--modulus", "1009"]),
+            (Op::AddModulo(1009.0), Some(1009))
+        );
     }
 
     #[test]

@@ -74,16 +74,25 @@ pub struct GpuBench {
     add_pointer: CudaSlice<u64>,
     start: CudaEvent,
     end: CudaEvent,
+    /// `--modulus`: the kernels were compiled with `-DMODULUS=M`, and the plain kernel's
+    /// total is taken modulo M here.
+    modulus: Option<u32>,
     /// Milliseconds spent in timed batches so far, for the report's `kernel` phase.
     pub kernel_ms: f64,
 }
 
 impl GpuBench {
-    /// Compile the kernels, copy `data` to the device, and build the `Adder` object and the
-    /// function pointer on the device.
-    pub fn new(gpu: Gpu, data: &[f32], kernel: &KernelArg, timer: &mut Timer) -> Result<Self> {
-        // The file and its options (`--std=c++17`) are in src/lib.rs.
-        let kernel = kernel.apply(lab06_generics_vs_virtual::kernel_file())?;
+    /// Compile the kernels (with `-DMODULUS=M` for `--modulus M`), copy `data` to the
+    /// device, and build the `Adder` object and the function pointer on the device.
+    pub fn new(
+        gpu: Gpu,
+        data: &[f32],
+        kernel: &KernelArg,
+        modulus: Option<u32>,
+        timer: &mut Timer,
+    ) -> Result<Self> {
+        // The file and its options (`--std=c++17`, the modulus) are in src/lib.rs.
+        let kernel = kernel.apply(lab06_generics_vs_virtual::kernel_file_for(modulus))?;
         let kernels = timer.time(Phase::Compile, || {
             gpu.compile(kernel.name, &kernel.source, &kernel.options)
         })?;
@@ -148,6 +157,7 @@ impl GpuBench {
             add_pointer,
             start,
             end,
+            modulus,
             kernel_ms: 0.0,
         })
     }
@@ -177,6 +187,13 @@ impl GpuBench {
         } else {
             (&BLOCK_SIZES[..], &BLOCKS_PER_SM[..])
         };
+        // The plain kernel adds whatever the operation; with --modulus its total is taken
+        // modulo M here, as cpu-plain's is (whole numbers added modulo M give their plain
+        // sum modulo M). Every other kernel must apply the operation itself.
+        let plain_modulo = match (kernel, self.modulus) {
+            (Kernel::Sum(GpuSum::Plain), Some(m)) => Some(m as f32),
+            _ => None,
+        };
         let mut best: Option<(f64, LaunchConfig)> = None;
         let mut sum = expected as f32;
         for &block in block_sizes.iter().filter(|&&b| b as i32 <= max_threads) {
@@ -190,8 +207,11 @@ impl GpuBench {
                 // Batch 0 is the warm-up: the first touch of the code and the data.
                 for rep in 0..=reps {
                     let (ms, totals) = self.batch(&function, kernel, shape)?;
-                    let wrong = totals.iter().find(|&&t| !is_exact(t, expected));
-                    if let (Kernel::Sum(_), Some(&wrong)) = (kernel, wrong) {
+                    let wrong = totals
+                        .iter()
+                        .map(|&t| plain_modulo.map_or(t, |m| t % m))
+                        .find(|&t| !is_exact(t, expected));
+                    if let (Kernel::Sum(_), Some(wrong)) = (kernel, wrong) {
                         sum = wrong;
                     }
                     if rep > 0 {
@@ -265,12 +285,17 @@ impl GpuBench {
 }
 
 /// Write the PTX NVRTC makes of kernels/reduce.cu for this GPU, with the options the lab
-/// compiles with, into `file` (opened before the work). (The lab itself loads a cubin; the
-/// PTX is the readable step before it.)
-pub fn save_ptx(gpu: &Gpu, kernel: &KernelArg, mut file: Output) -> Result<()> {
+/// compiles with (`-DMODULUS=M` too, for `--modulus M`), into `file` (opened before the
+/// work). (The lab itself loads a cubin; the PTX is the readable step before it.)
+pub fn save_ptx(
+    gpu: &Gpu,
+    kernel: &KernelArg,
+    modulus: Option<u32>,
+    mut file: Output,
+) -> Result<()> {
     // A virtual architecture (compute_XX): NVRTC stops at PTX for it.
     let ptx = kernel
-        .apply(lab06_generics_vs_virtual::kernel_file())?
+        .apply(lab06_generics_vs_virtual::kernel_file_for(modulus))?
         .ptx(&gpu.arch.replace("sm_", "compute_"))?;
     file.write_all(ptx.as_bytes())?;
     file.commit()

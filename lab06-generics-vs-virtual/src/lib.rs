@@ -12,3 +12,13 @@ pub fn kernel_file() -> KernelFile {
         &["--std=c++17"],
     )
 }
+
+/// The kernel file as a run compiles it: with `--modulus M`, `-DMODULUS=M`, which makes the
+/// operation every variant applies (`op` in kernels/reduce.cu) addition modulo M; without,
+/// the lab's own options alone, so the default run's kernels are the plain sum's.
+pub fn kernel_file_for(modulus: Option<u32>) -> KernelFile {
+    match modulus {
+        Some(m) => kernel_file().with_option(format!("-DMODULUS={m}")),
+        None => kernel_file(),
+    }
+}

@@ -20,7 +20,6 @@ mod report;
 use std::process::ExitCode;
 
 use shared::gpu::Gpu;
-use shared::nvrtc::KernelArg;
 use shared::output::Output;
 use shared::timing::{Phase, Timer};
 use shared::{Error, Result};
@@ -44,15 +43,16 @@ fn run(args: Args) -> Result<()> {
     let ptx_file = args.save_ptx.as_deref().map(Output::create).transpose()?;
     shared::cli::start_threads()?;
 
-    // How the CPU variants combine: addition, or addition modulo `--modulus`.
-    let op = args.op(&selection)?;
+    // How the variants combine: addition, or addition modulo `--modulus` (the CPU's as `op`,
+    // the GPU's as the kernels' compilation).
+    let op = args.op();
 
     // The data, and its exact total computed in integers (modulo `--modulus`, if given).
     let (data, total) = timer.time(Phase::Allocate, || data::make(args.n))?;
     let expected = args.modulus.map_or(total, |m| total % u64::from(m));
 
     // The GPU first, so that a run which needs one fails before the long CPU runs.
-    let gpu = open_gpu(&selection, ptx_file, &data, &args.kernel, &mut timer)?;
+    let gpu = open_gpu(&selection, ptx_file, &data, &args, &mut timer)?;
 
     let mut tables = Vec::new();
     if !selection.cpu.is_empty() {
@@ -109,7 +109,7 @@ fn open_gpu(
     selection: &Selection,
     ptx_file: Option<Output>,
     data: &[f32],
-    kernel: &KernelArg,
+    args: &Args,
     timer: &mut Timer,
 ) -> Result<Option<GpuBench>> {
     if selection.gpu.is_empty() && ptx_file.is_none() {
@@ -125,10 +125,10 @@ fn open_gpu(
     };
     if let Some(file) = ptx_file {
         // The report's last lines say where it went.
-        gpu::save_ptx(&gpu, kernel, file)?;
+        gpu::save_ptx(&gpu, &args.kernel, args.modulus, file)?;
     }
     if selection.gpu.is_empty() {
         return Ok(None);
     }
-    GpuBench::new(gpu, data, kernel, timer).map(Some)
+    GpuBench::new(gpu, data, &args.kernel, args.modulus, timer).map(Some)
 }

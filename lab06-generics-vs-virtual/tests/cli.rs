@@ -85,6 +85,30 @@ fn every_cpu_variant_sums_exactly() {
     }
 }
 
+/// Lengths, moduli and the totals modulo them: a modulus of 2 below the elements' own values
+/// (1 to 3), a small one, the grader's smallest, and one above the total (nothing reduced).
+const MODULI: [(&str, u64, u64); 4] = [
+    ("1", 2, 2 % 2),
+    ("7", 5, 16 % 5),
+    ("100003", 1009, 200_080 % 1009),
+    ("100003", 16_777_212, 200_080),
+];
+
+/// `--modulus M`: every variant combines by addition modulo M, and the run checks each sum
+/// against the total modulo M.
+#[test]
+fn every_cpu_variant_sums_modulo_the_modulus() {
+    for (n, modulus, expected) in MODULI {
+        let modulus = modulus.to_string();
+        let report = run_ok(&["--cpu-only", "--n", n, "--reps", "1", "--modulus", &modulus]);
+        assert_eq!(
+            report.metrics["expected_sum"], expected,
+            "n = {n} modulo {modulus}"
+        );
+        assert_sums_ok(&report, &CPU_VARIANTS);
+    }
+}
+
 #[test]
 fn variants_can_be_picked_one_by_one() {
     let report = run_ok(&[
@@ -167,7 +191,7 @@ fn gpu_only_runs_or_says_why_not() {
 /// Bad input: one line naming the problem, exit status 2, no panic.
 #[test]
 fn bad_input_is_one_line_and_a_non_zero_exit() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["--n", "0"], "N must be between 1"),
         (&["--n", "-5"], "N must be between 1"),
         (&["--n", "lots"], "N must be a whole number"),
@@ -176,6 +200,13 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
         (&["--variants", "gpu-magic"], "unknown variant"),
         (&["--cpu-only", "--gpu-only"], "cannot be used with"),
         (&["--frobnicate"], "unexpected argument"),
+        (
+            &["--modulus", "1"],
+            "the modulus must be between 2 and 16777212",
+        ),
+        (&["--modulus", "16777213"], "the modulus is too large"),
+        (&["--modulus", "-3"], "the modulus must be between 2"),
+        (&["--modulus", "2.5"], "the modulus must be a whole number"),
     ];
     for (args, says) in cases {
         let output = lab06().args(args).output().expect("lab06 runs");
@@ -201,6 +232,27 @@ fn every_gpu_variant_sums_exactly() {
         let report = run_ok(&["--gpu-only", "--n", n, "--reps", "1"]);
         assert_eq!(report.metrics["expected_sum"], total, "n = {n}");
         assert_sums_ok(&report, &GPU_VARIANTS);
+    }
+}
+
+/// With `--modulus M` the kernels are compiled with `-DMODULUS=M`, and every GPU variant's
+/// sum equals every CPU variant's: the total modulo M. One case of the table (a tail of 3
+/// floats, a total past M): each run sweeps the launch shapes, half a minute on the CPU
+/// device on 2 cores.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_gpu_variant_sums_modulo_the_modulus_as_the_cpu_does() {
+    let (n, modulus, expected) = MODULI[2];
+    let modulus = modulus.to_string();
+    let report = run_ok(&["--n", n, "--reps", "1", "--modulus", &modulus]);
+    assert_eq!(report.metrics["expected_sum"], expected);
+    assert_sums_ok(&report, &GPU_VARIANTS);
+    assert_sums_ok(&report, &CPU_VARIANTS);
+    let cpu = &report.metrics["cpu_plain_sum"];
+    assert_eq!(cpu.as_f64(), Some(expected as f64));
+    for variant in GPU_VARIANTS {
+        let key = format!("{}_sum", variant.replace('-', "_"));
+        assert_eq!(&report.metrics[&key], cpu, "{variant}");
     }
 }
 
@@ -240,4 +292,11 @@ fn nvrtc_ptx_shows_indirect_calls_only_where_expected() {
     assert!(indirect_calls("reduce_virtual") > 0);
     assert!(indirect_calls("reduce_fn_ptr_loop") > 0);
     assert!(indirect_calls("reduce_fn_ptr_hoisted") > 0);
+}
+
+/// `--modulus M` compiles the kernels with `-DMODULUS=M`, for both architectures too.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_compiles_the_kernels_with_a_modulus() {
+    assert_kernels_compile(&[lab06_generics_vs_virtual::kernel_file_for(Some(1009))]);
 }

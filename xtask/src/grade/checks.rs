@@ -718,14 +718,13 @@ fn sums(
     args: &[String],
     variants: &[String],
 ) -> Earned {
-    // A length of the grade's own choosing, so that no sum can be known in advance; and the
-    // CPU variants combine by addition modulo a number of the grade's own (below any total
-    // the rubric's lengths give), so a variant that adds without calling the operation it is
-    // handed is wrong. The GPU kernels' block totals are added, so they keep addition.
+    // A length of the grade's own choosing, so that no sum can be known in advance; and every
+    // variant combines by addition modulo a number of the grade's own (below any total the
+    // rubric's lengths give), so a variant that adds without applying the operation it is
+    // handed is wrong: the CPU variants by `op`, the GPU kernels compiled with -DMODULUS=M
+    // by this workspace's lab06 (their block totals are combined modulo M too).
     let mut args = with_unpredictable_n(args, context.noise);
-    if kernel.is_none() {
-        args.extend(["--modulus".to_string(), modulus(context.noise).to_string()]);
-    }
+    args.extend(["--modulus".to_string(), modulus(context.noise).to_string()]);
     let args = &args;
     let expected = expected_sum(context, lab, args)?;
 
@@ -840,7 +839,7 @@ fn with_unpredictable_view(args: &[String], noise: u64) -> Result<Vec<String>, S
     Ok(moved)
 }
 
-/// lab06's modulus for the CPU variants: 1009 to 33776, drawn from the grade's `noise`
+/// lab06's modulus: 1009 to 33776, drawn from the grade's `noise`
 /// (bits of their own), below the total of any length the rubric gives (each element's
 /// value is 1 to 3 on average 2, so 100,000 elements total about 200,000).
 fn modulus(noise: u64) -> u64 {

@@ -161,16 +161,11 @@ impl Check {
                 "GPU canvas identical to the CPU reference with {}",
                 args.join(" ")
             ),
-            // The CPU variants' operation is drawn in each grade (`checks::modulus`).
-            Test::Sums {
-                variants,
-                kernel: None,
-                ..
-            } => format!(
+            // The variants' operation is drawn in each grade (`checks::modulus`).
+            Test::Sums { variants, .. } => format!(
                 "{} sum exactly, modulo a number drawn in each grade",
                 variants.join(" and ")
             ),
-            Test::Sums { variants, .. } => format!("{} sum exactly", variants.join(" and ")),
             // The view is moved in each grade (`checks::with_unpredictable_view`): the name
             // gives the rubric's, which is never run as such.
             Test::CpuSpeed { args } => format!(
