@@ -9,7 +9,9 @@
 //! // END SOLUTION
 //! ```
 //!
-//! and in Markdown `<!-- BEGIN SOLUTION -->` ... `<!-- END SOLUTION -->`. The hand-out
+//! in Markdown `<!-- BEGIN SOLUTION -->` ... `<!-- END SOLUTION -->`, and in TOML (the
+//! workspace's manifest and cargo's configuration, for the instructor's crate) `# BEGIN
+//! INSTRUCTOR` ... `# END INSTRUCTOR`. The hand-out
 //! replaces a region by its stub: the `stub:` lines right after `BEGIN`, with the comment
 //! and one space taken off, at their own indentation plus any spaces after that one (so a
 //! stub can be written as rustfmt would format it). No stub lines: the region just goes. The markers sit on
@@ -38,10 +40,16 @@ const HTML: Syntax = Syntax {
     close: " -->",
 };
 
+const HASH: Syntax = Syntax {
+    open: "# ",
+    close: "",
+};
+
 fn syntax(path: &Path) -> Option<&'static Syntax> {
     match path.extension()?.to_str()? {
         "rs" | "cu" | "cuh" | "c" | "h" => Some(&SLASHES),
         "md" => Some(&HTML),
+        "toml" => Some(&HASH),
         _ => None,
     }
 }
@@ -281,11 +289,19 @@ mod tests {
         assert_eq!(out, "a\n\nb\n");
     }
 
+    /// The workspace's manifest lists the instructor's crate, which the hand-out leaves out.
+    #[test]
+    fn toml_regions_go_too() {
+        let text = "members = [\n    \"xtask\",\n    # BEGIN INSTRUCTOR\n    \"xtask/instructor\",\n    # END INSTRUCTOR\n]\n";
+        let (out, n) = replace(Path::new("Cargo.toml"), text, Keep::Solution).unwrap();
+        assert_eq!((out.as_str(), n), ("members = [\n    \"xtask\",\n]\n", 1));
+    }
+
     #[test]
     fn other_files_are_left_alone() {
         let text = "// BEGIN SOLUTION\n";
         assert_eq!(
-            replace(Path::new("a.toml"), text, Keep::Stub).unwrap(),
+            replace(Path::new("a.json"), text, Keep::Stub).unwrap(),
             (text.to_string(), 0)
         );
     }

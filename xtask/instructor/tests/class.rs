@@ -1,8 +1,8 @@
 //! A class of five graded three ways, with the same scores every way: `grade --class` on
-//! this machine, Gradescope's autograder (the zip of `cargo xtask autograder`, unpacked into
+//! this machine, Gradescope's autograder (the zip of `cargo instructor autograder`, unpacked into
 //! a root laid out like `/autograder`, its setup's build step run, then `run_autograder` for
 //! each submission), and a Slurm job array on a one-node cluster this test starts (tests
-//! named `slurm_*`, run by `cargo xtask test` where Slurm is found). The five: the solution,
+//! named `slurm_*`, run by `cargo instructor test` where Slurm is found). The five: the solution,
 //! the hand-out, a correct lab02 written differently from the solution, a submission that
 //! does not build, and a hostile one. Speed checks are left out of the comparisons: they
 //! time the machine of the moment. And GitHub Classroom's workflow: each step's command
@@ -18,7 +18,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{copy_dir, fields, target_dir, workspace, xtask};
+use support::{copy_dir, fields, instructor, target_dir, workspace};
 
 /// The tests that build into copies of this workspace's release folder, or into it, one at a
 /// time: a copy taken while another build writes would be half old, half new.
@@ -92,9 +92,12 @@ fn class_of_five() -> Five {
     fs::create_dir(&made).expect("created");
     let handout = made.join("handout");
     let solution = made.join("solution");
-    succeed(xtask().args(["handout", "--out"]).arg(&handout), "handout");
     succeed(
-        xtask()
+        instructor().args(["handout", "--out"]).arg(&handout),
+        "handout",
+    );
+    succeed(
+        instructor()
             .args(["handout", "--solved", "--out"])
             .arg(&solution),
         "handout --solved",
@@ -130,7 +133,7 @@ fn class_of_five() -> Five {
         "fn main() -> ExitCode {{\n    let _ = std::fs::read_to_string(\"{}\");\n    \
          let _ = std::fs::write(\"/tmp/class-attack\", \"x\");\n    \
          let _ = std::process::Command::new(\"sleep\").arg(\"600\").spawn();\n",
-        workspace().join("xtask/rubric.toml").display()
+        workspace().join("xtask/instructor/rubric.toml").display()
     );
     fs::write(
         &main,
@@ -268,7 +271,7 @@ fn comparable(scores: &BTreeMap<String, (f64, f64)>) -> Vec<(String, f64)> {
 fn grade_class(five: &Five, out: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Output {
     // A line on the terminal while a class is graded (libtest keeps `eprintln!` back).
     shared::cli::eprint_line(&format!("class: grading the class of five {extra:?}"));
-    let mut command = xtask();
+    let mut command = instructor();
     command
         .args(["grade", "--class"])
         .arg(&five.class)
@@ -417,7 +420,7 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
     // Gradescope: the autograder zip, unpacked into a root laid out like /autograder.
     let zip_file = five.root.join("autograder.zip");
     succeed(
-        xtask().args(["autograder", "--out"]).arg(&zip_file),
+        instructor().args(["autograder", "--out"]).arg(&zip_file),
         "autograder",
     );
     let root = five.root.join("autograder");
@@ -518,7 +521,7 @@ fn an_archive_that_attacks_costs_its_own_row() {
 
     let out = scratch.path().join("out");
     let output = succeed(
-        xtask()
+        instructor()
             .args(["grade", "--class"])
             .arg(&class)
             .arg("--out")
@@ -603,7 +606,7 @@ fn an_entry_decides_nothing_of_how_the_class_is_read() {
 
     let out = scratch.path().join("out");
     let output = succeed(
-        xtask()
+        instructor()
             .args(["grade", "--class"])
             .arg(&class)
             .arg("--out")
@@ -642,7 +645,7 @@ fn an_out_that_cannot_be_used_is_refused_before_anything_is_made() {
     let class = scratch.path().join("class");
     fs::create_dir_all(class.join("ada")).expect("created");
     let refused = |out: &Path| {
-        let mut child = xtask()
+        let mut child = instructor()
             .args(["grade", "--class"])
             .arg(&class)
             .arg("--out")
@@ -691,15 +694,18 @@ fn the_classroom_workflow_passes_the_solution_and_fails_the_hand_out() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let handout = scratch.path().join("handout");
     let solution = scratch.path().join("solution");
-    succeed(xtask().args(["handout", "--out"]).arg(&handout), "handout");
     succeed(
-        xtask()
+        instructor().args(["handout", "--out"]).arg(&handout),
+        "handout",
+    );
+    succeed(
+        instructor()
             .args(["handout", "--solved", "--out"])
             .arg(&solution),
         "handout --solved",
     );
     succeed(
-        xtask().args(["classroom", "--out"]).arg(&handout),
+        instructor().args(["classroom", "--out"]).arg(&handout),
         "classroom",
     );
     let text =
@@ -874,7 +880,7 @@ impl Drop for Cluster {
 }
 
 #[test]
-#[ignore = "needs Slurm's daemons and sbatch (cargo xtask test runs it where they are found)"]
+#[ignore = "needs Slurm's daemons and sbatch (cargo instructor test runs it where they are found)"]
 fn slurm_a_class_of_five_grades_alike_as_a_job_array() {
     let five = class_of_five();
     let cluster = Cluster::start(&five.root.join("slurm"));

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use assert_cmd::assert::OutputAssertExt;
 use serde_json::Value;
-use support::{target_dir, xtask};
+use support::{instructor, target_dir};
 
 fn cargo_in(dir: &Path) -> Command {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
@@ -23,13 +23,13 @@ fn cargo_in(dir: &Path) -> Command {
 
 /// Grade, check the run succeeded, and return results.json's tests.
 fn grade(args: &[&str], results: &Path) -> Vec<Value> {
-    let output = xtask()
+    let output = instructor()
         .arg("grade")
         .args(args)
         .arg("--gradescope")
         .arg(results)
         .output()
-        .expect("xtask runs");
+        .expect("it runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -111,17 +111,17 @@ fn hand_out_grade_and_put_the_solutions_back() {
     let grader_target = target_dir().join("grade");
 
     step("writing the hand-out and the solved hand-out");
-    xtask()
+    instructor()
         .args(["handout", "--out"])
         .arg(&handout)
         .assert()
         .success();
-    xtask()
+    instructor()
         .args(["handout", "--solved", "--out"])
         .arg(&solved)
         .assert()
         .success();
-    let refused = xtask()
+    let refused = instructor()
         .args(["handout", "--out"])
         .arg(&handout)
         .assert()
@@ -130,14 +130,19 @@ fn hand_out_grade_and_put_the_solutions_back() {
     assert!(stderr.contains("is not empty"), "{stderr}");
 
     // Instructor-only files stay behind, and no marker or solution comment leaks.
-    for gone in [
-        "xtask/answers.toml",
-        "xtask/rubric.toml",
-        "xtask/src/grade",
-        "xtask/src/handout",
-        "xtask/tests/coursework.rs",
-    ] {
+    for gone in ["xtask/instructor", ".ci/check.d/grader"] {
         assert!(!handout.join(gone).exists(), "{gone} is in the hand-out");
+    }
+    // Nor does its workspace name the instructor's crate, its alias or what only it uses.
+    for (file, names) in [
+        ("Cargo.toml", &["instructor", "INSTRUCTOR"][..]),
+        (".cargo/config.toml", &["instructor", "INSTRUCTOR"]),
+        ("Cargo.lock", &["\"instructor\"", "\"zip\"", "\"landlock\""]),
+    ] {
+        let text = std::fs::read_to_string(handout.join(file)).expect("a hand-out file");
+        for name in names {
+            assert!(!text.contains(name), "{file} names {name}");
+        }
     }
     for file in [
         "lab02-rayon/src/main.rs",
@@ -168,13 +173,14 @@ fn hand_out_grade_and_put_the_solutions_back() {
         );
     }
 
-    // The hand-out (just built by the grader, in the same target folder) builds without a
-    // warning, is formatted, and lab01's tests pass in it.
+    // The hand-out (just built by the grader, in the same target folder) builds with its
+    // lock file as it is, without a warning, is formatted, and lab01's tests pass in it.
     step("building the hand-out as a student would, and running lab01's tests in it");
     let build = cargo_in(&handout)
         .args([
             "build",
             "--release",
+            "--locked",
             "--workspace",
             "--all-targets",
             "--target-dir",
@@ -289,7 +295,7 @@ fn hand_out_grade_and_put_the_solutions_back() {
     assert!(!readme.contains("For instructors") && !readme.contains("INSTRUCTOR"));
 
     // Grading that cannot run is an error, not a score.
-    let not_a_workspace = xtask()
+    let not_a_workspace = instructor()
         .args(["grade"])
         .arg(scratch.path().join("nothing"))
         .assert()
@@ -303,10 +309,10 @@ fn hand_out_grade_and_put_the_solutions_back() {
 fn a_missing_argument_is_named() {
     for (args, named) in [
         (&["handout"][..], "--out <DIR>"),
-        (&["run"], "<LAB>"),
+        (&["classroom"], "--out <DIR>"),
         (&["grade"], "<SUBMISSION>"),
     ] {
-        let output = xtask().args(args).output().expect("xtask runs");
+        let output = instructor().args(args).output().expect("it runs");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
@@ -323,12 +329,12 @@ fn a_missing_argument_is_named() {
 fn a_grade_that_cannot_run_says_why_first() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let started = std::time::Instant::now();
-    let output = xtask()
+    let output = instructor()
         .env("TMPDIR", "/nonexistent")
         .arg("grade")
         .arg(scratch.path())
         .output()
-        .expect("xtask runs");
+        .expect("it runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(
@@ -336,12 +342,12 @@ fn a_grade_that_cannot_run_says_why_first() {
             && stderr.contains("set TMPDIR"),
         "{stderr}"
     );
-    let output = xtask()
+    let output = instructor()
         .arg("grade")
         .arg(scratch.path())
         .args(["--gradescope", "/dev/full"])
         .output()
-        .expect("xtask runs");
+        .expect("it runs");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert!(

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use support::{copy_dir, workspace, xtask};
+use support::{copy_dir, instructor, workspace, xtask};
 
 /// The build limit the corpus grades with: a lab builds in well under it, a compile-time
 /// loop is cut off at it.
@@ -99,10 +99,10 @@ struct Link {
     target: String,
 }
 
-/// Run `xtask ARGS OUT`, which must succeed (a hand-out, a dist folder).
-fn xtask_into(args: &[&str], out: &Path) {
-    let status = xtask().args(args).arg(out).status().expect("xtask runs");
-    assert!(status.success(), "xtask {args:?} {}", out.display());
+/// Run `COMMAND ARGS OUT`, which must succeed (a hand-out, a dist folder).
+fn run_into(mut command: Command, args: &[&str], out: &Path) {
+    let status = command.args(args).arg(out).status().expect("it runs");
+    assert!(status.success(), "{command:?} {}", out.display());
 }
 
 /// Lay `submission` out in `dir` from its base.
@@ -224,7 +224,7 @@ fn grade(
     cpu_device: bool,
 ) -> (Vec<Value>, String, Duration) {
     let started = Instant::now();
-    let mut command = xtask();
+    let mut command = instructor();
     if let Some(cores) = cores {
         use std::os::unix::process::CommandExt;
         // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET stays below CPU_SETSIZE; the
@@ -296,12 +296,12 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let handout = scratch.path().join("handout");
     let solved = scratch.path().join("solved");
-    xtask_into(&["handout", "--out"], &handout);
-    xtask_into(&["handout", "--solved", "--out"], &solved);
+    run_into(instructor(), &["handout", "--out"], &handout);
+    run_into(instructor(), &["handout", "--solved", "--out"], &solved);
     let bases: BTreeMap<&str, PathBuf> = [("handout", handout), ("solved", solved)].into();
     // The reference binaries, built once: the grades use these, and nothing may change them.
     let bin_dir = scratch.path().join("dist");
-    xtask_into(&["dist", "--out"], &bin_dir);
+    run_into(xtask(), &["dist", "--out"], &bin_dir);
     // A server on the loopback that no sandboxed process may reach.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     listener.set_nonblocking(true).expect("non-blocking");
@@ -515,11 +515,11 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
 fn two_grades_at_once_both_get_every_mark() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let solved = scratch.path().join("solved");
-    xtask_into(&["handout", "--solved", "--out"], &solved);
+    run_into(instructor(), &["handout", "--solved", "--out"], &solved);
     let second = scratch.path().join("solved-again");
     copy_dir(&solved, &second);
     let bin_dir = scratch.path().join("dist");
-    xtask_into(&["dist", "--out"], &bin_dir);
+    run_into(xtask(), &["dist", "--out"], &bin_dir);
     let grades: Vec<_> = [solved, second]
         .into_iter()
         .enumerate()
@@ -550,12 +550,12 @@ fn two_grades_at_once_both_get_every_mark() {
 fn a_grade_killed_with_9_leaves_no_scratch_once_another_starts() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let handout = scratch.path().join("handout");
-    xtask_into(&["handout", "--out"], &handout);
+    run_into(instructor(), &["handout", "--out"], &handout);
     let tmp = scratch.path().join("tmp");
     fs::create_dir(&tmp).expect("created");
     // SAFETY: geteuid has no preconditions.
     let base = tmp.join(format!("xtask-grader-{}", unsafe { libc::geteuid() }));
-    let mut grade = xtask()
+    let mut grade = instructor()
         .arg("grade")
         .arg(&handout)
         .arg("--no-cpu-device")
@@ -594,7 +594,7 @@ fn a_grade_killed_with_9_leaves_no_scratch_once_another_starts() {
         "the killed grade's folder is there until another starts"
     );
     // The next grade starts (and stops at once: there is no such submission).
-    let next = xtask()
+    let next = instructor()
         .arg("grade")
         .arg(scratch.path().join("no-such-submission"))
         .env("TMPDIR", &tmp)

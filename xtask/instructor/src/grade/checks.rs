@@ -18,9 +18,9 @@ use super::planted;
 use super::rubric::{parse_size, Check, Test};
 use super::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
 use super::timing;
-use crate::bins::Bins;
-use crate::labs::{self, Lab, Work, REFERENCE};
-use crate::{ppm, runner};
+use xtask::bins::Bins;
+use xtask::labs::{self, Lab, Work, REFERENCE};
+use xtask::{ppm, runner};
 
 /// Where the program, its output folder and a kernel file are inside the sandbox.
 const BIN: &str = "/grade/bin";
@@ -57,9 +57,9 @@ pub fn cpu_device(dir: &Path) -> Result<CpuDevice, String> {
             library.display()
         ));
     }
-    let nvrtc = match crate::nvrtc::find()? {
-        crate::nvrtc::Nvrtc::Folder(dir) => Some(dir),
-        crate::nvrtc::Nvrtc::System => None,
+    let nvrtc = match xtask::nvrtc::find()? {
+        xtask::nvrtc::Nvrtc::Folder(dir) => Some(dir),
+        xtask::nvrtc::Nvrtc::System => None,
     };
     Ok(CpuDevice { library, nvrtc })
 }

@@ -1,12 +1,12 @@
 //! GitHub Classroom, both ways round:
-//! - `cargo xtask classroom --out DIR`: the hand-out's `.github/workflows/classroom.yml`,
+//! - `cargo instructor classroom --out DIR`: the hand-out's `.github/workflows/classroom.yml`,
 //!   GitHub Classroom's autograding workflow. One `autograding-command-grader` step per
 //!   visible check of the rubric that a student's runner can make (its GPU labs on the CPU
 //!   device, with NVRTC from pip; no speed against a solution the student does not have),
 //!   worth the check's points, and the `autograding-grading-reporter` step that adds them
 //!   up. Each command compares the student's lab with the hand-out's own lab01 (or lab05's
 //!   GPU canvas with its CPU one), or lets lab06 check its sums: feedback on every push.
-//!   The hidden and speed checks, and the grade that counts, come from `cargo xtask grade
+//!   The hidden and speed checks, and the grade that counts, come from `cargo instructor grade
 //!   --class` on the instructor's machine, which trusts nothing of the student's.
 //! - Its clone of every student repository (`gh classroom clone student-repos`), graded as a
 //!   class: `ASSIGNMENT-submissions/ASSIGNMENT-USERNAME/` ([`clone_student`]).
@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use super::rubric::{parse_size, Check, Rubric, Test};
-use crate::labs;
+use xtask::labs;
 
 /// Where GitHub looks for the workflow, inside the repository.
 pub const WORKFLOW: &str = ".github/workflows/classroom.yml";
@@ -228,7 +228,7 @@ pub fn workflow(rubric: &Rubric) -> Result<String> {
         bail!("the rubric has no visible check a runner can make: nothing for GitHub Classroom");
     }
     let mut text = String::from(
-        "# GitHub Classroom's autograding, written by `cargo xtask classroom` from the\n\
+        "# GitHub Classroom's autograding, written by `cargo instructor classroom` from the\n\
          # instructor's rubric: one step per visible check with no solution to compare with,\n\
          # worth the rubric's points; the GPU labs' kernels run on the CPU device (GitHub's\n\
          # runners have no GPU), with NVRTC from pip. The hidden and speed checks, and the\n\

@@ -18,9 +18,9 @@ use std::time::{Duration, SystemTime};
 use anyhow::{bail, Context, Result};
 
 use super::sandbox::{self, Jail, Limits, Mount, Spec};
-use crate::bins::target_dir;
 use crate::handout::File;
-use crate::labs::Lab;
+use xtask::bins::target_dir;
+use xtask::labs::Lab;
 
 /// Where the workspace, its target folder and the vendored sources are, inside the sandbox.
 pub const WORK: &str = "/grade/work";
@@ -214,12 +214,12 @@ pub fn build_lab(
         Ok((_, _, stderr)) => Err(BuildFailure::Student(first_error(
             &String::from_utf8_lossy(&stderr),
         ))),
-        Err(crate::runner::Failure::TimedOut(_)) => Err(BuildFailure::Student(format!(
+        Err(xtask::runner::Failure::TimedOut(_)) => Err(BuildFailure::Student(format!(
             "the build did not finish within {} s",
             limit.as_secs()
         ))),
         // The sandbox (or cargo) could not start: nothing of the student's ran.
-        Err(failure @ crate::runner::Failure::Spawn(_)) => {
+        Err(failure @ xtask::runner::Failure::Spawn(_)) => {
             Err(BuildFailure::Grader(failure.to_string()))
         }
         Err(failure) => Err(BuildFailure::Student(failure.to_string())),

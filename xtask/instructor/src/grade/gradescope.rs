@@ -1,5 +1,5 @@
 //! Gradescope, both ways round:
-//! - `cargo xtask autograder --out autograder.zip`: the zip Gradescope's programming
+//! - `cargo instructor autograder --out autograder.zip`: the zip Gradescope's programming
 //!   assignments take. `setup.sh` and `run_autograder` at its root, this workspace's tracked
 //!   files (`git ls-files`) in `workspace/`. Gradescope unpacks it into `/autograder/source`,
 //!   runs `setup.sh` once (Rust, bubblewrap, the build), then `run_autograder` for each
@@ -21,7 +21,7 @@ use anyhow::{bail, Context, Result};
 use yaml_rust2::parser::{Event, EventReceiver, Parser};
 use yaml_rust2::{Yaml, YamlLoader};
 
-use crate::bins::workspace_root;
+use xtask::bins::workspace_root;
 
 /// The export's list of submissions and their students.
 pub const METADATA: &str = "submission_metadata.yml";
@@ -151,11 +151,11 @@ build() {
     git add -A -f
   fi
   cargo build --release --locked --workspace
-  local xtask="${CARGO_TARGET_DIR:-$WORKSPACE/target}/release/xtask"
+  local instructor="${CARGO_TARGET_DIR:-$WORKSPACE/target}/release/instructor"
   local scratch
   scratch=$(mktemp -d)
-  "$xtask" handout --out "$scratch/handout"
-  "$xtask" grade "$scratch/handout" --build-only "$scratch/built"
+  "$instructor" handout --out "$scratch/handout"
+  "$instructor" grade "$scratch/handout" --build-only "$scratch/built"
   rm -rf "$scratch"
 }
 
@@ -171,7 +171,7 @@ const RUN_AUTOGRADER: &str = r#"#!/usr/bin/env bash
 # Gradescope runs this for each submission: the student's files are in $ROOT/submission,
 # the results go to $ROOT/results/results.json. Gradescope's machines have no GPU: the GPU
 # checks run on the CPU device, and results.json lists the kernels' speed checks as graded
-# on a GPU machine (`cargo xtask grade --class` there). The root is $AUTOGRADER_ROOT
+# on a GPU machine (`cargo instructor grade --class` there). The root is $AUTOGRADER_ROOT
 # (default /autograder).
 set -uo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
@@ -193,7 +193,7 @@ if [ ! -e "$submission/Cargo.toml" ]; then
   fi
 fi
 
-"$TARGET/release/xtask" grade "$submission" --bin-dir "$TARGET/release" \
+"$TARGET/release/instructor" grade "$submission" --bin-dir "$TARGET/release" \
   --gradescope "$RESULTS" 2>"$LOG"
 status=$?
 cat "$LOG" >&2
@@ -368,7 +368,7 @@ submission_1003:
         let release = root.path().join("source/workspace/target/release");
         fs::create_dir_all(&release).expect("created");
         fs::create_dir_all(root.path().join("submission")).expect("created");
-        let fake = release.join("xtask");
+        let fake = release.join("instructor");
         fs::write(
             &fake,
             "#!/bin/sh\necho 'progress' >&2\nprintf 'xtask: no \"sandbox\" \\\\ here\\t!\\n' >&2\nexit 1\n",

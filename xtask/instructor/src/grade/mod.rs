@@ -1,10 +1,10 @@
-//! `cargo xtask grade SUBMISSION`: grade a student's workspace with this workspace's checks.
+//! `cargo instructor grade SUBMISSION`: grade a student's workspace with this workspace's checks.
 //!
 //! 1. Take from the submission only the files a student may write ([`intake`]), lay them
 //!    into a fresh copy of the hand-out, and build each graded lab `--locked` in the sandbox
 //!    ([`compile`], [`sandbox`]), starting from a prebuilt copy of the hand-out so that only
 //!    what the student changed compiles.
-//! 2. Run every check of the rubric (`xtask/rubric.toml`, [`rubric`]) in the sandbox, each
+//! 2. Run every check of the rubric (`xtask/instructor/rubric.toml`, [`rubric`]) in the sandbox, each
 //!    process tree killed when its check ends, and compare what it wrote with what this
 //!    workspace's own programs write, here, out of the sandbox's sight ([`checks`]); speed
 //!    by the grader's clock or this workspace's CUDA events ([`timing`]).
@@ -44,14 +44,14 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::bins::Bins;
-use crate::gpu;
 use crate::handout;
-use crate::labs::{Lab, LABS, REFERENCE};
 use crate::regions::Keep;
 use checks::{Built, Outcome};
 use report::Graded;
 use rubric::Rubric;
+use xtask::bins::Bins;
+use xtask::gpu;
+use xtask::labs::{Lab, LABS, REFERENCE};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -80,7 +80,7 @@ pub struct Args {
     #[arg(long)]
     unsandboxed: bool,
     /// Seconds each lab's build may take [default: the rubric's build_time_limit_s]
-    #[arg(long, value_name = "SECONDS", value_parser = crate::values::at_least_one("the build time limit", 86_400))]
+    #[arg(long, value_name = "SECONDS", value_parser = xtask::values::at_least_one("the build time limit", 86_400))]
     build_time_limit: Option<u64>,
     /// Where no GPU opens, list the GPU checks instead of running them on the CPU device (a
     /// grade of the CPU labs alone, in seconds instead of a minute)
@@ -383,7 +383,7 @@ fn keep_build(built: &Path, intake: &Intake, out: &Path) -> Result<()> {
     compile::copy_tree(built, out)?;
     let broken: Vec<&str> = intake.broken.iter().map(|(lab, _)| lab.as_str()).collect();
     shared::cli::eprint_line(&format!(
-        "xtask: the build is in {} ({}); grade it with `xtask grade --built {}`",
+        "xtask: the build is in {} ({}); grade it with `instructor grade --built {}`",
         out.display(),
         if broken.is_empty() {
             "every lab built".to_string()
@@ -475,7 +475,7 @@ pub fn sandbox_here() -> std::result::Result<&'static str, String> {
 /// folder the results are written to, and the folder of the submission (its siblings may be
 /// other students'; a folder any user may write, like /tmp, is left alone).
 fn protected(args: &Args) -> Vec<PathBuf> {
-    let mut roots = vec![crate::bins::workspace_root()];
+    let mut roots = vec![xtask::bins::workspace_root()];
     roots.extend(args.bin_dir.clone());
     // The folder of a file that may not exist yet (the results).
     let parent = |p: &Path| {

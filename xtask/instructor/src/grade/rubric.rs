@@ -1,13 +1,13 @@
-//! The rubric (`xtask/rubric.toml`, compiled in): the checks and their points.
+//! The rubric (`xtask/instructor/rubric.toml`, compiled in): the checks and their points.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use crate::labs::{self, Device};
+use xtask::labs::{self, Device};
 
-/// The rubric file, built into the xtask binary so that `dist/xtask grade` carries it.
+/// The rubric file, built into the instructor binary so that `dist/instructor grade` carries it.
 pub const RUBRIC: &str = include_str!("../../rubric.toml");
 
 #[derive(Debug, Deserialize)]
@@ -95,17 +95,18 @@ impl Rubric {
     }
 
     fn parse(text: &str) -> Result<Rubric> {
-        let rubric: Rubric = toml::from_str(text).context("xtask/rubric.toml is not valid")?;
+        let rubric: Rubric =
+            toml::from_str(text).context("xtask/instructor/rubric.toml is not valid")?;
         for check in &rubric.checks {
-            let lab = labs::find(&check.lab).context("xtask/rubric.toml")?;
+            let lab = labs::find(&check.lab).context("xtask/instructor/rubric.toml")?;
             if let Test::Image { size, kernel, .. } = &check.test {
-                parse_size(size).context("xtask/rubric.toml")?;
+                parse_size(size).context("xtask/instructor/rubric.toml")?;
                 // A GPU lab's image must come from its kernel run by this workspace's host
                 // code: the student's binary alone could make it on the CPU.
                 let gpu = lab.first().variant.device == Device::Gpu;
                 if gpu != kernel.is_some() {
                     anyhow::bail!(
-                        "xtask/rubric.toml: {}: an image check names its kernel file exactly \
+                        "xtask/instructor/rubric.toml: {}: an image check names its kernel file exactly \
                          when its lab runs on the GPU",
                         check.name()
                     );
@@ -119,7 +120,7 @@ impl Rubric {
             {
                 if variants.iter().any(|v| v.starts_with("gpu-")) {
                     anyhow::bail!(
-                        "xtask/rubric.toml: {}: GPU variants need the kernel file",
+                        "xtask/instructor/rubric.toml: {}: GPU variants need the kernel file",
                         check.name()
                     );
                 }

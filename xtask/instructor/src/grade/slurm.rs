@@ -3,7 +3,7 @@
 //! `grade --class DIR --out OUT --slurm` writes the class's plan (`OUT/.class/plan.json`:
 //! each submission and its digest, and how to grade) and a job script, submits the array
 //! with `sbatch --wait`, and gathers the gradebook when the array ends. Each task runs this
-//! same xtask binary as `grade --class-task PLAN`: it grades the submission of its
+//! same instructor binary as `grade --class-task PLAN`: it grades the submission of its
 //! `SLURM_ARRAY_TASK_ID` into its own folder `OUT/students/KEY/`, in the sandbox, exactly as
 //! a grade on one machine does. So the binary, OUT and the class folder must be at the same
 //! paths on every node (a shared file system), and each node needs bubblewrap and, to build
@@ -131,7 +131,7 @@ fn sbatch_args(tasks: usize, limit: Duration, options: &Options, logs: &Path) ->
 /// The job script: this binary, grading one task of the plan.
 fn job_script(exe: &Path, plan: &Path) -> String {
     format!(
-        "#!/bin/sh\n# One task of a class graded by `xtask grade --class --slurm`: the submission\n\
+        "#!/bin/sh\n# One task of a class graded by `instructor grade --class --slurm`: the submission\n\
          # of $SLURM_ARRAY_TASK_ID in the plan, graded into its own folder.\n\
          exec {} grade --class-task {}\n",
         quote(exe),

@@ -1,6 +1,6 @@
-//! The answers no hand-out may give away: `xtask/answers.toml` lists, per exercise, the
+//! The answers no hand-out may give away: `xtask/instructor/answers.toml` lists, per exercise, the
 //! phrases that say what the exercise asks the student to find (the NVRTC option that makes
-//! lab04 bit-exact, lab03's launch, lab06's conclusions). `cargo xtask handout` refuses to
+//! lab04 bit-exact, lab03's launch, lab06's conclusions). `cargo instructor handout` refuses to
 //! write a hand-out where one of them appears in any file, a README, a test or a comment.
 //!
 //! A phrase matches whatever its case and however its words are spaced or broken over
@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::File;
 
 /// Where the list lives, from the workspace's root. Instructor-only.
-pub const LIST: &str = "xtask/answers.toml";
+pub const LIST: &str = "xtask/instructor/answers.toml";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -117,8 +117,8 @@ fn words(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bins::workspace_root;
     use crate::regions::Keep;
+    use xtask::bins::workspace_root;
 
     fn exercise(phrases: &[&str]) -> Exercise {
         Exercise {
@@ -181,9 +181,10 @@ mod tests {
     #[test]
     fn an_empty_phrase_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        fs::create_dir(dir.path().join("xtask")).unwrap();
+        let list = dir.path().join(LIST);
+        fs::create_dir_all(list.parent().unwrap()).unwrap();
         fs::write(
-            dir.path().join(LIST),
+            &list,
             "[[exercise]]\nlab = \"lab04\"\nasks = \"x\"\nphrases = [\" `` \"]\n",
         )
         .unwrap();

@@ -1,7 +1,10 @@
-//! `cargo xtask handout --out DIR`: the student's workspace, ready to commit.
+//! `cargo instructor handout --out DIR`: the student's workspace, ready to commit.
 //!
 //! Every file of this workspace that git tracks (commit a new file first), with each
-//! solution region replaced by its stub (`regions`), and the instructor-only files left out.
+//! solution region replaced by its stub (`regions`), and the instructor-only files left out:
+//! this crate whole, and the root manifest's and cargo configuration's instructor regions
+//! (its member, its alias). Its `Cargo.lock` is this workspace's without the packages only
+//! this crate used, versions unchanged, so that the hand-out builds `--locked`.
 //! With `--solved`, the regions keep their solutions instead: the same workspace as a
 //! student who finished every exercise would have it (an answer key to publish after the
 //! deadline, and what CI grades to prove that skeleton and solution fit together).
@@ -15,31 +18,26 @@ mod references;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
+use xtask::bins::workspace_root;
 
-use crate::bins::workspace_root;
 use crate::regions::{self, Keep};
 
-/// What the student never sees: the grader, its rubric and hidden checks, this command and
-/// the test that proves the loop, and the CPU device's test against a GPU (it compiles with
-/// lab04's answer among its option sets). A path ending in `/` is a folder.
+/// What the student never sees: the instructor's tools (this crate: the grader, its rubric
+/// and hidden checks, this command, their tests and corpus, the guide), CI's scripts for
+/// them, and the CPU device's test against a GPU (it compiles with lab04's answer among its
+/// option sets). A path ending in `/` is a folder.
 pub const INSTRUCTOR_ONLY: &[&str] = &[
     ".ci/check.d/grader",
     ".ci/setup.d/grader",
     "shared/cpu-device/tests/differential.rs",
-    "xtask/INSTRUCTORS.md",
-    "xtask/answers.toml",
-    "xtask/rubric.toml",
-    "xtask/src/grade/",
-    "xtask/src/handout/",
-    "xtask/src/regions.rs",
-    "xtask/tests/class.rs",
-    "xtask/tests/coursework.rs",
-    "xtask/tests/grader.rs",
-    "xtask/tests/submissions/",
+    "xtask/instructor/",
 ];
+
+/// The lock file, which the hand-out gets pruned (`pruned_lock`).
+const LOCK_FILE: &str = "Cargo.lock";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -112,6 +110,19 @@ impl File {
 
 /// The hand-out's files, in memory, and how many regions were replaced or kept.
 pub fn files(keep: Keep) -> Result<(Vec<File>, usize)> {
+    let (mut files, regions) = replaced_files(keep)?;
+    let lock = pruned_lock(&files)?;
+    if let Some(file) = files
+        .iter_mut()
+        .find(|file| file.path == Path::new(LOCK_FILE))
+    {
+        file.bytes = lock;
+    }
+    Ok((files, regions))
+}
+
+/// The hand-out's files with every region replaced, the lock file as it is here.
+fn replaced_files(keep: Keep) -> Result<(Vec<File>, usize)> {
     let root = workspace_root();
     let mut files = Vec::new();
     let mut regions = 0;
@@ -143,6 +154,36 @@ pub fn files(keep: Keep) -> Result<(Vec<File>, usize)> {
         });
     }
     Ok((files, regions))
+}
+
+/// The lock file of the hand-out's workspace: this one's, less the packages that only the
+/// members it leaves out used (cargo refuses `--locked` with a lock file it would prune). The
+/// hand-out is written to a scratch folder, where `cargo update --workspace` prunes the lock
+/// file: it updates only the workspace's own packages, so every version it keeps is this
+/// one's (`--offline`: it fetches nothing either).
+fn pruned_lock(files: &[File]) -> Result<Vec<u8>> {
+    let scratch = tempfile::tempdir().context("cannot make a scratch folder for the lock file")?;
+    for file in files {
+        let to = scratch.path().join(&file.path);
+        if let Some(dir) = to.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        fs::write(&to, &file.bytes).with_context(|| format!("cannot write {}", to.display()))?;
+    }
+    let output = xtask::bins::cargo()
+        .current_dir(scratch.path())
+        .args(["update", "--workspace", "--offline", "--quiet"])
+        .stdout(Stdio::null())
+        .output()
+        .context("cannot run cargo update")?;
+    if !output.status.success() {
+        bail!(
+            "cargo update failed in the hand-out, pruning its {LOCK_FILE}: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    let lock = scratch.path().join(LOCK_FILE);
+    fs::read(&lock).with_context(|| format!("cannot read {}", lock.display()))
 }
 
 /// The hand-out goes into a new folder, never over someone's work.
@@ -200,9 +241,14 @@ mod tests {
 
     #[test]
     fn instructor_only_files_and_folders_are_recognised() {
-        assert!(is_instructor_only(Path::new("xtask/rubric.toml")));
-        assert!(is_instructor_only(Path::new("xtask/src/grade/mod.rs")));
-        assert!(!is_instructor_only(Path::new("xtask/src/grade.rs.orig")));
+        assert!(is_instructor_only(Path::new(
+            "xtask/instructor/rubric.toml"
+        )));
+        assert!(is_instructor_only(Path::new(
+            "xtask/instructor/src/grade/mod.rs"
+        )));
+        assert!(!is_instructor_only(Path::new("xtask/instructor.rs.orig")));
+        assert!(!is_instructor_only(Path::new("xtask/src/main.rs")));
         assert!(!is_instructor_only(Path::new("lab02-rayon/src/main.rs")));
     }
 
@@ -263,8 +309,10 @@ mod tests {
     #[test]
     fn the_hand_out_names_nothing_it_leaves_out() {
         let (files, _) = files(Keep::Stub).unwrap();
-        let commands =
-            ["handout", "grade", "autograder", "classroom"].map(|c| format!("xtask {c}"));
+        let commands = ["handout", "grade", "autograder", "classroom", "test"]
+            .map(|c| format!("instructor {c}"))
+            .into_iter()
+            .chain(["xtask grade", "xtask handout"].map(String::from));
         let left_out = INSTRUCTOR_ONLY
             .iter()
             .map(|path| path.trim_end_matches('/').to_string())

@@ -26,7 +26,7 @@ impl FromStr for Gpus {
         if text == "all" {
             return Ok(Gpus::All);
         }
-        let n = crate::values::at_least_one("the number of GPUs (or all)", 1024)(text)?;
+        let n = xtask::values::at_least_one("the number of GPUs (or all)", 1024)(text)?;
         Ok(Gpus::Count(n as usize))
     }
 }
@@ -141,8 +141,8 @@ pub fn slots(choice: Gpus) -> Result<(Vec<Slot>, String)> {
 fn visible_gpus() -> Result<Vec<String>, String> {
     // The labs' own probe: every library and function the labs call, and device 0 opened.
     // Its first clause is the reason; the rest is advice for running a lab.
-    crate::gpu::probe().map_err(|why| why.split(';').next().unwrap_or_default().to_string())?;
-    let count = crate::gpu::count();
+    xtask::gpu::probe().map_err(|why| why.split(';').next().unwrap_or_default().to_string())?;
+    let count = xtask::gpu::count();
     let gpus = match std::env::var("CUDA_VISIBLE_DEVICES") {
         Ok(list) => names_from(&list, count),
         Err(_) => (0..count).map(|i| i.to_string()).collect(),
@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn a_count_needs_that_many_gpus_and_all_takes_what_there_is() {
         // CI and this kind of machine have no GPU; on a GPU machine the probe opens one.
-        match crate::gpu::probe() {
+        match xtask::gpu::probe() {
             Ok(_) => {
                 let (slots, line) = slots(Gpus::Count(1)).expect("one GPU");
                 assert_eq!(slots.len(), 1, "{line}");

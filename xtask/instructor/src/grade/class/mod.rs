@@ -1,4 +1,4 @@
-//! `cargo xtask grade --class DIR --out OUT`: every submission of a class, one row each.
+//! `cargo instructor grade --class DIR --out OUT`: every submission of a class, one row each.
 //!
 //! 1. Read DIR ([`entries`]): one submission per folder, zip or tarball, in the layouts of
 //!    Gradescope's export and GitHub Classroom's clone; a digest of each.
@@ -72,7 +72,7 @@ pub struct ClassArgs {
     pub gpus: Option<Gpus>,
     /// Seconds one submission may take, building and every check together [default: what
     /// the rubric's limits add up to]
-    #[arg(long, value_name = "SECONDS", requires = "class", value_parser = crate::values::at_least_one("the submission time limit", 7 * 86_400))]
+    #[arg(long, value_name = "SECONDS", requires = "class", value_parser = xtask::values::at_least_one("the submission time limit", 7 * 86_400))]
     pub submission_time_limit: Option<u64>,
     /// Grade on a Slurm cluster: one job-array task per submission (sbatch --wait), the
     /// gradebook gathered when the array ends; this binary, DIR and OUT must be on a file
@@ -167,7 +167,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
         // Without Landlock, the class folder, OUT (every student's copy and results), the
         // workspace and the references are unreadable to every sandbox of the class until
         // its last grade ends (each grade protects its own paths too).
-        let mut roots = vec![dir.clone(), out.clone(), crate::bins::workspace_root()];
+        let mut roots = vec![dir.clone(), out.clone(), xtask::bins::workspace_root()];
         roots.extend(forward.bin_dir.clone());
         let protection = jail.protect(&roots)?;
         let (slots, line) = gpus::slots(args.gpus.unwrap_or(Gpus::All))?;
@@ -348,15 +348,15 @@ fn settings(
             std::fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display()))
         })
         .transpose()?;
-    let labs: Vec<&crate::labs::Lab> = crate::labs::LABS
+    let labs: Vec<&xtask::labs::Lab> = xtask::labs::LABS
         .iter()
         .filter(|lab| {
-            *lab == crate::labs::REFERENCE.lab
-                || *lab == crate::labs::REFERENCE.stand_in
+            *lab == xtask::labs::REFERENCE.lab
+                || *lab == xtask::labs::REFERENCE.stand_in
                 || rubric.checks.iter().any(|c| c.lab == lab.name)
         })
         .collect();
-    let bins = crate::bins::Bins::locate(bin_dir, labs.iter().copied())?;
+    let bins = xtask::bins::Bins::locate(bin_dir, labs.iter().copied())?;
     let names = labs.iter().map(|lab| lab.name).chain(["libcpu_device.so"]);
     for name in names {
         let path = bins.dir().join(name);
@@ -629,7 +629,7 @@ mod tests {
         let top = tempfile::tempdir().expect("a temp folder");
         let bins = top.path().join("dist");
         std::fs::create_dir(&bins).expect("created");
-        for lab in &crate::labs::LABS {
+        for lab in &xtask::labs::LABS {
             std::fs::write(bins.join(lab.name), lab.name).expect("written");
         }
         let rubric = Rubric::load().expect("the rubric");

@@ -3,7 +3,7 @@
 //! `record.json` (what was graded, with which grader, and how it went), so that a class that
 //! was stopped resumes after its last whole submission.
 //!
-//! The grade itself is this same xtask binary, `grade SUBMISSION --gradescope FILE`, run as
+//! The grade itself is this same instructor binary, `grade SUBMISSION --gradescope FILE`, run as
 //! a subprocess in a process group of its own with a time limit: a submission that does not
 //! build, hangs or attacks costs its own row, never the class.
 
@@ -20,12 +20,12 @@ use serde_json::Value;
 use super::entries::{self, Entry, Form};
 use super::gpus::Slot;
 use crate::grade::inert;
-use crate::runner;
+use xtask::runner;
 
 /// What every grade of a class shares.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Settings {
-    /// The xtask binary that grades (this one).
+    /// The instructor binary that grades (this one).
     pub exe: PathBuf,
     /// The class's output folder.
     pub out: PathBuf,

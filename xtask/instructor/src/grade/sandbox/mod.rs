@@ -38,8 +38,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use wait_timeout::ChildExt;
 
-use crate::runner::Failure;
 pub use tree::TreeLimits;
+use xtask::runner::Failure;
 
 /// The unprivileged user and group the student's code runs as (nobody, nogroup).
 pub const NOBODY: u32 = 65534;
@@ -1112,10 +1112,10 @@ impl Jail {
         let Kind::Fallback { landlock: None, .. } = self.kind else {
             return Ok(None);
         };
-        let cache = crate::bins::target_dir().join("grade-cache");
+        let cache = xtask::bins::target_dir().join("grade-cache");
         let mut keep = vec![cache.clone(), std::env::temp_dir()];
         keep.extend(toolchain());
-        if let Ok(crate::nvrtc::Nvrtc::Folder(nvrtc)) = crate::nvrtc::find() {
+        if let Ok(xtask::nvrtc::Nvrtc::Folder(nvrtc)) = xtask::nvrtc::find() {
             keep.push(nvrtc);
         }
         fs_create(&cache)?;

@@ -290,7 +290,7 @@ fn sweep_folder(folder: &Path, user: u32, depth: usize, left: &mut Vec<PathBuf>)
     }
 }
 
-/// Blank this process's arguments past the first two (`xtask grade`) where /proc shows them:
+/// Blank this process's arguments past the first two (`instructor grade`) where /proc shows them:
 /// without a PID namespace or Landlock any user may read a process's command line, which
 /// names the results file and the references. Only the memory the kernel reads them from is
 /// blanked; they were parsed before. Err: the memory could not be found (nothing changed).
