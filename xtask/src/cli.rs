@@ -1,4 +1,4 @@
-//! How a command of xtask, or of the instructor's tools, ends: help in full, an argument
+//! How a command of xtask (or of a tool built on its library) ends: help in full, an argument
 //! error or a failure in one line, as the labs' own (`shared::cli::run`) do.
 
 use std::process::ExitCode;

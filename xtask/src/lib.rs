@@ -1,7 +1,7 @@
 //! The labs' task runner as a library: one module per command of `cargo xtask`
 //! (rust-analyzer's pattern), and the pieces every command shares.
 //!
-//! A library, not only a binary: other tools of a workspace (an instructor's, say) run the
+//! A library, not only a binary: other tools of a workspace (a grader, say) run the
 //! labs with the same table, runner and comparisons as these commands, without this crate
 //! compiling what only they need.
 //!

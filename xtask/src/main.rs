@@ -1,5 +1,5 @@
 //! `cargo xtask`: the student's commands. This file only reads the command line and hands
-//! it to the command's module in the library (`lib.rs`), which the instructor's tools share.
+//! it to the command's module in the library (`lib.rs`), which other tools may share.
 
 use std::process::ExitCode;
 

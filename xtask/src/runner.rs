@@ -33,7 +33,7 @@ pub enum Failure {
     /// Exited 0, but its output is not what was asked for.
     Malformed(String),
     /// Went over a limit of its whole process tree (memory, disk, files, cores): killed.
-    /// Only the instructor's grader sets limits on a tree (its sandbox says so with this).
+    /// Set by a tool that limits a whole tree (a grader's sandbox), never by these commands.
     OverLimit(String),
 }
 
