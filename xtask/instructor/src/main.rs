@@ -33,8 +33,7 @@ enum Command {
     Autograder(grade::gradescope::Args),
     /// Write GitHub Classroom's autograding workflow into a hand-out's folder
     Classroom(grade::classroom::Args),
-    /// The instructor's tests (the grader, the class grader, the coursework loop), with the
-    /// sandbox, GPU, NVRTC and Slurm they need where this machine has them
+    /// The instructor's tests: the grader's, the class grader's, the coursework loop
     Test(test::Args),
 }
 
