@@ -328,6 +328,28 @@ mod tests {
         assert!(found.is_empty(), "{found:#?}");
     }
 
+    /// cargo refuses `--locked` with a lock file that lists packages no member uses: the
+    /// hand-out's lists none of this crate's alone, and keeps the versions of the others.
+    #[test]
+    fn the_hand_outs_lock_file_holds_only_what_its_members_use() {
+        let (files, _) = files(Keep::Stub).unwrap();
+        let lock = files
+            .iter()
+            .find(|file| file.path == Path::new(LOCK_FILE))
+            .unwrap();
+        let lock = String::from_utf8_lossy(&lock.bytes);
+        let ours = fs::read_to_string(workspace_root().join(LOCK_FILE)).unwrap();
+        for name in ["instructor", "landlock", "seccompiler", "zip", "yaml-rust2"] {
+            let entry = format!("name = \"{name}\"\n");
+            assert!(ours.contains(&entry) && !lock.contains(&entry), "{name}");
+        }
+        let version_of = |text: &str| {
+            let at = text.find("name = \"rayon\"\nversion = ").unwrap();
+            text[at..].lines().nth(1).unwrap().to_string()
+        };
+        assert_eq!(version_of(&lock), version_of(&ours));
+    }
+
     /// cargo passes extra arguments to rustc for one target only: a README's `cargo rustc
     /// ... --` that names no `--bin` or `--lib` fails in a package that has both.
     #[test]
