@@ -74,12 +74,10 @@ impl Bins {
         })
     }
 
-    // BEGIN INSTRUCTOR
-    /// The folder the binaries are in.
+    /// The folder the binaries are in (the grader runs its reference binaries from it).
     pub fn dir(&self) -> &PathBuf {
         &self.dir
     }
-    // END INSTRUCTOR
 
     /// A command that runs `lab` with no flags.
     pub fn command(&self, lab: &Lab) -> Command {

@@ -1,12 +1,13 @@
 //! `cargo xtask dist`: the release binaries in one folder, for a machine with a GPU but no
-//! Rust toolchain. With `--tests`, the test executables too, in `DIR/deps/`, where
+//! Rust toolchain: every binary of the workspace's members, as cargo reports them built (the
+//! labs, xtask, and any other member's tools, named nowhere here). With `--tests`, the test executables too, in `DIR/deps/`, where
 //! `assert_cmd` finds the lab binaries one level up, just as in cargo's own target folder.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::bins::{c_program, cargo, run_status, target_dir, Result, C_PROGRAM};
-use crate::labs::{Table, LABS};
+use crate::bins::{c_program, cargo, target_dir, Result, C_PROGRAM};
+use crate::members;
 
 /// The file that marks a folder as made by `dist`, listing (one per line, relative to the
 /// folder) every file it copied there: only those are ever removed.
@@ -29,19 +30,28 @@ const CPU_DEVICE: &str = "libcpu_device.so";
 pub fn run(args: Args) -> Result<()> {
     // Checked first: a folder that is not ours fails before minutes of building.
     let previous = previous_files(&args.out)?;
-    run_status(cargo().args([
-        "build",
-        "--release",
-        "--quiet",
-        "--workspace",
-        "--bins",
-        "--lib",
-    ]))?;
-    let release = target_dir().join("release");
+    let binaries = built(
+        &[
+            "build",
+            "--release",
+            "--quiet",
+            "--workspace",
+            "--bins",
+            "--lib",
+        ],
+        |message| {
+            let kinds = message["target"]["kind"].as_array();
+            kinds.is_some_and(|kinds| kinds.iter().any(|kind| kind == "bin"))
+        },
+    )?;
     // The CPU device beside the labs, where `--emulate` looks for it.
-    let mut files: Vec<(PathBuf, PathBuf)> = binaries(&LABS)
-        .chain([CPU_DEVICE])
-        .map(|name| (release.join(name), PathBuf::from(name)))
+    let mut files: Vec<(PathBuf, PathBuf)> = binaries
+        .into_iter()
+        .chain([target_dir().join("release").join(CPU_DEVICE)])
+        .map(|path| {
+            let name = path.file_name().map(PathBuf::from).unwrap_or_default();
+            (path, name)
+        })
         .collect();
     if args.tests {
         for exe in test_executables()? {
@@ -117,33 +127,46 @@ fn remove_if_present(path: &Path) -> Result<()> {
     }
 }
 
-/// Build the test executables in release and list them, from cargo's JSON messages: the
-/// labs' and `shared`'s. xtask's own tests are left out: they run cargo and read the
-/// workspace's sources, which a machine without Rust does not have (CI runs them).
+/// Build the test executables in release and list them: the labs' and `shared`'s. xtask's
+/// own tests are left out, and those of the members tested by a command of their own: they
+/// run cargo and read the workspace's sources, which a machine without Rust does not have
+/// (CI runs them).
 fn test_executables() -> Result<Vec<PathBuf>> {
+    let mut args = vec![
+        "test",
+        "--release",
+        "--workspace",
+        "--exclude",
+        "xtask",
+        "--no-run",
+    ];
+    let elsewhere = members::tested_elsewhere()?;
+    for member in &elsewhere {
+        args.extend(["--exclude", member.package.as_str()]);
+    }
+    built(&args, |message| {
+        message["profile"]["test"].as_bool() == Some(true)
+    })
+}
+
+/// Run cargo with `args` (a build) and list the executables it reports built whose message
+/// `wanted` picks, from cargo's JSON messages.
+fn built(args: &[&str], wanted: impl Fn(&serde_json::Value) -> bool) -> Result<Vec<PathBuf>> {
     let output = cargo()
-        .args([
-            "test",
-            "--release",
-            "--workspace",
-            "--exclude",
-            "xtask",
-            "--no-run",
-            "--message-format=json",
-        ])
+        .args(args)
+        .arg("--message-format=json")
         .stderr(std::process::Stdio::inherit())
         .output()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !output.status.success() {
-        return Err("building the tests failed".to_string());
+        return Err(format!("cargo {} failed", args.join(" ")));
     }
     let mut executables = Vec::new();
     for line in String::from_utf8_lossy(&output.stdout).lines() {
         let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        let is_test = message["profile"]["test"].as_bool() == Some(true);
-        if let (true, Some(exe)) = (is_test, message["executable"].as_str()) {
+        if let (true, Some(exe)) = (wanted(&message), message["executable"].as_str()) {
             executables.push(PathBuf::from(exe));
         }
     }
@@ -157,11 +180,6 @@ fn copy(from: &Path, to: &Path) -> Result<u64> {
     }
     fs::copy(from, to)
         .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
-}
-
-/// The binaries a dist folder holds: every lab's, and xtask to run them.
-pub fn binaries(table: Table) -> impl Iterator<Item = &'static str> {
-    table.iter().map(|lab| lab.name).chain(["xtask"])
 }
 
 #[cfg(test)]

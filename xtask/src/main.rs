@@ -1,41 +1,10 @@
-//! `cargo xtask`: the labs' task runner, one module per command (rust-analyzer's pattern).
-//!
-//! Every command that runs labs can use binaries from a `cargo xtask dist` folder instead of
-//! cargo (`--bin-dir DIR`), so the same commands work on a GPU machine with no Rust toolchain.
-//! What the labs are comes from one table ([`labs`]); each lab process is run through one
-//! runner ([`runner`]); each file xtask writes goes through `shared::output`, each line
-//! through `shared::cli`'s printers (a closed stdout is no panic).
-
-mod bench;
-mod bins;
-mod csv;
-mod dist;
-mod docs;
-mod format;
-mod gpu;
-// BEGIN INSTRUCTOR
-mod grade;
-mod handout;
-// END INSTRUCTOR
-mod labs;
-mod nvrtc;
-mod ppm;
-mod profile;
-mod recorded;
-// BEGIN INSTRUCTOR
-mod regions;
-// END INSTRUCTOR
-mod run;
-mod runner;
-mod sanitize;
-mod test;
-mod values;
-mod verify;
+//! `cargo xtask`: the student's commands. This file only reads the command line and hands
+//! it to the command's module in the library (`lib.rs`), which other tools may share.
 
 use std::process::ExitCode;
 
-use clap::error::ErrorKind;
 use clap::Parser;
+use xtask::{bench, cli, dist, docs, profile, run, sanitize, test, verify};
 
 /// The labs' task runner.
 #[derive(Parser)]
@@ -63,24 +32,14 @@ enum Command {
     Profile(profile::Args),
     /// Run each GPU lab under compute-sanitizer (memcheck; racecheck and synccheck on lab06)
     Sanitize(sanitize::Args),
-    // BEGIN INSTRUCTOR
-    /// Write the student's workspace: every solution region replaced by its stub
-    Handout(handout::Args),
-    /// Grade a student's workspace with this workspace's checks and rubric, or a class
-    Grade(grade::Args),
-    /// Write Gradescope's autograder zip: setup.sh, run_autograder and this workspace
-    Autograder(grade::gradescope::Args),
-    /// Write GitHub Classroom's autograding workflow into a hand-out's folder
-    Classroom(grade::classroom::Args),
-    // END INSTRUCTOR
 }
 
 fn main() -> ExitCode {
     let command = match Command::try_parse() {
         Ok(command) => command,
-        Err(err) => return argument_error(&err),
+        Err(err) => return cli::argument_error(&err),
     };
-    let outcome = match command {
+    cli::exit_code(match command {
         Command::Run(args) => run::run(args),
         Command::Verify(args) => verify::run(args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::run(args).map(|()| ExitCode::SUCCESS),
@@ -93,55 +52,7 @@ fn main() -> ExitCode {
         Command::Dist(args) => dist::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),
-        // BEGIN INSTRUCTOR
-        Command::Handout(args) => handout::run(args).map(|()| ExitCode::SUCCESS),
-        Command::Grade(args) => grade::run(args).map(|()| ExitCode::SUCCESS),
-        Command::Autograder(args) => grade::gradescope::run(args).map(|()| ExitCode::SUCCESS),
-        Command::Classroom(args) => grade::classroom::run(args).map(|()| ExitCode::SUCCESS),
-        // END INSTRUCTOR
-    };
-    outcome.unwrap_or_else(|err| {
-        // `{:#}` puts anyhow's context chain on one line: "what failed: why".
-        shared::cli::eprint_line(&format!("xtask: {err:#}"));
-        ExitCode::FAILURE
     })
-}
-
-/// Help and version print in full and exit 0 (help with no command exits 2, as clap does);
-/// an argument error is one line, like the labs' own (`shared::cli::run`), with clap's tip.
-fn argument_error(err: &clap::Error) -> ExitCode {
-    match err.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            // Nothing useful can be done if stdout is closed.
-            let _ = err.print();
-            return ExitCode::SUCCESS;
-        }
-        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = err.print();
-            return ExitCode::from(2);
-        }
-        _ => {}
-    }
-    let rendered = err.render().to_string();
-    let mut lines = rendered.lines().map(str::trim);
-    let first = lines.next().unwrap_or("invalid arguments");
-    let mut first = first.strip_prefix("error: ").unwrap_or(first).to_string();
-    // clap lists the missing arguments on the lines after "...were not provided:".
-    if first.ends_with(':') {
-        let missing: Vec<&str> = rendered
-            .lines()
-            .skip(1)
-            .map(str::trim)
-            .take_while(|line| !line.is_empty())
-            .collect();
-        first = format!("{first} {}", missing.join(", "));
-    }
-    let tip = lines
-        .find_map(|line| line.strip_prefix("tip: "))
-        .map(|tip| format!("; {tip}"))
-        .unwrap_or_default();
-    shared::cli::eprint_line(&format!("xtask: {first}{tip} (see --help)"));
-    ExitCode::from(2)
 }
 
 #[cfg(test)]
@@ -155,10 +66,10 @@ mod tests {
     }
 
     /// A new lab is one entry of the table: every task that runs labs finds it there, none
-    /// by its name.
+    /// by its name (`dist` takes every binary cargo builds).
     #[test]
     fn every_task_picks_up_a_lab_added_to_the_table() {
-        use labs::{Device, Exact, KernelRuns, Lab, Table, Variant, Work, LABS};
+        use xtask::labs::{self, Device, Exact, KernelRuns, Lab, Table, Variant, Work, LABS};
         static LAB07: [Variant; 1] = [Variant {
             label: "lab07",
             flags: &[],
@@ -198,7 +109,6 @@ mod tests {
         let plans = sanitize::plans(table, None).expect("sanitize's plans");
         let lab07_plan = plans.iter().find(|plan| is_lab07(plan.lab));
         assert_eq!(lab07_plan.map(|plan| plan.tools.len()), Some(3), "sanitize");
-        assert!(dist::binaries(table).any(|name| name == "lab07"), "dist");
     }
 
     #[test]

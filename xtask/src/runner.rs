@@ -32,10 +32,9 @@ pub enum Failure {
     Refused { code: Option<i32>, message: String },
     /// Exited 0, but its output is not what was asked for.
     Malformed(String),
-    // BEGIN INSTRUCTOR
     /// Went over a limit of its whole process tree (memory, disk, files, cores): killed.
+    /// Set by a tool that limits a whole tree (a grader's sandbox), never by these commands.
     OverLimit(String),
-    // END INSTRUCTOR
 }
 
 impl fmt::Display for Failure {
@@ -50,9 +49,7 @@ impl fmt::Display for Failure {
             Failure::Crashed(how) => write!(f, "crashed: {how}"),
             Failure::Refused { message, .. } => write!(f, "{message}"),
             Failure::Malformed(why) => write!(f, "{why}"),
-            // BEGIN INSTRUCTOR
             Failure::OverLimit(why) => write!(f, "{why}"),
-            // END INSTRUCTOR
         }
     }
 }

@@ -6,11 +6,15 @@
 //!   or not (all but compute-sanitizer's);
 //! - the kernel checks (tests named `nvrtc_*`, ignored by plain `cargo test`) wherever NVRTC
 //!   is found: on the system, or in `.nvrtc/`, where `.ci/run` installs it from pip;
-//! - lab01 against the given C program wherever a C compiler is found;
-//! - the tests that start a one-node Slurm cluster of their own (tests named `slurm_*`,
-//!   ignored by plain `cargo test`) wherever Slurm's daemons and `sbatch` are found.
+//! - lab01 against the given C program wherever a C compiler is found.
 //!
 //! What was skipped, and why, is in the closing summary: nothing is skipped silently.
+//!
+//! It tests every package of the workspace but those whose manifest names the command that
+//! tests them (`[package.metadata.xtask] tested-by`, read by [`crate::members`]); the summary
+//! names that command. Such a command reuses this runner with a [`Plan`] of its own: its
+//! package, the tests it skips where this machine cannot run them and why, and the ignored
+//! tests it runs too.
 //!
 //! With `--bin-dir DIR` it runs the test executables of `cargo xtask dist --tests` instead
 //! of cargo, for a GPU machine without a Rust toolchain.
@@ -23,6 +27,7 @@ use std::process::{Command, Stdio};
 
 use crate::bins::cargo;
 use crate::gpu;
+use crate::members;
 use crate::nvrtc::Nvrtc;
 
 /// The name prefix of the GPU tests that need two GPUs or more.
@@ -30,27 +35,6 @@ const MULTI_GPU_TESTS: &str = "multi_gpu_";
 
 /// The names of the tests that run compute-sanitizer, which needs a GPU.
 const SANITIZER_TESTS: &str = "sanitizer";
-
-/// The name prefix of the tests that need Slurm's daemons and client commands.
-const SLURM_TESTS: &str = "slurm_";
-
-// BEGIN INSTRUCTOR
-/// The tests that grade, running student code in the sandbox (the sandbox's own unit tests
-/// among them): skipped, with the reason, where no sandbox can start here.
-const SANDBOX_TESTS: &[&str] = &[
-    "grade::sandbox::tests::",
-    "the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing",
-    "two_grades_at_once_both_get_every_mark",
-    "a_class_of_five_grades_alike_through_class_and_the_autograder",
-    "an_archive_that_attacks_costs_its_own_row",
-    "an_entry_decides_nothing_of_how_the_class_is_read",
-    "hand_out_grade_and_put_the_solutions_back",
-];
-
-/// The sandbox's tests of the fallback without Landlock, which only root can run (only root
-/// gives the student a user of its own).
-const ROOT_SANDBOX_TESTS: &str = "without_landlock_";
-// END INSTRUCTOR
 
 /// lab01's tests compare with the C program unless this says there is no compiler.
 const NO_C_COMPILER: &str = "LAB01_NO_C_COMPILER";
@@ -69,16 +53,65 @@ pub struct Args {
     require_gpu: bool,
 }
 
+/// What one test command runs beyond what this machine's probes decide.
+#[derive(Default)]
+pub struct Plan {
+    /// cargo's choice of packages (`--workspace --exclude P`, `--package P`); unused with
+    /// `--bin-dir`, whose executables are the ones `dist --tests` chose.
+    pub packages: Vec<String>,
+    /// Name filters of tests this machine cannot run, left out of every pass (`--skip`).
+    pub skips: Vec<String>,
+    /// Name prefixes of ignored tests (ignored by plain `cargo test`: they need a tool) that
+    /// run too, this machine having the tool.
+    pub ignored: Vec<String>,
+    /// Lines the closing summary ends with: what was skipped and why, what is tested elsewhere.
+    pub lines: Vec<String>,
+}
+
+impl Plan {
+    /// `cargo xtask test`'s: every package but those tested by a command of their own.
+    fn workspace() -> crate::bins::Result<Plan> {
+        let mut plan = Plan {
+            packages: vec!["--workspace".to_string()],
+            ..Plan::default()
+        };
+        for member in members::tested_elsewhere()? {
+            plan.lines.push(format!(
+                "{}'s tests: run by `{}`",
+                member.package, member.by
+            ));
+            plan.packages
+                .extend(["--exclude".to_string(), member.package]);
+        }
+        Ok(plan)
+    }
+}
+
+/// `cargo xtask test`.
 pub fn run(args: Args) -> crate::bins::Result<()> {
-    let c_reference = args.bin_dir.as_deref().and_then(c_reference_in);
-    let suite = Suite::new(args.bin_dir)?;
+    let plan = match args.bin_dir {
+        Some(_) => Plan::default(),
+        None => Plan::workspace()?,
+    };
+    run_plan(args.bin_dir, args.require_gpu, &plan)
+}
+
+/// Run the tests of `plan` (from `bin_dir`'s executables, or with cargo); the GPU tests
+/// whatever the GPU probe says with `require_gpu`.
+pub fn run_plan(
+    bin_dir: Option<PathBuf>,
+    require_gpu: bool,
+    plan: &Plan,
+) -> crate::bins::Result<()> {
+    let c_reference = bin_dir.as_deref().and_then(c_reference_in);
+    let suite = Suite::new(bin_dir, &plan.packages)?;
     let mut failed = Vec::new();
 
     // The probe is the labs' own `Gpu::open`. With --require-gpu its answer decides nothing:
     // the GPU tests run anyway, so a broken `Gpu::open` fails them instead of hiding them.
     let gpu = gpu::probe();
-    let run_gpu_tests = args.require_gpu || gpu.is_ok();
-    let gpu_line = match (&gpu, args.require_gpu) {
+    let run_gpu_tests = require_gpu || gpu.is_ok();
+    let gpu_line = match (&gpu, require_gpu) {
         (Ok(name), _) => format!("ran on {name}"),
         (Err(why), true) => {
             failed.push(format!("--require-gpu: no GPU opened ({why})"));
@@ -103,55 +136,24 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
         Err(why) => format!("skipped: {why}"),
     };
 
-    let slurm = find_slurm();
-    let slurm_line = match &slurm {
-        Ok(dir) => format!("ran with Slurm from {}", dir.display()),
-        Err(why) => format!("skipped: {why}"),
-    };
-
     let compiler = c_compiler();
     let c_line = match &compiler {
         Some(cc) => format!("lab01 compared with reference/mandelbrot.c built by {cc}"),
         None => format!("skipped: no C compiler ($CC, cc or gcc); {NO_C_COMPILER}=1 was set"),
     };
 
-    // BEGIN INSTRUCTOR
-    // The grading tests need a sandbox: where none starts they are skipped, and the summary
-    // says why (as the GPU tests are), never a panic in each of them.
-    let sandbox = crate::grade::sandbox_here();
-    let root = crate::grade::is_root();
-    let sandbox_line = match (&sandbox, root) {
-        (Ok(kind), true) => format!("ran in the sandbox here ({kind})"),
-        (Ok(kind), false) => format!(
-            "ran in the sandbox here ({kind}), but for those of the fallback without Landlock: \
-             skipped: they need root"
-        ),
-        (Err(why), _) => format!("skipped: {why}"),
-    };
-    // END INSTRUCTOR
-
     let env = environment(&nvrtc, compiler.is_some(), c_reference)?;
 
     let mut totals = Totals::default();
-    // The tests that need neither a GPU nor the CPU device: Slurm's (only with Slurm), and
-    // those that need two GPUs (only where two open).
-    let mut skips = Vec::new();
+    // The plan's skips, and the tests that need two GPUs (only where two open).
+    let mut skips: Vec<&str> = plan
+        .skips
+        .iter()
+        .flat_map(|test| ["--skip", test.as_str()])
+        .collect();
     if gpus < 2 {
         skips.extend(["--skip", MULTI_GPU_TESTS]);
     }
-    if slurm.is_err() {
-        skips.extend(["--skip", SLURM_TESTS]);
-    }
-    // BEGIN INSTRUCTOR
-    if sandbox.is_err() {
-        for test in SANDBOX_TESTS {
-            skips.extend(["--skip", test]);
-        }
-    }
-    if !root {
-        skips.extend(["--skip", ROOT_SANDBOX_TESTS]);
-    }
-    // END INSTRUCTOR
     if run_gpu_tests {
         // Every ignored test, the kernel checks among them.
         let test_args: Vec<&str> = ["--include-ignored"]
@@ -160,18 +162,16 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
             .collect();
         suite.run(&test_args, &env, &mut totals, &mut failed)?;
     } else {
-        suite.run(&[], &env, &mut totals, &mut failed)?;
-        if slurm.is_ok() {
-            let mut slurm_tests = Totals::default();
-            let slurm_args: Vec<&str> = ["--ignored", SLURM_TESTS]
+        suite.run(&skips, &env, &mut totals, &mut failed)?;
+        // The plan's ignored tests whose tool is here, with the plan's skips.
+        for prefix in &plan.ignored {
+            let mut these = Totals::default();
+            let test_args: Vec<&str> = ["--ignored", prefix.as_str()]
                 .into_iter()
-                // BEGIN INSTRUCTOR
-                // The grading ones only where a sandbox starts (and root's, by root).
-                // END INSTRUCTOR
                 .chain(skips.iter().copied())
                 .collect();
-            suite.run(&slurm_args, &env, &mut slurm_tests, &mut failed)?;
-            totals.add_ignored_that_ran(&slurm_tests);
+            suite.run(&test_args, &env, &mut these, &mut failed)?;
+            totals.add_ignored_that_ran(&these);
         }
     }
     // The GPU tests again on the CPU device, wherever NVRTC is: all of them where no GPU
@@ -181,14 +181,13 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
         Ok(_) => {
             let mut env = env.clone();
             env.push((shared::gpu::EMULATE_VARIABLE, "1".into()));
-            let mut test_args = vec![
-                "--ignored",
-                "--skip",
-                SLURM_TESTS,
-                "--skip",
-                MULTI_GPU_TESTS,
-            ];
+            let mut test_args = vec!["--ignored", "--skip", MULTI_GPU_TESTS];
             test_args.extend(["--skip", SANITIZER_TESTS]);
+            // The plan's own ignored tests need a tool, not a GPU: they ran above.
+            for prefix in &plan.ignored {
+                test_args.extend(["--skip", prefix.as_str()]);
+            }
+            test_args.extend(plan.skips.iter().flat_map(|test| ["--skip", test.as_str()]));
             let mut on_cpu_device = Totals::default();
             suite.build_cpu_device()?;
             suite.run(&test_args, &env, &mut on_cpu_device, &mut failed)?;
@@ -202,7 +201,7 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
     };
 
     // The closing summary, its first line in the form CI tools read.
-    let summary = [
+    let summary: Vec<String> = [
         format!(
             "tests: {} passed, {} failed, {} skipped",
             totals.passed, totals.failed, totals.ignored
@@ -212,13 +211,11 @@ pub fn run(args: Args) -> crate::bins::Result<()> {
         format!("GPU tests on the CPU device: {cpu_device_line}"),
         format!("kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}"),
         format!("C reference: {c_line}"),
-        format!("Slurm tests (a one-node cluster of their own): {slurm_line}"),
-        // BEGIN INSTRUCTOR
-        format!("grading tests (student code in the sandbox): {sandbox_line}"),
-        // END INSTRUCTOR
     ]
-    .join("\n  ");
-    shared::cli::print_line(&summary).map_err(|e| e.to_string())?;
+    .into_iter()
+    .chain(plan.lines.iter().cloned())
+    .collect();
+    shared::cli::print_line(&summary.join("\n  ")).map_err(|e| e.to_string())?;
     if failed.is_empty() {
         Ok(())
     } else {
@@ -261,14 +258,15 @@ fn environment(
 
 /// Where the test executables come from: cargo, or a `dist --tests` folder.
 enum Suite {
-    Cargo,
+    /// `cargo test` with these package arguments.
+    Cargo(Vec<String>),
     Executables(Vec<PathBuf>),
 }
 
 impl Suite {
-    fn new(bin_dir: Option<PathBuf>) -> crate::bins::Result<Suite> {
+    fn new(bin_dir: Option<PathBuf>, packages: &[String]) -> crate::bins::Result<Suite> {
         Ok(match bin_dir {
-            None => Suite::Cargo,
+            None => Suite::Cargo(packages.to_vec()),
             Some(dir) => Suite::Executables(test_executables(&dir.join("deps"))?),
         })
     }
@@ -277,7 +275,7 @@ impl Suite {
     /// only where a test links it; a `dist` folder has it already).
     fn build_cpu_device(&self) -> crate::bins::Result<()> {
         match self {
-            Suite::Cargo => crate::bins::run_status(cargo().args([
+            Suite::Cargo(_) => crate::bins::run_status(cargo().args([
                 "build",
                 "--quiet",
                 "--package",
@@ -297,10 +295,12 @@ impl Suite {
     ) -> crate::bins::Result<()> {
         let described = test_args.join(" ");
         match self {
-            Suite::Cargo => {
+            Suite::Cargo(packages) => {
                 let mut cargo = cargo();
                 cargo
-                    .args(["test", "--workspace", "--no-fail-fast", "--"])
+                    .arg("test")
+                    .args(packages)
+                    .args(["--no-fail-fast", "--"])
                     .args(test_args)
                     .envs(env.iter().map(|(k, v)| (k, v)));
                 if !run_counting(&mut cargo, totals)? {
@@ -324,21 +324,6 @@ impl Suite {
             }
         }
         Ok(())
-    }
-}
-
-/// The folder of Slurm's daemons, where `sbatch` is found too; or why not.
-fn find_slurm() -> Result<PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> = std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/local/sbin"].map(PathBuf::from))
-        .collect();
-    let find = |name: &str| dirs.iter().find(|dir| dir.join(name).is_file()).cloned();
-    match (find("slurmctld"), find("slurmd"), find("sbatch")) {
-        (Some(daemons), Some(_), Some(_)) => Ok(daemons),
-        _ => Err("Slurm not found (slurmctld, slurmd and sbatch); \
-             `sudo apt-get install slurmctld slurmd slurm-client` installs them"
-            .to_string()),
     }
 }
 

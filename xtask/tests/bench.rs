@@ -260,3 +260,16 @@ fn run_says_where_the_labs_arguments_go() {
         "xtask: put the lab's arguments after --: cargo xtask run lab01 -- 64 64"
     );
 }
+
+/// A missing argument is named in the one line that says so.
+#[test]
+fn a_missing_argument_is_named() {
+    let output = xtask().arg("run").output().expect("xtask runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("were not provided: <LAB> (see --help)"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,1108 @@
+//! Running one check: a program in the sandbox, its output compared by the grader after every
+//! process of the check is gone, with what this workspace's own programs write.
+//!
+//! The expected output is never where the student's process can read it: the references are
+//! made here, outside the sandbox, into the grader's own folder; the sandbox sees only the
+//! program, an empty output folder, and (for a kernel check) the student's kernel file.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use shared::timing::LabReport;
+use shared::view::View;
+
+use super::planted;
+use super::rubric::{parse_size, Check, Test};
+use super::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
+use super::timing;
+use xtask::bins::Bins;
+use xtask::labs::{self, Lab, Work, REFERENCE};
+use xtask::{ppm, runner};
+
+/// Where the program, its output folder and a kernel file are inside the sandbox.
+const BIN: &str = "/grade/bin";
+const OUT: &str = "/grade/out";
+const KERNEL: &str = "/grade/kernel.cu";
+
+/// The student's build: their binaries and the files taken from their submission.
+pub struct Built {
+    pub bins: PathBuf,
+    pub src: PathBuf,
+}
+
+/// The GPU the checks run on, for the plausibility floor.
+pub struct GpuInfo {
+    pub sms: u32,
+    pub clock_khz: u32,
+    /// Its device file's minor number (`/dev/nvidiaN`) and UUID, from its PCI address.
+    pub device: Option<(u32, Option<String>)>,
+}
+
+/// The CPU device, where the GPU checks run when no GPU opens: the grader's own library
+/// (never the submission's) and the folder of NVRTC, if it is not the system's.
+pub struct CpuDevice {
+    pub library: PathBuf,
+    pub nvrtc: Option<PathBuf>,
+}
+
+/// The CPU device beside the reference binaries in `dir`, and NVRTC; or why not.
+pub fn cpu_device(dir: &Path) -> Result<CpuDevice, String> {
+    let library = dir.join("libcpu_device.so");
+    if !library.is_file() {
+        return Err(format!(
+            "no {} (cargo xtask dist puts it there)",
+            library.display()
+        ));
+    }
+    let nvrtc = match xtask::nvrtc::find()? {
+        xtask::nvrtc::Nvrtc::Folder(dir) => Some(dir),
+        xtask::nvrtc::Nvrtc::System => None,
+    };
+    Ok(CpuDevice { library, nvrtc })
+}
+
+/// Where the CPU device's library and NVRTC are inside the sandbox.
+const CPU_DEVICE: &str = "/grade/libcpu_device.so";
+const NVRTC: &str = "/grade/nvrtc";
+
+pub struct Context<'a> {
+    pub jail: &'a Jail,
+    /// Set where no GPU opens: the GPU checks run on the CPU device.
+    pub cpu_device: Option<&'a CpuDevice>,
+    pub student: &'a Built,
+    pub reference: &'a Bins,
+    /// The grader's own folder: references and the sandbox's output folders.
+    pub scratch: &'a Path,
+    pub time_limit: Duration,
+    pub speed_runs: usize,
+    pub gpu: Option<&'a GpuInfo>,
+    /// Reference outputs already made in this grade, by the arguments that made them.
+    pub made: std::cell::RefCell<HashMap<Vec<String>, Vec<u8>>>,
+    /// Whether each GPU lab's host code ran the kernel the grader planted ([`host_proven`]),
+    /// found once per grade.
+    pub hosts: std::cell::RefCell<HashMap<&'static str, Result<Host, String>>>,
+    /// This grade's own number: lab06's lengths, lab02's speed view and the planted kernels
+    /// are drawn from it ([`noise`]).
+    pub noise: u64,
+    /// The grader's own failure in the check now running (its reference failed, the
+    /// sandbox did not start), first one kept: the check is then [`Outcome::GraderFailed`]
+    /// whatever else it found. Set only by the grader's code ([`Context::grader_failed`]),
+    /// never from anything a student's program prints.
+    pub fault: std::cell::RefCell<Option<String>>,
+    /// The limits of each run's whole process tree (the rubric's).
+    pub tree: TreeLimits,
+    /// A GPU run's time limit: this many times the reference's time for the same work, plus
+    /// this start-up (the rubric's `gpu_time_factor`, `gpu_start_up_s`).
+    pub gpu_time: (f64, Duration),
+    /// How long the references took, by the arguments that made them ([`made`]).
+    pub made_wall: std::cell::RefCell<HashMap<Vec<String>, Duration>>,
+    /// The longest reference of the check running now: what its GPU runs' limit follows.
+    pub reference_wall: std::cell::Cell<Option<Duration>>,
+    /// The solution's longest run on the GPU so far, by lab (its planted kernel's run, or its
+    /// own in a speed check): where known, what the lab's GPU runs' limit follows, as the
+    /// process's start-up and the kernel are what a GPU run takes (a CPU reference, lab01's
+    /// seconds at a deep zoom, would let a kernel that never ends hold each check for ten
+    /// times that).
+    pub gpu_reference: std::cell::RefCell<HashMap<&'static str, Duration>>,
+}
+
+impl Context<'_> {
+    /// Record that the grader itself failed (not the student): the check is not graded.
+    /// `why` comes back for the error the check returns.
+    pub fn grader_failed(&self, why: String) -> String {
+        self.fault.borrow_mut().get_or_insert_with(|| why.clone());
+        why
+    }
+}
+
+/// How one check went. The student's fault and the grader's are different variants: a
+/// grader's failure is never a student's 0, and a class never keeps it as graded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Graded: the points earned (0 when the student's program failed) and why.
+    Scored { score: f64, output: String },
+    /// Not graded on this machine by design (a GPU check without a GPU).
+    NotGraded(String),
+    /// Not graded because the grader failed (its reference or solution failed, the sandbox
+    /// did not start): not the student's fault; a later run grades it.
+    GraderFailed(String),
+}
+
+impl Outcome {
+    pub fn score(score: f64, output: impl Into<String>) -> Outcome {
+        Outcome::Scored {
+            score,
+            output: output.into(),
+        }
+    }
+}
+
+/// The share of the points earned, and what to tell the student.
+type Earned = Result<(f64, String), String>;
+
+/// Run `check`; whatever goes wrong with the student's program is a failed check.
+pub fn run(check: &Check, context: &Context) -> Outcome {
+    let deadline = Instant::now() + context.time_limit;
+    context.fault.borrow_mut().take();
+    context.reference_wall.set(None);
+    let result = labs::find(&check.lab)
+        .map_err(|e| context.grader_failed(format!("the rubric: {e}")))
+        .and_then(|lab| match &check.test {
+            Test::Image {
+                size,
+                view,
+                max_differing,
+                kernel,
+            } => image(
+                context,
+                lab,
+                deadline,
+                size,
+                view,
+                *max_differing,
+                kernel.as_deref(),
+            ),
+            Test::Canvas { kernel, args } => canvas(context, lab, deadline, kernel, args),
+            Test::Sums {
+                kernel,
+                args,
+                variants,
+            } => sums(context, lab, deadline, kernel.as_deref(), args, variants),
+            Test::CpuSpeed { args } => cpu_speed(context, lab, deadline, args),
+            Test::KernelSpeed { kernel, args } => {
+                kernel_speed(context, lab, deadline, kernel, args)
+            }
+        });
+    if let Some(why) = context.fault.borrow_mut().take() {
+        return Outcome::GraderFailed(why);
+    }
+    match result {
+        Ok((fraction, output)) => Outcome::score(check.points * fraction, output),
+        Err(output) => Outcome::score(0.0, output),
+    }
+}
+
+/// Who runs: the student's binary, or this workspace's with the student's kernel file.
+enum Program<'a> {
+    Student,
+    /// The solution's own binary, on the GPU or not.
+    Solution {
+        gpu: bool,
+    },
+    SolutionWithKernel(&'a Path),
+    /// A kernel the grader wrote (a host path), run by the student's binary or this
+    /// workspace's: see [`host_proven`].
+    Planted {
+        student: bool,
+        file: &'a Path,
+    },
+}
+
+/// One sandboxed run of `lab` with `args` and a fresh output folder; the folder is handed
+/// back (host path) for the grader to read once the run is over.
+struct Sandboxed {
+    stdout: Vec<u8>,
+    wall: Duration,
+    out: tempfile::TempDir,
+}
+
+fn sandboxed(
+    context: &Context,
+    lab: &'static Lab,
+    program: &Program,
+    args: &[OsString],
+    deadline: Instant,
+) -> Result<Sandboxed, String> {
+    // A kernel file runs on the GPU; a student's binary needs one if its lab does.
+    let gpu = match program {
+        Program::SolutionWithKernel(_) | Program::Planted { .. } => true,
+        Program::Solution { gpu } => *gpu,
+        Program::Student => lab.first().variant.device == labs::Device::Gpu,
+    };
+    let out = tempfile::Builder::new()
+        .prefix("out-")
+        .tempdir_in(context.scratch)
+        .map_err(|e| {
+            context.grader_failed(format!(
+                "cannot make an output folder (not the student's fault): {e}"
+            ))
+        })?;
+    context
+        .jail
+        .give(out.path())
+        .map_err(|e| context.grader_failed(format!("{e:#}")))?;
+    let bins = match program {
+        Program::Student | Program::Planted { student: true, .. } => &context.student.bins,
+        Program::Solution { .. }
+        | Program::SolutionWithKernel(_)
+        | Program::Planted { student: false, .. } => context.reference.dir(),
+    };
+    let mut spec = Spec::new(Path::new(BIN).join(lab.name))
+        .mount(Mount::read_only(
+            bins.join(lab.name),
+            Path::new(BIN).join(lab.name),
+        ))
+        .mount(Mount::writable(out.path(), OUT))
+        .cwd(OUT)
+        .args(args.iter().cloned());
+    // Where no GPU opens, the kernels run on the CPU device: the grader's own, named to the
+    // lab by `CPU_DEVICE_LIBRARY`, with NVRTC beside it; the sandbox gets no GPU at all.
+    let gpu = match (gpu, context.cpu_device) {
+        (true, Some(device)) => {
+            spec = spec
+                .mount(Mount::read_only(&device.library, CPU_DEVICE))
+                .env("CPU_DEVICE_LIBRARY", CPU_DEVICE)
+                .arg("--emulate");
+            if let Some(nvrtc) = &device.nvrtc {
+                spec = spec
+                    .mount(Mount::read_only(nvrtc, NVRTC))
+                    .env("LD_LIBRARY_PATH", NVRTC);
+            }
+            false
+        }
+        (gpu, _) => gpu,
+    };
+    spec = spec.gpu(gpu);
+    let kernel = match program {
+        Program::SolutionWithKernel(kernel) => {
+            let file = context.student.src.join(kernel);
+            if !file.is_file() {
+                return Err(format!(
+                    "no {} was taken from the submission",
+                    kernel.display()
+                ));
+            }
+            Some(file)
+        }
+        Program::Planted { file, .. } => Some(file.to_path_buf()),
+        Program::Student | Program::Solution { .. } => None,
+    };
+    if let Some(file) = kernel {
+        spec = spec
+            .mount(Mount::read_only(file, KERNEL))
+            .args(["--kernel", KERNEL]);
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err("did not finish within the check's time limit".to_string());
+    }
+    // On a real GPU the student's kernel has a limit that follows the reference's time for
+    // the same work: a kernel that never ends held each of lab04's six GPU checks for the
+    // whole 120 s (12 minutes a submission); now it costs the start-up and a few seconds.
+    let reference = context
+        .gpu_reference
+        .borrow()
+        .get(lab.name)
+        .copied()
+        .or(context.reference_wall.get());
+    let follows = match (gpu, program, reference) {
+        (
+            true,
+            Program::Student
+            | Program::SolutionWithKernel(_)
+            | Program::Planted { student: true, .. },
+            Some(reference),
+        ) => {
+            let (factor, start_up) = context.gpu_time;
+            let limit = start_up + reference.mul_f64(factor);
+            (limit < left).then_some((limit, reference))
+        }
+        _ => None,
+    };
+    let wall = follows.map_or(left, |(limit, _)| limit);
+    let limits = if gpu {
+        Limits::check(wall).on_gpu()
+    } else {
+        Limits::check(wall)
+    }
+    .with_tree(context.tree);
+    // The solution's own program failing is the grader's fault, unless the check's time
+    // ran out (the student's runs share that time). A sandbox that cannot start is the
+    // grader's fault whoever's program it was to run.
+    let solution = matches!(program, Program::Solution { .. });
+    match context.jail.run(&spec, &limits) {
+        Ok((status, ran, _)) if status.success() => {
+            if let Program::Solution { gpu: true } = program {
+                let longest = context
+                    .reference_wall
+                    .get()
+                    .map_or(ran.wall, |w| w.max(ran.wall));
+                context.reference_wall.set(Some(longest));
+            }
+            if let (true, Program::Solution { .. } | Program::Planted { student: false, .. }) =
+                (gpu, program)
+            {
+                let mut known = context.gpu_reference.borrow_mut();
+                let longest = known.get(lab.name).map_or(ran.wall, |w| (*w).max(ran.wall));
+                known.insert(lab.name, longest);
+            }
+            Ok(Sandboxed {
+                stdout: ran.stdout,
+                wall: ran.wall,
+                out,
+            })
+        }
+        Ok((status, _, stderr)) if solution => Err(context.grader_failed(format!(
+            "the solution failed (not the student's fault): {}",
+            crash_or_refusal(status, &stderr)
+        ))),
+        Ok((status, _, stderr)) => Err(crash_or_refusal(status, &stderr)),
+        Err(runner::Failure::TimedOut(_)) => Err(match follows {
+            Some((limit, reference)) => format!(
+                "did not finish within {:.1} s ({} times the reference's {:.2} s for the same \
+                 work, plus {:.0} s of start-up)",
+                limit.as_secs_f64(),
+                context.gpu_time.0,
+                reference.as_secs_f64(),
+                context.gpu_time.1.as_secs_f64()
+            ),
+            None => "did not finish within the check's time limit".to_string(),
+        }),
+        Err(failure @ runner::Failure::Spawn(_)) => Err(context.grader_failed(failure.to_string())),
+        Err(failure) if solution => Err(context.grader_failed(format!(
+            "the solution failed (not the student's fault): {failure}"
+        ))),
+        Err(failure) => Err(failure.to_string()),
+    }
+}
+
+/// Note how long a reference took (`key` made it), for the GPU runs' limit.
+fn note_reference(context: &Context, key: &[String], took: Option<Duration>) {
+    let took = match took {
+        Some(took) => {
+            context.made_wall.borrow_mut().insert(key.to_vec(), took);
+            Some(took)
+        }
+        None => context.made_wall.borrow().get(key).copied(),
+    };
+    if let Some(took) = took {
+        let longest = context.reference_wall.get().map_or(took, |w| w.max(took));
+        context.reference_wall.set(Some(longest));
+    }
+}
+
+/// One line for a run that ended badly, paths inside the sandbox left out.
+fn crash_or_refusal(status: std::process::ExitStatus, stderr: &[u8]) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    let last = sandbox::last_line(stderr).replace(&format!("{OUT}/"), "");
+    match (status.signal(), status.code()) {
+        (Some(signal), _) => format!("crashed: killed by signal {signal}"),
+        (_, Some(101)) => format!("crashed: panicked: {last}"),
+        _ => last,
+    }
+}
+
+/// A file the sandboxed process left in its output folder: a regular file, not a link, at
+/// most `cap` bytes.
+fn output_file(dir: &Path, name: &str, cap: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(name);
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|_| format!("wrote no {name}"))?;
+    if !file.metadata().map(|m| m.is_file()).unwrap_or(false) {
+        return Err(format!("{name} is not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {name}: {e}"))?;
+    if bytes.len() as u64 > cap {
+        return Err(format!("{name} is larger than the expected {cap} bytes"));
+    }
+    Ok(bytes)
+}
+
+/// A reference output made here by this workspace's own program, outside the sandbox (kept
+/// for the rest of the grade): `file` is what the program writes, given its arguments.
+fn made(
+    context: &Context,
+    lab: &'static Lab,
+    args: &[String],
+    file: &str,
+) -> Result<Vec<u8>, String> {
+    let key: Vec<String> = [lab.name.to_string()]
+        .into_iter()
+        .chain(args.iter().cloned())
+        .collect();
+    if let Some(bytes) = context.made.borrow().get(&key) {
+        note_reference(context, &key, None);
+        return Ok(bytes.clone());
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("reference-")
+        .tempdir_in(context.scratch)
+        .map_err(|e| {
+            context.grader_failed(format!("cannot make a folder for the reference: {e}"))
+        })?;
+    let mut command = context.reference.command(lab);
+    command.current_dir(dir.path()).args(
+        args.iter()
+            .map(|a| a.replace("{dir}", &dir.path().to_string_lossy())),
+    );
+    let started = Instant::now();
+    runner::run(&mut command, runner::limit_for(1 << 28)).map_err(|e| {
+        context.grader_failed(format!(
+            "the reference {} failed (not the student's fault): {e}",
+            lab.name
+        ))
+    })?;
+    let bytes = fs::read(dir.path().join(file)).map_err(|e| {
+        context.grader_failed(format!(
+            "the reference {} wrote no {file} (not the student's fault): {e}",
+            lab.name
+        ))
+    })?;
+    note_reference(context, &key, Some(started.elapsed()));
+    context.made.borrow_mut().insert(key, bytes.clone());
+    Ok(bytes)
+}
+
+/// lab01's image, as this workspace's stand-in for it makes it (lab02): byte-identical to
+/// lab01 at every size and view (`verify` and lab02's tests prove it), on every core instead
+/// of one (a deep zoom at 3001x2001 keeps lab01 busy for seconds).
+fn lab01_image(context: &Context, size: (&str, &str), view: &[String]) -> Result<Vec<u8>, String> {
+    let lab02 = REFERENCE.stand_in;
+    let mut args = vec![size.0.to_string(), size.1.to_string()];
+    args.extend(view.iter().cloned());
+    args.extend(["-o".to_string(), "{dir}/reference.ppm".to_string()]);
+    made(context, lab02, &args, "reference.ppm")
+}
+
+fn os(args: &[String]) -> Vec<OsString> {
+    args.iter().map(OsString::from).collect()
+}
+
+/// The lab's image against lab01's. A CPU lab's comes from the student's binary; a GPU lab's
+/// (with `kernel`) from this workspace's host code running the student's kernel, and counts
+/// only once the student's host code has run a kernel the grader planted ([`host_proven`]).
+fn image(
+    context: &Context,
+    lab: &'static Lab,
+    deadline: Instant,
+    size: &str,
+    view: &[String],
+    max_differing: u64,
+    kernel: Option<&Path>,
+) -> Earned {
+    let (width, height) = parse_size(size).map_err(|e| e.to_string())?;
+    let (program, host) = match kernel {
+        Some(kernel) => (
+            Program::SolutionWithKernel(kernel),
+            Some(host_proven(context, lab, deadline)?),
+        ),
+        None => (Program::Student, None),
+    };
+    let expected = lab01_image(context, (&width, &height), view)?;
+    let mut args = vec![width, height];
+    args.extend(view.iter().cloned());
+    args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
+    if host == Some(Host::Fuses) {
+        args.push(FUSED.to_string());
+    }
+    let run = sandboxed(context, lab, &program, &os(&args), deadline)?;
+    let got = output_file(run.out.path(), "image.ppm", expected.len() as u64 + 64)?;
+    let how = match host {
+        None => "",
+        Some(Host::Exact) => " (its kernel, run by the solution's host code)",
+        Some(Host::Fuses) => {
+            " (its kernel, run by the solution's host code with multiply-adds fused, as its \
+             own NVRTC options fuse them)"
+        }
+    };
+    compare_images(context, expected, got, max_differing)
+        .map(|(fraction, what)| (fraction, format!("{what}{how}")))
+        .map_err(|what| format!("{what}{how}"))
+}
+
+/// What the planted kernel showed of a student's host code: it runs the kernel it is given
+/// as this workspace's does, or does so with multiply-adds fused (its NVRTC options).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Host {
+    Exact,
+    Fuses,
+}
+
+/// The option after which this workspace's host code compiles a kernel with fused
+/// multiply-adds (NVRTC takes the last `--fmad`), as a student's options may.
+const FUSED: &str = "--nvrtc-option=--fmad=true";
+
+/// Whether the student's host code of `lab` runs the kernel it is given, on the device: run
+/// with a kernel the grader writes for this grade ([`planted::kernel`]), it must write
+/// exactly what this workspace's host code writes with it, with multiply-adds fused or not.
+/// Found once per grade and lab.
+fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
+    if let Some(known) = context.hosts.borrow().get(lab.name) {
+        return known.clone();
+    }
+    let proven = run_planted(context, lab, deadline);
+    context.hosts.borrow_mut().insert(lab.name, proven.clone());
+    proven
+}
+
+fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
+    // Each lab its own key, from the grade's number.
+    let key = context.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
+    let (source, mut args) = planted::kernel(lab.name, key).ok_or_else(|| {
+        context.grader_failed(format!(
+            "the grader has no kernel to plant in {} (not the student's fault)",
+            lab.name
+        ))
+    })?;
+    let dir = tempfile::Builder::new()
+        .prefix("planted-")
+        .tempdir_in(context.scratch)
+        .map_err(|e| {
+            context.grader_failed(format!(
+                "cannot make a folder for the planted kernel (not the student's fault): {e}"
+            ))
+        })?;
+    let file = dir.path().join("planted.cu");
+    fs::write(&file, source).map_err(|e| {
+        context.grader_failed(format!(
+            "cannot write the planted kernel (not the student's fault): {e}"
+        ))
+    })?;
+    args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
+    let planted = |student: bool, args: &[String]| {
+        let program = Program::Planted {
+            student,
+            file: &file,
+        };
+        sandboxed(context, lab, &program, &os(args), deadline)
+            .and_then(|run| output_file(run.out.path(), "image.ppm", 1 << 20))
+    };
+    let solution = |args: &[String]| {
+        planted(false, args).map_err(|e| {
+            context.grader_failed(format!(
+                "the solution, with the planted kernel, failed (not the student's fault): {e}"
+            ))
+        })
+    };
+    let want = solution(&args)?;
+    let got = planted(true, &args)
+        .map_err(|e| format!("its host code, run with a kernel the grader planted: {e}"))?;
+    if got == want {
+        return Ok(Host::Exact);
+    }
+    // Only where it differs: the same kernel with multiply-adds fused, which the planted
+    // kernel's third byte shows (lab04's options are the student's).
+    let mut fused_args = args.clone();
+    fused_args.push(FUSED.to_string());
+    if got == solution(&fused_args)? {
+        return Ok(Host::Fuses);
+    }
+    let differing = if got.len() == want.len() {
+        let at = want.iter().zip(&got).position(|(a, b)| a != b).unwrap_or(0);
+        let count = want.iter().zip(&got).filter(|(a, b)| a != b).count();
+        format!("{count} bytes differ, the first at byte {at}")
+    } else {
+        format!("{} bytes, the solution's {}", got.len(), want.len())
+    };
+    Err(format!(
+        "its host code, run with a kernel the grader planted, did not write what the \
+         solution's host code writes with it ({differing}): its launch, arguments or copy \
+         back do not run the kernel they are given, so its images are not counted"
+    ))
+}
+
+/// Byte-identical, or how many pixels differ and the first one.
+fn compare_images(
+    context: &Context,
+    expected: Vec<u8>,
+    got: Vec<u8>,
+    max_differing: u64,
+) -> Earned {
+    if got == expected {
+        return Ok((1.0, "identical".to_string()));
+    }
+    let dir = tempfile::tempdir_in(context.scratch).map_err(|e| e.to_string())?;
+    let (a, b) = (dir.path().join("a.ppm"), dir.path().join("b.ppm"));
+    fs::write(&a, &expected)
+        .and_then(|()| fs::write(&b, &got))
+        .map_err(|e| e.to_string())?;
+    let expected = ppm::open(&a).map_err(|e| format!("{e:#}"))?;
+    let got = ppm::open(&b).map_err(|_| "wrote no valid PPM image".to_string())?;
+    if (got.width, got.height) != (expected.width, expected.height) {
+        return Err(format!("wrote a {}x{} image", got.width, got.height));
+    }
+    let diff = ppm::diff(expected, got).map_err(|e| format!("{e:#}"))?;
+    match diff.first {
+        None => Ok((1.0, "identical".to_string())),
+        Some((row, column, want, have)) => {
+            let what = format!(
+                "{} pixels differ, the first at file row {row}, column {column}: {want:?} \
+                 expected, {have:?} found",
+                diff.pixels
+            );
+            if diff.pixels <= max_differing {
+                Ok((1.0, format!("{what} (up to {max_differing} allowed)")))
+            } else {
+                Err(what)
+            }
+        }
+    }
+}
+
+/// The output arguments of a kernel run, and the file compared afterwards.
+fn kernel_output(lab: &Lab) -> (Vec<String>, &'static str) {
+    match lab.work {
+        Work::Buddhabrot => (
+            vec![
+                "--raw".into(),
+                format!("{OUT}/out.raw"),
+                "-o".into(),
+                format!("{OUT}/out.png"),
+            ],
+            "out.raw",
+        ),
+        Work::Mandelbrot | Work::Reduction => {
+            (vec!["-o".into(), format!("{OUT}/out.ppm")], "out.ppm")
+        }
+    }
+}
+
+fn canvas(
+    context: &Context,
+    lab: &'static Lab,
+    deadline: Instant,
+    kernel: &Path,
+    args: &[String],
+) -> Earned {
+    let mut reference_args = vec!["--backend".to_string(), "cpu".to_string()];
+    reference_args.extend(args.iter().cloned());
+    reference_args
+        .extend(["--raw", "{dir}/canvas.raw", "-o", "{dir}/canvas.png"].map(String::from));
+    let expected = made(context, lab, &reference_args, "canvas.raw")?;
+    let mut gpu_args = vec!["--backend".to_string(), "gpu".to_string()];
+    gpu_args.extend(args.iter().cloned());
+    let (output, file) = kernel_output(lab);
+    gpu_args.extend(output);
+    let run = sandboxed(
+        context,
+        lab,
+        &Program::SolutionWithKernel(kernel),
+        &os(&gpu_args),
+        deadline,
+    )?;
+    let got = output_file(run.out.path(), file, expected.len() as u64)?;
+    if got == expected {
+        return Ok((1.0, format!("identical ({} bytes)", got.len())));
+    }
+    if got.len() != expected.len() {
+        return Err(format!(
+            "the canvas has {} bytes, the reference {}",
+            got.len(),
+            expected.len()
+        ));
+    }
+    let differing = expected
+        .chunks(4)
+        .zip(got.chunks(4))
+        .filter(|(a, b)| a != b)
+        .count();
+    Err(format!("{differing} counters differ from the reference"))
+}
+
+fn sums(
+    context: &Context,
+    lab: &'static Lab,
+    deadline: Instant,
+    kernel: Option<&Path>,
+    args: &[String],
+    variants: &[String],
+) -> Earned {
+    // A length of the grade's own choosing, so that no sum can be known in advance; and every
+    // variant combines by addition modulo a number of the grade's own (below any total the
+    // rubric's lengths give), so a variant that adds without applying the operation it is
+    // handed is wrong: the CPU variants by `op`, the GPU kernels compiled with -DMODULUS=M
+    // by this workspace's lab06 (their block totals are combined modulo M too).
+    let mut args = with_unpredictable_n(args, context.noise);
+    args.extend(["--modulus".to_string(), modulus(context.noise).to_string()]);
+    let args = &args;
+    let expected = expected_sum(context, lab, args)?;
+
+    let program = match kernel {
+        Some(kernel) => Program::SolutionWithKernel(kernel),
+        None => Program::Student,
+    };
+    let mut run_args = args.to_vec();
+    run_args.extend([
+        "--variants".to_string(),
+        variants.join(","),
+        "--json".to_string(),
+    ]);
+    let run = sandboxed(context, lab, &program, &os(&run_args), deadline)?;
+    let report: LabReport = serde_json::from_slice(&run.stdout)
+        .map_err(|_| "printed no valid --json report".to_string())?;
+    for variant in variants {
+        let key = format!("{}_sum", variant.replace('-', "_"));
+        match report.metrics.get(&key).and_then(serde_json::Value::as_f64) {
+            Some(sum) if sum == expected => {}
+            Some(sum) => return Err(format!("{variant} summed to {sum}, expected {expected}")),
+            None => return Err(format!("no sum for {variant}")),
+        }
+    }
+    Ok((1.0, format!("every sum exact ({expected})")))
+}
+
+/// The exact total of lab06's data for `args`, from this workspace's own plain loop (given
+/// code, run here), once per grade and length.
+fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result<f64, String> {
+    let key: Vec<String> = ["sum".to_string()]
+        .into_iter()
+        .chain(args.iter().cloned())
+        .collect();
+    if let Some(text) = context.made.borrow().get(&key) {
+        note_reference(context, &key, None);
+        return String::from_utf8_lossy(text)
+            .parse()
+            .map_err(|_| "a cached sum".to_string());
+    }
+    let mut reference = context.reference.command(lab);
+    reference
+        .args(args)
+        .args(["--variants", "cpu-plain", "--json"]);
+    let started = Instant::now();
+    let finished = runner::run(&mut reference, runner::limit_for(1 << 24)).map_err(|e| {
+        context.grader_failed(format!(
+            "the reference lab06 failed (not the student's fault): {e}"
+        ))
+    })?;
+    let report: LabReport = serde_json::from_slice(&finished.stdout).map_err(|e| {
+        context.grader_failed(format!(
+            "the reference lab06 printed no report (not the student's fault): {e}"
+        ))
+    })?;
+    let expected = report
+        .metrics
+        .get("cpu_plain_sum")
+        .and_then(serde_json::Value::as_f64)
+        .ok_or_else(|| {
+            context.grader_failed(
+                "the reference lab06 reported no sum (not the student's fault)".to_string(),
+            )
+        })?;
+    note_reference(context, &key, Some(started.elapsed()));
+    context
+        .made
+        .borrow_mut()
+        .insert(key, expected.to_string().into_bytes());
+    Ok(expected)
+}
+
+/// A number of the grade's own, for [`with_unpredictable_n`], [`with_unpredictable_view`]
+/// and the planted kernels: from the kernel's random source, or where it answers nothing
+/// (it always does on Linux), the clock's nanoseconds and the process id.
+pub fn noise() -> u64 {
+    let mut bytes = [0u8; 8];
+    // SAFETY: `getrandom` writes at most `bytes.len()` bytes into the buffer it is given.
+    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if got == 8 {
+        return u64::from_le_bytes(bytes);
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()))
+        ^ u64::from(std::process::id())
+}
+
+/// The speed check's view moved by the grade's `noise`: its centre by 1 to 64 steps of 1/512
+/// of the image's width and height, each way (never by none: the rubric's own view is never
+/// run), so the work is like the rubric's view while no submission can know the image in
+/// advance. The size and scale stay.
+fn with_unpredictable_view(args: &[String], noise: u64) -> Result<Vec<String>, String> {
+    let view = mandelbrot_view(args)?;
+    let step = |bits: u64, pixels: u32| {
+        let steps = match (bits % 128) as i32 - 64 {
+            below if below < 0 => f64::from(below),
+            above => f64::from(above + 1),
+        };
+        steps / 512.0 * f64::from(pixels) * view.scale
+    };
+    let cx = view.cx + step(noise, view.width);
+    let cy = view.cy + step(noise >> 16, view.height);
+    let mut moved = vec![view.width.to_string(), view.height.to_string()];
+    moved.extend([
+        "--cx".to_string(),
+        format!("{cx:e}"),
+        "--cy".to_string(),
+        format!("{cy:e}"),
+    ]);
+    moved.extend(["--scale".to_string(), format!("{:e}", view.scale)]);
+    Ok(moved)
+}
+
+/// lab06's modulus: 1009 to 33776, drawn from the grade's `noise`
+/// (bits of their own), below the total of any length the rubric gives (each element's
+/// value is 1 to 3 on average 2, so 100,000 elements total about 200,000).
+fn modulus(noise: u64) -> u64 {
+    1009 + (noise >> 24) % 32768
+}
+
+/// `--n N` raised by 1 to 4095, by the grade's `noise`: a submission that prints a sum
+/// learnt from an earlier grade prints a wrong one.
+fn with_unpredictable_n(args: &[String], noise: u64) -> Vec<String> {
+    let mut args = args.to_vec();
+    if let Some(at) = args.iter().position(|a| a == "--n") {
+        if let Some(n) = args.get(at + 1).and_then(|n| n.parse::<u64>().ok()) {
+            args[at + 1] = (n + 1 + noise % 4095).to_string();
+        }
+    }
+    args
+}
+
+/// The grader's clock around the whole process; its image is compared afterwards. The image
+/// goes to a file in the page cache, as cheap to write as anything a process can write to.
+fn cpu_speed(context: &Context, lab: &'static Lab, deadline: Instant, args: &[String]) -> Earned {
+    // A view of the grade's own choosing, so that no argument list can be recognised.
+    let args = &with_unpredictable_view(args, context.noise)?;
+    let (width, height) = match &args[..] {
+        [w, h, ..] => (w.as_str(), h.as_str()),
+        _ => {
+            return Err(context
+                .grader_failed("the rubric gives no size (not the student's fault)".to_string()))
+        }
+    };
+    let expected = lab01_image(context, (width, height), &args[2..])?;
+    let mut run_args = args.to_vec();
+    run_args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
+    let run_args = os(&run_args);
+    let cap = expected.len() as u64;
+    let mut times = (Vec::new(), Vec::new());
+    for _ in 0..context.speed_runs.max(1) {
+        let solution = sandboxed(
+            context,
+            lab,
+            &Program::Solution { gpu: false },
+            &run_args,
+            deadline,
+        )
+        .map_err(|e| format!("the solution failed (not the student's fault): {e}"))?;
+        let student = sandboxed(context, lab, &Program::Student, &run_args, deadline)?;
+        if output_file(student.out.path(), "image.ppm", cap)
+            .ok()
+            .as_deref()
+            != Some(&expected[..])
+        {
+            return Err("its image differs from the reference: no speed credit".to_string());
+        }
+        times.0.push(solution.wall.as_secs_f64() * 1e3);
+        times.1.push(student.wall.as_secs_f64() * 1e3);
+    }
+    credit(&times, "whole run", context.speed_runs)
+}
+
+/// This workspace's host code launches and times the student's kernel and the solution's.
+fn kernel_speed(
+    context: &Context,
+    lab: &'static Lab,
+    deadline: Instant,
+    kernel: &Path,
+    args: &[String],
+) -> Earned {
+    let gpu = context.gpu.ok_or_else(|| {
+        context.grader_failed("no GPU information (not the student's fault)".to_string())
+    })?;
+    let (output, file) = kernel_output(lab);
+    let mut run_args = args.to_vec();
+    run_args.extend(output);
+    run_args.push("--json".to_string());
+    let run_args = os(&run_args);
+    let kernel_ms = |run: &Sandboxed| -> Result<f64, String> {
+        let report: LabReport = serde_json::from_slice(&run.stdout)
+            .map_err(|e| format!("no report from the timing run: {e}"))?;
+        report
+            .phases_ms
+            .get("kernel")
+            .copied()
+            .ok_or_else(|| "no kernel time".to_string())
+    };
+    let mut expected: Option<Vec<u8>> = None;
+    let mut times = (Vec::new(), Vec::new());
+    for _ in 0..context.speed_runs.max(1) {
+        let solution = sandboxed(
+            context,
+            lab,
+            &Program::Solution { gpu: true },
+            &run_args,
+            deadline,
+        )
+        .map_err(|e| format!("the solution failed (not the student's fault): {e}"))?;
+        let ours = kernel_ms(&solution).map_err(|e| {
+            context.grader_failed(format!("the solution: {e} (not the student's fault)"))
+        })?;
+        if expected.is_none() {
+            expected = Some(
+                output_file(solution.out.path(), file, 1 << 30).map_err(|e| {
+                    context.grader_failed(format!("the solution {e} (not the student's fault)"))
+                })?,
+            );
+        }
+        let want = expected.as_deref().unwrap_or_default();
+        let student = sandboxed(
+            context,
+            lab,
+            &Program::SolutionWithKernel(kernel),
+            &run_args,
+            deadline,
+        )?;
+        let theirs = kernel_ms(&student)?;
+        if output_file(student.out.path(), file, want.len() as u64)? != want {
+            return Err("its output differs from the solution's: no speed credit".to_string());
+        }
+        times.0.push(ours);
+        times.1.push(theirs);
+    }
+    // The least the GPU's arithmetic needs for this work: below it, a time is implausible.
+    let floor = match lab.work {
+        Work::Mandelbrot => {
+            let view = mandelbrot_view(args).map_err(|e| context.grader_failed(e))?;
+            timing::fp64_floor_ms(timing::loop_bodies(&view), gpu.sms, gpu.clock_khz)
+        }
+        Work::Buddhabrot => {
+            let canvas = expected.as_deref().unwrap_or_default();
+            timing::fp32_floor_ms(timing::canvas_total(canvas), gpu.sms, gpu.clock_khz)
+        }
+        Work::Reduction => 0.0,
+    };
+    let theirs = timing::median(&times.1);
+    if theirs < floor {
+        return Err(format!(
+            "kernel {theirs:.3} ms is below {floor:.3} ms, the least this GPU's arithmetic units \
+             need for the work: implausible, no speed credit"
+        ));
+    }
+    credit(&times, "kernel", context.speed_runs)
+}
+
+/// The view of a Mandelbrot check's arguments (`WIDTH HEIGHT` and the view flags).
+fn mandelbrot_view(args: &[String]) -> Result<View, String> {
+    let number = |i: usize| args.get(i).and_then(|a| a.parse::<u32>().ok());
+    let (Some(width), Some(height)) = (number(0), number(1)) else {
+        return Err("the rubric gives no size (not the student's fault)".to_string());
+    };
+    let flag = |name: &str, default: f64| {
+        args.windows(2)
+            .find(|w| w[0] == name)
+            .and_then(|w| w[1].parse::<f64>().ok())
+            .unwrap_or(default)
+    };
+    Ok(View {
+        width,
+        height,
+        cx: flag("--cx", -0.6),
+        cy: flag("--cy", 0.0),
+        scale: flag("--scale", 4.0 / f64::from(width)),
+    })
+}
+
+fn credit(times: &(Vec<f64>, Vec<f64>), what: &str, runs: usize) -> Earned {
+    let (ours, theirs) = (timing::median(&times.0), timing::median(&times.1));
+    let ratio = theirs / ours;
+    let fraction = timing::speed_credit(ratio);
+    Ok((
+        fraction,
+        format!(
+            "{what} {theirs:.3} ms, the solution's {ours:.3} ms (medians of {runs} runs each, alternating): \
+             {ratio:.2}x, {:.0}% of the points",
+            100.0 * fraction
+        ),
+    ))
+}
+
+/// The GPU's multiprocessors and clock, read by this workspace's own code.
+pub fn gpu_info() -> Option<GpuInfo> {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let gpu = shared::gpu::Gpu::open().ok()?;
+    let read = |a| {
+        gpu.ctx
+            .attribute(a)
+            .ok()
+            .and_then(|v| u32::try_from(v).ok())
+    };
+    // The driver names its GPUs by PCI address; CUDA's numbering is another.
+    let bus = match (
+        read(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+        read(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+        read(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+    ) {
+        (Some(domain), Some(bus), Some(device)) => {
+            Some(format!("{domain:04x}:{bus:02x}:{device:02x}.0"))
+        }
+        _ => None,
+    };
+    Some(GpuInfo {
+        sms: read(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        clock_khz: read(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
+        device: bus.as_deref().and_then(sandbox::gpu_device),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_length_of_a_sum_changes_and_only_it() {
+        let args: Vec<String> = ["--n", "100003", "--reps", "1"].map(String::from).to_vec();
+        let changed = with_unpredictable_n(&args, noise());
+        let n: u64 = changed[1].parse().expect("a number");
+        assert!((100_004..100_003 + 4096).contains(&n), "{n}");
+        assert_eq!(changed[2..], args[2..]);
+    }
+
+    #[test]
+    fn the_speed_view_moves_with_the_grade_and_keeps_its_size_and_scale() {
+        let args: Vec<String> = ["1024", "1024", "--cx", "-0.74364", "--scale", "2e-6"]
+            .map(String::from)
+            .to_vec();
+        let views: Vec<Vec<String>> = [0, 1, 64, 0x40_0000, u64::MAX]
+            .into_iter()
+            .map(|noise| with_unpredictable_view(&args, noise).expect("a view"))
+            .collect();
+        for view in &views {
+            let moved = mandelbrot_view(view).expect("a view");
+            assert_eq!((moved.width, moved.height, moved.scale), (1024, 1024, 2e-6));
+            // At most an eighth of the image away, in each direction.
+            assert!(
+                (moved.cx + 0.74364).abs() <= 1024.0 * 2e-6 / 8.0 + 1e-15,
+                "{view:?}"
+            );
+            assert!(moved.cy.abs() <= 1024.0 * 2e-6 / 8.0 + 1e-15, "{view:?}");
+        }
+        assert_ne!(views[0], views[1]);
+        assert_ne!(views[1], views[3]);
+        assert_ne!(views[0], args, "the rubric's own view is never run");
+        assert!(with_unpredictable_view(&["x".to_string()], 1).is_err());
+    }
+
+    #[test]
+    fn the_modulus_changes_with_the_grade_and_stays_below_the_sums() {
+        let moduli: Vec<u64> = [0, 1 << 24, 5 << 24, u64::MAX].map(modulus).to_vec();
+        assert!(
+            moduli.iter().all(|m| (1009..1009 + 32768).contains(m)),
+            "{moduli:?}"
+        );
+        assert_ne!(moduli[0], moduli[1]);
+        assert_ne!(moduli[1], moduli[2]);
+    }
+
+    #[test]
+    fn a_mandelbrot_view_is_read_from_the_arguments() {
+        let args: Vec<String> = ["8192", "4096", "--cy", "0.5"].map(String::from).to_vec();
+        let view = mandelbrot_view(&args).expect("a view");
+        assert_eq!(
+            (view.width, view.height, view.cx, view.cy),
+            (8192, 4096, -0.6, 0.5)
+        );
+        assert_eq!(view.scale, 4.0 / 8192.0);
+        assert!(mandelbrot_view(&["x".to_string()]).is_err());
+    }
+}

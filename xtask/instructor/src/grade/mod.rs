@@ -1,0 +1,625 @@
+//! `cargo instructor grade SUBMISSION`: grade a student's workspace with this workspace's checks.
+//!
+//! 1. Take from the submission only the files a student may write ([`intake`]), lay them
+//!    into a fresh copy of the hand-out, and build each graded lab `--locked` in the sandbox
+//!    ([`compile`], [`sandbox`]), starting from a prebuilt copy of the hand-out so that only
+//!    what the student changed compiles.
+//! 2. Run every check of the rubric (`xtask/instructor/rubric.toml`, [`rubric`]) in the sandbox, each
+//!    process tree killed when its check ends, and compare what it wrote with what this
+//!    workspace's own programs write, here, out of the sandbox's sight ([`checks`]); speed
+//!    by the grader's clock or this workspace's CUDA events ([`timing`]).
+//! 3. Once every student process is gone, print the table and write results.json
+//!    ([`report`]).
+//!
+//! `--build-only DIR` stops after step 1 and keeps the build; `--built DIR` grades such a
+//! folder: a GPU machine without Rust grades what a machine with Rust built.
+//!
+//! `--class DIR --out OUT` grades every submission of a class, each by this command in a
+//! subprocess ([`class`]); `autograder` and `classroom` write Gradescope's and GitHub
+//! Classroom's files ([`gradescope`], [`classroom`]); `--slurm` grades on a cluster
+//! ([`slurm`]).
+//!
+//! A score is not an error: the command exits 0 whenever grading ran, and non-zero only when
+//! it could not (no sandbox, no submission, the hand-out does not build).
+
+mod checks;
+mod class;
+pub mod classroom;
+mod compile;
+pub mod gradescope;
+mod inert;
+mod intake;
+mod planted;
+mod report;
+mod rubric;
+mod sandbox;
+mod scratch;
+mod slurm;
+mod timing;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::handout;
+use crate::regions::Keep;
+use checks::{Built, Outcome};
+use report::Graded;
+use rubric::Rubric;
+use xtask::bins::Bins;
+use xtask::gpu;
+use xtask::labs::{Lab, LABS, REFERENCE};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The student's workspace: their copy of the hand-out, with their work in it
+    #[arg(
+        value_name = "SUBMISSION",
+        required_unless_present_any = ["built", "class", "class_task"]
+    )]
+    submission: Option<PathBuf>,
+    /// Build only, into this new folder, for `--built` on another machine (a GPU machine
+    /// without Rust)
+    #[arg(long, value_name = "DIR", requires = "submission")]
+    build_only: Option<PathBuf>,
+    /// Grade a folder made by `--build-only` instead of building SUBMISSION
+    #[arg(long, value_name = "DIR", conflicts_with = "submission")]
+    built: Option<PathBuf>,
+    /// This workspace's binaries, from `cargo xtask dist` (the reference and the solution)
+    #[arg(long, value_name = "DIR")]
+    bin_dir: Option<PathBuf>,
+    /// Also write Gradescope's results.json here
+    #[arg(long, value_name = "FILE")]
+    gradescope: Option<PathBuf>,
+    /// Run the student's code without the sandbox, with this user's rights: only for code
+    /// you trust, or where each submission already has a throwaway machine (the report
+    /// and results.json say so)
+    #[arg(long)]
+    unsandboxed: bool,
+    /// Seconds each lab's build may take [default: the rubric's build_time_limit_s]
+    #[arg(long, value_name = "SECONDS", value_parser = xtask::values::at_least_one("the build time limit", 86_400))]
+    build_time_limit: Option<u64>,
+    /// Where no GPU opens, list the GPU checks instead of running them on the CPU device (a
+    /// grade of the CPU labs alone, in seconds instead of a minute)
+    #[arg(long)]
+    no_cpu_device: bool,
+    /// The uid the student's code runs as (run by root): each grade of a class running at
+    /// once has its own, given by `--class`
+    #[arg(long, value_name = "UID", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
+    sandbox_user: Option<u32>,
+    #[command(flatten)]
+    class: class::ClassArgs,
+}
+
+/// What `--build-only` keeps beside the binaries and the taken files.
+#[derive(Serialize, Deserialize)]
+struct Intake {
+    notes: Vec<String>,
+    /// Labs that did not build, with cargo's first error.
+    broken: Vec<(String, String)>,
+    /// Labs the grader could not build (no sandbox, no toolchain): not graded, not a 0.
+    #[serde(default)]
+    grader_failed: Vec<(String, String)>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    if args.class.wanted() {
+        let forward = class::Forward {
+            bin_dir: args.bin_dir,
+            unsandboxed: args.unsandboxed,
+            build_time_limit: args.build_time_limit,
+            no_cpu_device: args.no_cpu_device,
+        };
+        return class::run(args.class, forward);
+    }
+    let rubric = Rubric::load()?;
+    // This grade's scratch folder goes when it returns, however it does.
+    let _finish = scratch::Finish;
+    // Every path is checked before the work: a results file that cannot be written fails now.
+    let results = args.gradescope.as_deref().map(results_file).transpose()?;
+    let scratch = scratch()?;
+    let jail = sandbox::Jail::detect(args.unsandboxed)?;
+    let jail = match args.sandbox_user {
+        Some(user) => jail.for_user(user)?,
+        None => jail,
+    };
+    // Without Landlock, before any student process starts: what the sandbox must not read
+    // is made unreadable to its user, until this grade (and any beside it) ends.
+    let _protection = jail.protect(&protected(&args))?;
+    let graded: Vec<&'static Lab> = LABS
+        .iter()
+        .filter(|lab| rubric.checks.iter().any(|c| c.lab == lab.name))
+        .collect();
+
+    let built_dir = scratch.path().join("built");
+    let intake = match (&args.submission, &args.built) {
+        (Some(submission), _) => {
+            let limit = args.build_time_limit.unwrap_or(rubric.build_time_limit_s);
+            let intake = prepare(submission, &jail, &rubric, scratch.path(), &graded, limit)?;
+            if let Some(out) = &args.build_only {
+                keep_build(&built_dir, &intake, out)?;
+                return Ok(());
+            }
+            intake
+        }
+        (None, Some(dir)) => {
+            // The folder is the instructor's (`--build-only`), but it is copied as regular
+            // files only: a link in it is refused, never followed into someone's build.
+            copy_built(dir, &built_dir)?;
+            let text = fs::read_to_string(built_dir.join("intake.json")).with_context(|| {
+                format!("{} was not made by `grade --build-only`", dir.display())
+            })?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{}/intake.json is not valid", dir.display()))?
+        }
+        (None, None) => bail!("give the student's workspace SUBMISSION"),
+    };
+    let built = Built {
+        bins: built_dir.join("bin"),
+        src: built_dir.join("src"),
+    };
+
+    let gpu = gpu::probe();
+    let gpu_info = if gpu.is_ok() {
+        checks::gpu_info()
+    } else {
+        None
+    };
+    // A GPU run sees this grade's GPU alone: every other `/dev/nvidiaN` is left out.
+    let device = gpu_info.as_ref().and_then(|g| g.device.clone());
+    if gpu.is_ok() && device.is_none() {
+        shared::cli::eprint_line(
+            "xtask: warning: this GPU's device file is not known (no /proc/driver/nvidia): \
+             the GPU checks' sandboxes are given every /dev/nvidia*",
+        );
+    }
+    let jail = jail.for_gpu(device);
+    let reference_labs = LABS
+        .iter()
+        .filter(|lab| *lab == REFERENCE.lab || graded.contains(lab));
+    // Absolute: the reference programs run in folders of their own.
+    let bin_dir = args
+        .bin_dir
+        .as_deref()
+        .map(|dir| fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display())))
+        .transpose()?;
+    let reference = Bins::locate(bin_dir, reference_labs)?;
+    // Without a GPU, the CPU device grades every GPU check but the kernels' speed.
+    let cpu_device = match &gpu {
+        Ok(_) => None,
+        Err(why) if args.no_cpu_device => {
+            shared::cli::eprint_line(&format!(
+                "xtask: {}: the GPU checks are listed, not graded (--no-cpu-device)",
+                why.split(';').next().unwrap_or(why)
+            ));
+            None
+        }
+        Err(why) => {
+            let device = checks::cpu_device(reference.dir());
+            let said = match &device {
+                Ok(_) => {
+                    "the GPU checks run on the CPU device; the kernels' speed is listed, not graded"
+                        .to_string()
+                }
+                Err(not) => format!(
+                    "the GPU checks are listed, not graded (and not on the CPU device: {not})"
+                ),
+            };
+            shared::cli::eprint_line(&format!(
+                "xtask: {}: {said}",
+                why.split(';').next().unwrap_or(why)
+            ));
+            device.ok()
+        }
+    };
+    let context = checks::Context {
+        jail: &jail,
+        cpu_device: cpu_device.as_ref(),
+        student: &built,
+        reference: &reference,
+        scratch: scratch.path(),
+        time_limit: Duration::from_secs(rubric.time_limit_s),
+        speed_runs: rubric.speed_runs,
+        gpu: gpu_info.as_ref(),
+        made: Default::default(),
+        hosts: Default::default(),
+        noise: checks::noise(),
+        fault: Default::default(),
+        tree: rubric.tree_limits(),
+        gpu_time: (
+            rubric.gpu_time_factor,
+            Duration::from_secs_f64(rubric.gpu_start_up_s),
+        ),
+        made_wall: Default::default(),
+        reference_wall: Default::default(),
+        gpu_reference: Default::default(),
+    };
+    let mut graded_checks = Vec::new();
+    for check in &rubric.checks {
+        let name = check.name();
+        shared::cli::eprint_line(&format!("xtask: grading {name}"));
+        let started = std::time::Instant::now();
+        let broken = intake.broken.iter().find(|(lab, _)| lab == &check.lab);
+        let unbuilt = intake
+            .grader_failed
+            .iter()
+            .find(|(lab, _)| lab == &check.lab);
+        let on_cpu_device = cpu_device.is_some() && !check.times_a_kernel();
+        let outcome = match (check.needs_gpu() && !on_cpu_device, &gpu, broken, unbuilt) {
+            (true, Err(_), _, _) => Outcome::NotGraded("not graded here: needs a GPU".to_string()),
+            (_, _, _, Some((_, error))) if check.runs_student_binary() => {
+                Outcome::GraderFailed(format!("the grader could not build the lab: {error}"))
+            }
+            (_, _, Some((_, error)), _) if check.runs_student_binary() => {
+                Outcome::score(0.0, format!("did not build: {error}"))
+            }
+            _ => checks::run(check, &context),
+        };
+        match &outcome {
+            Outcome::Scored { score, .. } => shared::cli::eprint_line(&format!(
+                "xtask:   {} of {} points, {:.1} s",
+                report::round(*score),
+                check.points,
+                started.elapsed().as_secs_f64()
+            )),
+            Outcome::GraderFailed(why) => shared::cli::eprint_line(&format!(
+                "xtask:   not graded: the grader failed (not the student's fault): {}",
+                inert::line(why)
+            )),
+            Outcome::NotGraded(_) => {}
+        }
+        graded_checks.push(Graded {
+            name,
+            max: check.points,
+            hidden: check.hidden,
+            outcome,
+        });
+    }
+
+    // Every student process ended with its check; only now is anything reported.
+    let mut notes = vec![format!("Grading: {}.", jail.describe())];
+    if !intake.notes.is_empty() {
+        notes.push(
+            "Taken from the submission: only the files with solution regions. Differences:"
+                .to_string(),
+        );
+        // The notes name the submission's own files: shown inert.
+        notes.extend(
+            intake
+                .notes
+                .iter()
+                .map(|n| format!("- {}", inert::markdown(n))),
+        );
+    }
+    shared::cli::print_line(report::table(&graded_checks, &notes).trim_end())?;
+    if let (Some(path), Some(mut file)) = (&args.gradescope, results) {
+        let json = serde_json::to_string_pretty(&report::gradescope(&graded_checks, &notes))
+            .context("cannot encode the results")?;
+        file.write_all(format!("{json}\n").as_bytes())?;
+        file.commit()?;
+        shared::cli::eprint_line(&format!("xtask: wrote {}", path.display()));
+    }
+    Ok(())
+}
+
+/// Take the submission's files, lay them into a fresh hand-out and build each graded lab;
+/// the binaries and taken files go to `scratch/built`.
+fn prepare(
+    submission: &Path,
+    jail: &sandbox::Jail,
+    rubric: &Rubric,
+    scratch: &Path,
+    labs: &[&Lab],
+    build_limit_s: u64,
+) -> Result<Intake> {
+    let (files, _) = handout::files(Keep::Stub)?;
+    // The hand-out's own build (the cache) is trusted to take the rubric's time.
+    let cache = compile::Cache::open(
+        &files,
+        jail,
+        labs,
+        Duration::from_secs(rubric.build_time_limit_s),
+    )?;
+    let build_limit = Duration::from_secs(build_limit_s);
+    let taken = intake::take(submission, files)?;
+    let work = scratch.join("work");
+    compile::lay_out(&work, &taken.files, &taken.changed)?;
+    let target = scratch.join("target");
+    cache.target_for(&target, jail)?;
+
+    let built = scratch.join("built");
+    let bin = built.join("bin");
+    fs::create_dir_all(&bin).with_context(|| format!("cannot create {}", bin.display()))?;
+    let (mut broken, mut grader_failed) = (Vec::new(), Vec::new());
+    for lab in labs {
+        shared::cli::eprint_line(&format!("xtask: building the student's {}", lab.package));
+        match compile::build_lab(jail, &work, &target, &cache.vendor(), lab, build_limit) {
+            Ok(()) => {
+                let from = target.join("release").join(lab.name);
+                fs::copy(&from, bin.join(lab.name))
+                    .with_context(|| format!("cannot copy the student's {}", lab.name))?;
+            }
+            Err(compile::BuildFailure::Student(error)) => {
+                broken.push((lab.name.to_string(), error))
+            }
+            Err(compile::BuildFailure::Grader(error)) => {
+                grader_failed.push((lab.name.to_string(), error))
+            }
+        }
+    }
+    for kernel in rubric.kernels() {
+        if let Some(file) = taken.files.iter().find(|f| f.path == kernel) {
+            let to = built.join("src").join(kernel);
+            if let Some(dir) = to.parent() {
+                fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+            fs::write(&to, &file.bytes)
+                .with_context(|| format!("cannot write {}", to.display()))?;
+        }
+    }
+    let intake = Intake {
+        notes: taken.notes,
+        broken,
+        grader_failed,
+    };
+    let json = serde_json::to_string_pretty(&intake).context("cannot encode the intake")?;
+    fs::write(built.join("intake.json"), json).context("cannot write the intake")?;
+    // The build folders are large and no check needs them.
+    let _ = fs::remove_dir_all(&target);
+    Ok(intake)
+}
+
+fn keep_build(built: &Path, intake: &Intake, out: &Path) -> Result<()> {
+    if out.exists() {
+        bail!(
+            "{} exists; give a new folder for --build-only",
+            out.display()
+        );
+    }
+    compile::copy_tree(built, out)?;
+    let broken: Vec<&str> = intake.broken.iter().map(|(lab, _)| lab.as_str()).collect();
+    shared::cli::eprint_line(&format!(
+        "xtask: the build is in {} ({}); grade it with `instructor grade --built {}`",
+        out.display(),
+        if broken.is_empty() {
+            "every lab built".to_string()
+        } else {
+            format!("did not build: {}", broken.join(", "))
+        },
+        out.display()
+    ));
+    Ok(())
+}
+
+/// Copy a `--build-only` folder: folders and regular files (modes kept), nothing else. A link
+/// or a special file anywhere in it fails the grade with one line.
+fn copy_built(from: &Path, to: &Path) -> Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let refuse = |path: &Path, what: &str| {
+        anyhow::anyhow!(
+            "{} is {what}; a folder made by `grade --build-only` holds only folders and \
+             regular files",
+            inert::line(&path.to_string_lossy())
+        )
+    };
+    let meta = fs::symlink_metadata(from).with_context(|| {
+        format!(
+            "cannot read --built {}",
+            inert::line(&from.to_string_lossy())
+        )
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(refuse(from, "a symbolic link"));
+    }
+    if !meta.is_dir() {
+        return Err(refuse(from, "not a folder"));
+    }
+    fs::create_dir(to).with_context(|| format!("cannot create {}", to.display()))?;
+    let mut names: Vec<_> = fs::read_dir(from)
+        .with_context(|| format!("cannot read {}", from.display()))?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot read {}", from.display()))?;
+    names.sort();
+    for name in names {
+        let (source, target) = (from.join(&name), to.join(&name));
+        let kind = fs::symlink_metadata(&source)
+            .with_context(|| format!("cannot read {}", source.display()))?
+            .file_type();
+        if kind.is_dir() {
+            copy_built(&source, &target)?;
+        } else if kind.is_file() {
+            // O_NOFOLLOW: a file swapped for a link since the look is refused too.
+            let mut file = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(&source)
+                .map_err(|_| refuse(&source, "not a regular file"))?;
+            let meta = file.metadata()?;
+            if !meta.is_file() {
+                return Err(refuse(&source, "not a regular file"));
+            }
+            let mut copy = fs::File::create(&target)
+                .with_context(|| format!("cannot write {}", target.display()))?;
+            std::io::copy(&mut file, &mut copy)
+                .with_context(|| format!("cannot copy {}", source.display()))?;
+            fs::set_permissions(
+                &target,
+                fs::Permissions::from_mode(meta.permissions().mode() & 0o755),
+            )
+            .with_context(|| format!("cannot set the mode of {}", target.display()))?;
+        } else if kind.is_symlink() {
+            return Err(refuse(&source, "a symbolic link"));
+        } else {
+            return Err(refuse(&source, "a special file"));
+        }
+    }
+    Ok(())
+}
+
+pub use sandbox::is_root;
+
+/// Which sandbox a grade would run the student's code in here, or why none can start
+/// (`cargo xtask test` skips the grading tests with that reason).
+pub fn sandbox_here() -> std::result::Result<&'static str, String> {
+    sandbox::Jail::detect(false)
+        .map(|jail| jail.kind())
+        .map_err(|e| format!("{e:#}"))
+}
+
+/// What a grade's student may not read: the instructor's workspace, the references, the
+/// folder the results are written to, and the folder of the submission (its siblings may be
+/// other students'; a folder any user may write, like /tmp, is left alone).
+fn protected(args: &Args) -> Vec<PathBuf> {
+    let mut roots = vec![xtask::bins::workspace_root()];
+    roots.extend(args.bin_dir.clone());
+    // The folder of a file that may not exist yet (the results).
+    let parent = |p: &Path| {
+        let folder = p.parent().filter(|f| !f.as_os_str().is_empty());
+        fs::canonicalize(folder.unwrap_or(Path::new("."))).ok()
+    };
+    for path in args.gradescope.iter().chain(&args.built) {
+        roots.extend(parent(path));
+    }
+    if let Some(submission) = &args.submission {
+        roots.push(submission.clone());
+        roots.extend(parent(submission));
+    }
+    roots
+}
+
+/// The results file, checked now: a new or regular file whose folder exists.
+fn results_file(path: &Path) -> Result<shared::output::Output> {
+    if let Ok(meta) = fs::metadata(path) {
+        if !meta.is_file() {
+            bail!(
+                "--gradescope {}: not a regular file; give a path for results.json",
+                path.display()
+            );
+        }
+    }
+    Ok(shared::output::Output::create(path)?)
+}
+
+/// The grade's own folder, removed at the end whatever happens; under the grader's known
+/// folder ([`scratch`]), so that a grade killed with -9 leaves it to the next grade to remove.
+fn scratch() -> Result<tempfile::TempDir> {
+    scratch::tempdir("grade-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A script as a lab's binary.
+    fn script(path: &Path, body: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        fs::write(path, format!("#!/bin/sh\n{body}\n")).expect("written");
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("a mode");
+    }
+
+    /// Grade lab02's first image check with these reference and student binaries.
+    fn grade_image(reference: &str, student: &str) -> Outcome {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let (bins, built) = (top.path().join("reference"), top.path().join("built"));
+        fs::create_dir_all(&bins).expect("created");
+        fs::create_dir_all(built.join("bin")).expect("created");
+        for lab in &LABS {
+            script(&bins.join(lab.name), reference);
+        }
+        script(&built.join("bin/lab02"), student);
+        let rubric = Rubric::load().expect("the rubric");
+        let check = rubric
+            .checks
+            .iter()
+            .find(|c| c.lab == "lab02" && matches!(c.test, rubric::Test::Image { .. }))
+            .expect("an image check of lab02");
+        let jail = sandbox::Jail::detect(true).expect("no sandbox");
+        let reference = Bins::locate(Some(bins), &LABS).expect("the reference");
+        let student = Built {
+            bins: built.join("bin"),
+            src: built.join("src"),
+        };
+        let context = checks::Context {
+            jail: &jail,
+            cpu_device: None,
+            student: &student,
+            reference: &reference,
+            scratch: top.path(),
+            time_limit: Duration::from_secs(20),
+            speed_runs: 1,
+            gpu: None,
+            made: Default::default(),
+            noise: 1,
+            hosts: Default::default(),
+            fault: Default::default(),
+            tree: rubric.tree_limits(),
+            gpu_time: (
+                rubric.gpu_time_factor,
+                Duration::from_secs_f64(rubric.gpu_start_up_s),
+            ),
+            made_wall: Default::default(),
+            reference_wall: Default::default(),
+            gpu_reference: Default::default(),
+        };
+        checks::run(check, &context)
+    }
+
+    /// The grader's own reference failing ("not the student's fault") scored the student 0:
+    /// now it is the grader's failure, a variant of its own.
+    #[test]
+    fn the_references_failure_is_the_graders_not_a_zero() {
+        let outcome = grade_image("exit 3", "exit 0");
+        let Outcome::GraderFailed(why) = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert!(why.starts_with("the reference lab02 failed"), "{why}");
+    }
+
+    /// The same words printed by the student's program are the student's failure: only the
+    /// grader's own code can say the grader failed.
+    #[test]
+    fn a_student_claiming_the_graders_fault_scores_zero() {
+        // The reference writes its image where `-o` says; the student's fails, saying the
+        // grader's words.
+        let reference = r#"while [ "$1" != "-o" ]; do shift; done; echo P6 > "$2""#;
+        let student = "echo \"the reference failed (not the student's fault)\" >&2; exit 1";
+        let outcome = grade_image(reference, student);
+        let Outcome::Scored { score, output } = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert_eq!(*score, 0.0);
+        assert!(output.contains("(not the student's fault)"), "{output}");
+    }
+
+    /// The attack: a `--built` folder whose `bin/lab02` links to the instructor's own build
+    /// (or anywhere): refused with one line, nothing followed.
+    #[test]
+    fn a_built_folder_with_a_link_is_refused_not_followed() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let built = top.path().join("built");
+        fs::create_dir_all(built.join("bin")).expect("created");
+        fs::write(built.join("intake.json"), "{}").expect("written");
+        fs::write(built.join("bin/lab06"), "binary").expect("written");
+        let copy = top.path().join("copy");
+        copy_built(&built, &copy).expect("regular files copy");
+        assert_eq!(fs::read(copy.join("bin/lab06")).expect("copied"), b"binary");
+
+        std::os::unix::fs::symlink("/etc/passwd", built.join("bin/lab02")).expect("a link");
+        let error = copy_built(&built, &top.path().join("again")).expect_err("refused");
+        let said = format!("{error:#}");
+        assert!(said.ends_with("bin/lab02 is a symbolic link; a folder made by `grade --build-only` holds only folders and regular files"), "{said}");
+
+        let link = top.path().join("link");
+        std::os::unix::fs::symlink(&copy, &link).expect("a link");
+        let said = format!(
+            "{:#}",
+            copy_built(&link, &top.path().join("third")).expect_err("refused")
+        );
+        assert!(said.contains("link is a symbolic link"), "{said}");
+    }
+}

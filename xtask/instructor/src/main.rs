@@ -1,0 +1,65 @@
+//! `cargo instructor`: the instructor's tools, a crate of their own that the hand-out leaves
+//! out whole, so that no student compiles the grader or its dependencies (archives, YAML,
+//! Landlock, seccomp). What they share with the student's commands (the labs table, the
+//! runner, the comparisons, the test runner) comes from the `xtask` library.
+//!
+//! This file only reads the command line and hands it to the command's module;
+//! INSTRUCTORS.md is the guide.
+
+mod grade;
+mod handout;
+mod regions;
+mod test;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use xtask::cli;
+
+/// The instructor's tools: the hand-out, grading, and their tests.
+#[derive(Parser)]
+#[command(
+    name = "cargo instructor",
+    bin_name = "cargo instructor",
+    arg_required_else_help = true
+)]
+enum Command {
+    /// Write the student's workspace: every solution region replaced by its stub
+    Handout(handout::Args),
+    /// Grade a student's workspace with this workspace's checks and rubric, or a class
+    // Boxed: grade's options outweigh every other command's.
+    Grade(Box<grade::Args>),
+    /// Write Gradescope's autograder zip: setup.sh, run_autograder and this workspace
+    Autograder(grade::gradescope::Args),
+    /// Write GitHub Classroom's autograding workflow into a hand-out's folder
+    Classroom(grade::classroom::Args),
+    /// The instructor's tests: the grader's, the class grader's, the coursework loop
+    Test(test::Args),
+}
+
+fn main() -> ExitCode {
+    let command = match Command::try_parse() {
+        Ok(command) => command,
+        Err(err) => return cli::argument_error(&err),
+    };
+    cli::exit_code(match command {
+        Command::Handout(args) => handout::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Grade(args) => grade::run(*args).map(|()| ExitCode::SUCCESS),
+        Command::Autograder(args) => grade::gradescope::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Classroom(args) => grade::classroom::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Test(args) => test::run(args)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(anyhow::Error::msg),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Command::command().debug_assert();
+    }
+}

@@ -1,0 +1,902 @@
+//! A class of five graded three ways, with the same scores every way: `grade --class` on
+//! this machine, Gradescope's autograder (the zip of `cargo instructor autograder`, unpacked into
+//! a root laid out like `/autograder`, its setup's build step run, then `run_autograder` for
+//! each submission), and a Slurm job array on a one-node cluster this test starts (tests
+//! named `slurm_*`, run by `cargo instructor test` where Slurm is found). The five: the solution,
+//! the hand-out, a correct lab02 written differently from the solution, a submission that
+//! does not build, and a hostile one. Speed checks are left out of the comparisons: they
+//! time the machine of the moment. And GitHub Classroom's workflow: each step's command
+//! passes on the solution and fails on the hand-out.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{copy_dir, fields, instructor, target_dir, workspace};
+
+/// The tests that build into copies of this workspace's release folder, or into it, one at a
+/// time: a copy taken while another build writes would be half old, half new.
+static RELEASE_BUILDS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn release_builds() -> std::sync::MutexGuard<'static, ()> {
+    RELEASE_BUILDS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Run `command`; its output, after checking it succeeded.
+fn succeed(command: &mut Command, what: &str) -> Output {
+    let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// A correct lab02 written apart from the solution: scoped threads taking file rows from a
+/// shared counter, lab01's own per-pixel function, no rayon, no lanes, no row plan.
+const INDEPENDENT_LAB02: &str = r#"let _ = (&near, &plan);
+        let row_bytes = view.width as usize * 3;
+        let height = view.height as usize;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let rows: Vec<std::sync::Mutex<&mut [u8]>> = image
+            .chunks_exact_mut(row_bytes)
+            .map(std::sync::Mutex::new)
+            .collect();
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|| loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if k >= height {
+                        break;
+                    }
+                    // The file's row k is the image's row height - 1 - k.
+                    let y = ys[height - 1 - k];
+                    let Ok(mut out) = rows[k].lock() else { break };
+                    for (j, pixel) in out.chunks_exact_mut(3).enumerate() {
+                        let counter = shared::mandelbrot::escape_count(xs[j], y);
+                        pixel.copy_from_slice(&shared::palette::colour(counter));
+                    }
+                    progress.add(1);
+                });
+            }
+        });
+        let computed_rows: usize = height;"#;
+
+/// The five submissions: each student's workspace folder, and the class folder holding them
+/// the way GitHub Classroom's clone does, two of them as archives.
+struct Five {
+    _scratch: tempfile::TempDir,
+    class: PathBuf,
+    folders: BTreeMap<&'static str, PathBuf>,
+    root: PathBuf,
+}
+
+const STUDENTS: [&str; 5] = ["broken", "handout", "hostile", "independent", "solution"];
+
+fn class_of_five() -> Five {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let root = scratch.path().to_path_buf();
+    let made = root.join("made");
+    fs::create_dir(&made).expect("created");
+    let handout = made.join("handout");
+    let solution = made.join("solution");
+    succeed(
+        instructor().args(["handout", "--out"]).arg(&handout),
+        "handout",
+    );
+    succeed(
+        instructor()
+            .args(["handout", "--solved", "--out"])
+            .arg(&solution),
+        "handout --solved",
+    );
+
+    let independent = made.join("independent");
+    copy_dir(&handout, &independent);
+    let main = independent.join("lab02-rayon/src/main.rs");
+    let text = fs::read_to_string(&main).expect("lab02's main.rs");
+    let start = text
+        .find("let computed_rows: usize = shared::unfinished!(")
+        .expect("lab02's stub");
+    let end = start + text[start..].find(");").expect("the stub's end") + 2;
+    fs::write(
+        &main,
+        format!("{}{INDEPENDENT_LAB02}{}", &text[..start], &text[end..]),
+    )
+    .expect("written");
+
+    let broken = made.join("broken");
+    copy_dir(&handout, &broken);
+    let main = broken.join("lab02-rayon/src/main.rs");
+    let text = fs::read_to_string(&main).expect("lab02's main.rs");
+    fs::write(&main, format!("{text}\nfn half_written( {{\n")).expect("written");
+
+    // Hostile: lab02 reads what it should not see and tries to leave something behind; its
+    // lab06 is a link to the instructor's solution.
+    let hostile = made.join("hostile");
+    copy_dir(&handout, &hostile);
+    let main = hostile.join("lab02-rayon/src/main.rs");
+    let text = fs::read_to_string(&main).expect("lab02's main.rs");
+    let attack = format!(
+        "fn main() -> ExitCode {{\n    let _ = std::fs::read_to_string(\"{}\");\n    \
+         let _ = std::fs::write(\"/tmp/class-attack\", \"x\");\n    \
+         let _ = std::process::Command::new(\"sleep\").arg(\"600\").spawn();\n",
+        workspace().join("xtask/instructor/rubric.toml").display()
+    );
+    fs::write(
+        &main,
+        text.replacen("fn main() -> ExitCode {\n", &attack, 1),
+    )
+    .expect("written");
+    let cpu = hostile.join("lab06-generics-vs-virtual/src/cpu.rs");
+    fs::remove_file(&cpu).expect("removed");
+    std::os::unix::fs::symlink(
+        workspace().join("lab06-generics-vs-virtual/src/cpu.rs"),
+        &cpu,
+    )
+    .expect("a link");
+
+    let class = root.join("mandelbrot-submissions");
+    fs::create_dir(&class).expect("created");
+    for name in ["solution", "broken", "hostile"] {
+        copy_dir(&made.join(name), &class.join(format!("mandelbrot-{name}")));
+    }
+    tarball(&handout, &class.join("mandelbrot-handout.tar.gz"));
+    zip(&independent, &class.join("mandelbrot-independent.zip"));
+
+    let folders = STUDENTS
+        .iter()
+        .map(|&name| (name, made.join(name)))
+        .collect();
+    Five {
+        _scratch: scratch,
+        class,
+        folders,
+        root,
+    }
+}
+
+/// A .tar.gz of `dir`, under its own name, as `tar czf` makes it.
+fn tarball(dir: &Path, to: &Path) {
+    let file = fs::File::create(to).expect("created");
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        file,
+        flate2::Compression::fast(),
+    ));
+    let name = dir.file_name().expect("a name");
+    builder.append_dir_all(name, dir).expect("archived");
+    builder
+        .into_inner()
+        .and_then(|gz| gz.finish())
+        .expect("finished");
+}
+
+/// A zip of `dir`, under its own name, as a file manager makes it.
+fn zip(dir: &Path, to: &Path) {
+    let mut writer = zip::ZipWriter::new(fs::File::create(to).expect("created"));
+    let options = zip::write::SimpleFileOptions::default();
+    let mut stack = vec![dir.to_path_buf()];
+    let top = dir.parent().expect("a parent");
+    while let Some(folder) = stack.pop() {
+        for entry in fs::read_dir(&folder).expect("readable").flatten() {
+            let path = entry.path();
+            let name = path
+                .strip_prefix(top)
+                .expect("inside")
+                .to_string_lossy()
+                .into_owned();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                writer.start_file(name, options).expect("a member");
+                writer
+                    .write_all(&fs::read(&path).expect("readable"))
+                    .expect("written");
+            }
+        }
+    }
+    writer.finish().expect("finished");
+}
+
+/// A check that times the machine of the moment.
+fn is_speed(name: &str) -> bool {
+    name.contains("time against the solution")
+}
+
+/// Each check's (score, max_score) in a results.json.
+fn scores(results: &Path) -> BTreeMap<String, (f64, f64)> {
+    let json: Value =
+        serde_json::from_slice(&fs::read(results).unwrap_or_else(|e| panic!("{results:?}: {e}")))
+            .expect("results.json is JSON");
+    json["tests"]
+        .as_array()
+        .expect("tests")
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().expect("a name").to_string(),
+                (
+                    t["score"].as_f64().expect("a score"),
+                    t["max_score"].as_f64().expect("a max_score"),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// What each of the five earns on a machine without a GPU, speed aside: a lab02 that is
+/// right earns lab02's checks; nothing else earns anything.
+fn assert_expected(student: &str, scores: &BTreeMap<String, (f64, f64)>, how: &str) {
+    let graded: Vec<(&String, &(f64, f64))> = scores
+        .iter()
+        .filter(|(name, (_, max))| *max > 0.0 && !is_speed(name))
+        .collect();
+    assert!(
+        graded.len() >= 6,
+        "{how}: {student}: too few checks graded: {scores:?}"
+    );
+    for (name, &(score, max)) in graded {
+        let full = match student {
+            "solution" => true,
+            "independent" => name.starts_with("lab02: "),
+            _ => false,
+        };
+        let expected = if full { max } else { 0.0 };
+        assert_eq!(score, expected, "{how}: {student}: {name}");
+    }
+}
+
+/// Every check but the speed checks, as (name, score).
+fn comparable(scores: &BTreeMap<String, (f64, f64)>) -> Vec<(String, f64)> {
+    scores
+        .iter()
+        .filter(|(name, _)| !is_speed(name))
+        .map(|(name, &(score, _))| (name.clone(), score))
+        .collect()
+}
+
+/// Grade the class with `args` added; the checks' scores per student, from OUT.
+fn grade_class(five: &Five, out: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Output {
+    // A line on the terminal while a class is graded (libtest keeps `eprintln!` back).
+    shared::cli::eprint_line(&format!("class: grading the class of five {extra:?}"));
+    let mut command = instructor();
+    command
+        .args(["grade", "--class"])
+        .arg(&five.class)
+        .arg("--out")
+        .arg(out)
+        .args(extra)
+        // The comparisons are of the checks graded without a GPU, everywhere alike (the
+        // CPU device's grading is the coursework test's).
+        .arg("--no-cpu-device")
+        .env("CUDA_VISIBLE_DEVICES", "");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    succeed(&mut command, "grade --class")
+}
+
+fn class_scores(out: &Path) -> BTreeMap<String, BTreeMap<String, (f64, f64)>> {
+    STUDENTS
+        .iter()
+        .map(|s| {
+            (
+                s.to_string(),
+                scores(&out.join(format!("students/mandelbrot-{s}/results.json"))),
+            )
+        })
+        .collect()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Gradescope's `run_autograder`, run as Gradescope runs it: in a Docker container, without
+/// CAP_SYS_ADMIN, where bubblewrap cannot make namespaces (capsh drops it; only root may).
+fn autograder_command(script: &Path) -> Command {
+    if !is_root() {
+        return Command::new(script);
+    }
+    let mut command = Command::new("capsh");
+    command
+        .args(["--drop=cap_sys_admin", "--", "-c", "exec \"$0\""])
+        .arg(script);
+    command
+}
+
+#[test]
+fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
+    let _builds = release_builds();
+    let five = class_of_five();
+    let out = five.root.join("out");
+    let started = Instant::now();
+    let first = grade_class(&five, &out, &[], &[]);
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&first.stdout);
+    assert!(stdout.starts_with("# Class summary"), "{stdout}");
+    assert!(
+        stdout.contains("5 submissions (GitHub Classroom's clone), 5 students"),
+        "{stdout}"
+    );
+
+    let by_class = class_scores(&out);
+    for (student, scores) in &by_class {
+        assert_expected(student, scores, "--class");
+    }
+
+    // grades.csv: one row per student, a column per check, the total from results.json.
+    let csv = fs::read_to_string(out.join("grades.csv")).expect("grades.csv");
+    let mut lines = csv.lines();
+    let header = fields(lines.next().expect("a header"));
+    assert_eq!(header.first().map(String::as_str), Some("student"));
+    assert_eq!(header.last().map(String::as_str), Some("total"));
+    // A column per check of results.json (the rubric's), in the rubric's order.
+    let mut columns: Vec<String> = header[1..header.len() - 1].to_vec();
+    columns.sort();
+    assert_eq!(
+        columns,
+        by_class["solution"].keys().cloned().collect::<Vec<_>>()
+    );
+    let rows: BTreeMap<String, Vec<String>> = lines
+        .map(|line| {
+            let cells = fields(line);
+            (cells[0].clone(), cells)
+        })
+        .collect();
+    assert_eq!(
+        rows.keys().map(String::as_str).collect::<Vec<_>>(),
+        STUDENTS
+    );
+    for (student, cells) in &rows {
+        assert_eq!(cells.len(), header.len(), "{student}");
+        for (check, cell) in header.iter().zip(cells).skip(1).take(header.len() - 2) {
+            let (score, most) = by_class[student.as_str()][check];
+            if most == 0.0 {
+                // Not graded on this machine (a GPU check): an empty cell, not a 0.
+                assert_eq!(cell, "", "{student}: {check}");
+                continue;
+            }
+            let cell: f64 = cell.parse().unwrap_or(-1.0);
+            assert!((cell - score).abs() < 0.01, "{student}: {check}: {cell}");
+        }
+        let results: Value = serde_json::from_slice(
+            &fs::read(out.join(format!("students/mandelbrot-{student}/results.json")))
+                .expect("results.json"),
+        )
+        .expect("JSON");
+        let total: f64 = cells.last().expect("a total").parse().expect("a number");
+        assert!(
+            (total - results["score"].as_f64().expect("a score")).abs() < 0.01,
+            "{student}"
+        );
+    }
+    let summary = fs::read_to_string(out.join("summary.md")).expect("summary.md");
+    assert!(
+        summary.contains("## The checks most students fail"),
+        "{summary}"
+    );
+    let broken =
+        fs::read_to_string(out.join("students/mandelbrot-broken/feedback.md")).expect("feedback");
+    assert!(broken.contains("did not build"), "{broken}");
+    let hostile =
+        fs::read_to_string(out.join("students/mandelbrot-hostile/feedback.md")).expect("feedback");
+    assert!(hostile.contains("symbolic link"), "{hostile}");
+    assert!(
+        !Path::new("/tmp/class-attack").exists(),
+        "the attack wrote outside"
+    );
+
+    // Run again: nothing changed, so nothing is graded again, and the gradebook is the same.
+    let started = Instant::now();
+    let again = grade_class(&five, &out, &[], &[]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        stderr.contains("5 submissions graded before with the same content: kept"),
+        "{stderr}"
+    );
+    assert!(
+        started.elapsed() < took / 4,
+        "a resumed class grades nothing again"
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("grades.csv")).expect("grades.csv"),
+        csv
+    );
+
+    // Gradescope: the autograder zip, unpacked into a root laid out like /autograder.
+    let zip_file = five.root.join("autograder.zip");
+    succeed(
+        instructor().args(["autograder", "--out"]).arg(&zip_file),
+        "autograder",
+    );
+    let root = five.root.join("autograder");
+    let source = root.join("source");
+    let mut archive =
+        zip::ZipArchive::new(fs::File::open(&zip_file).expect("the zip")).expect("a zip");
+    archive.extract(&source).expect("unpacked");
+    for script in ["setup.sh", "run_autograder"] {
+        assert!(source.join(script).is_file(), "{script} at the zip's root");
+    }
+    // The build step only (Rust and bubblewrap are here), reusing this target folder.
+    succeed(
+        Command::new("bash")
+            .arg(source.join("setup.sh"))
+            .arg("build")
+            .env("AUTOGRADER_ROOT", &root)
+            .env("CARGO_TARGET_DIR", target_dir()),
+        "setup.sh build",
+    );
+    for (student, folder) in &five.folders {
+        let submission = root.join("submission");
+        let _ = fs::remove_dir_all(&submission);
+        let _ = fs::remove_dir_all(root.join("results"));
+        copy_dir(folder, &submission);
+        // Without NVRTC (`setup.sh build` skips its install), as the class above runs with
+        // --no-cpu-device: the GPU checks are listed, not run on the CPU device, both ways.
+        let output = succeed(
+            autograder_command(&source.join("run_autograder"))
+                .env("AUTOGRADER_ROOT", &root)
+                .env("CARGO_TARGET_DIR", target_dir())
+                .env_remove("LD_LIBRARY_PATH")
+                .stdin(Stdio::null()),
+            "run_autograder",
+        );
+        let results = root.join("results/results.json");
+        let by_autograder = scores(&results);
+        assert_expected(student, &by_autograder, "the autograder");
+        assert_eq!(
+            comparable(&by_autograder),
+            comparable(&by_class[*student]),
+            "{student}: the autograder and --class differ\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let text = fs::read_to_string(&results).expect("results.json");
+        if is_root() {
+            assert!(
+                text.contains("student code ran in the fallback sandbox"),
+                "{student}: graded in the fallback sandbox: {text}"
+            );
+        }
+        assert!(
+            text.contains("graded on a GPU machine"),
+            "{student}: the GPU checks are listed as graded later: {text}"
+        );
+    }
+}
+
+#[test]
+fn an_archive_that_attacks_costs_its_own_row() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let class = scratch.path().join("class");
+    fs::create_dir(&class).expect("created");
+    // A zip whose member climbs out of its folder, and a tarball bomb.
+    let mut writer = zip::ZipWriter::new(fs::File::create(class.join("eve.zip")).expect("a zip"));
+    writer
+        .start_file("../../escaped.rs", zip::write::SimpleFileOptions::default())
+        .expect("a member");
+    writer.write_all(b"fn main() {}").expect("written");
+    writer.finish().expect("finished");
+    let mut bomb = tar::Builder::new(flate2::write::GzEncoder::new(
+        fs::File::create(class.join("mallory.tar.gz")).expect("a tarball"),
+        flate2::Compression::fast(),
+    ));
+    let mut header = tar::Header::new_gnu();
+    let size = 300u64 << 20;
+    header.set_size(size);
+    header.set_mode(0o644);
+    bomb.append_data(
+        &mut header,
+        "work/lab02-rayon/src/main.rs",
+        std::io::repeat(0).take(size),
+    )
+    .expect("appended");
+    bomb.into_inner()
+        .and_then(|gz| gz.finish())
+        .expect("finished");
+    std::os::unix::fs::symlink("/etc", class.join("trudy")).expect("a link");
+    // A member name that rewrites the terminal: a CR, an escape that clears the line, a
+    // forged score.
+    let mut writer = zip::ZipWriter::new(fs::File::create(class.join("zoe.zip")).expect("a zip"));
+    writer
+        .start_file(
+            "../\r\u{1b}[2Kzoe: 14 of 14 points\u{1b}[8m",
+            zip::write::SimpleFileOptions::default(),
+        )
+        .expect("a member");
+    writer.finish().expect("finished");
+
+    let out = scratch.path().join("out");
+    let output = succeed(
+        instructor()
+            .args(["grade", "--class"])
+            .arg(&class)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-cpu-device"),
+        "grade --class",
+    );
+    let summary = String::from_utf8_lossy(&output.stdout);
+    let log = String::from_utf8_lossy(&output.stderr);
+    // Shown inert everywhere: the terminal, the log, summary.md, feedback.md.
+    let feedback = fs::read_to_string(out.join("students/zoe/feedback.md")).expect("feedback");
+    for (what, text) in [
+        ("summary", &*summary),
+        ("log", &*log),
+        ("feedback", &feedback),
+    ] {
+        assert!(
+            !text.contains(['\u{1b}', '\r']),
+            "{what} holds a raw escape or CR:\n{text}"
+        );
+    }
+    assert!(
+        log.lines().any(|l| l.contains("zoe: not graded: the archive zoe.zip has a member outside its folder (../\\r\\u{1b}[2Kzoe: 14 of 14 points\\u{1b}[8m)")),
+        "{log}"
+    );
+    for said in [
+        "- eve (students/eve): the archive eve.zip has a member outside its folder (../../escaped.rs)",
+        "- mallory (students/mallory): the archive mallory.tar.gz unpacks to more than 256 MiB",
+        "- trudy (students/trudy): trudy is a symbolic link",
+    ] {
+        assert!(summary.contains(said), "{said}\n{summary}");
+    }
+    assert!(!scratch.path().join("escaped.rs").exists());
+    assert!(!out.join(".class/unpacked/mallory").exists(), "cleaned up");
+    let csv = fs::read_to_string(out.join("grades.csv")).expect("grades.csv");
+    for student in ["eve", "mallory", "trudy", "zoe"] {
+        let row = csv
+            .lines()
+            .find(|l| l.starts_with(&format!("{student},")))
+            .unwrap_or_else(|| panic!("{student}'s row: {csv}"));
+        assert!(row.ends_with(",0"), "{row}");
+    }
+}
+
+/// Two entries that tried to decide how the class is read. Mallory: a git repository
+/// holding only `intake.json` (notes the report printed as the grader's own) and `bin/lab02`,
+/// `bin/lab06` linked into the instructor's own release build; graded as `--built`, it
+/// earned 14 of 14 with no source. Eve: a `submission_metadata.yml` beside `submission_1/`,
+/// read as Gradescope's export, naming the class's rows ("Alice Victim"). Now each is one
+/// submission built from its sources, a row under its own name, and earns nothing.
+#[test]
+fn an_entry_decides_nothing_of_how_the_class_is_read() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let class = scratch.path().join("mandelbrot-submissions");
+    let mallory = class.join("mandelbrot-mallory");
+    fs::create_dir_all(mallory.join("bin")).expect("created");
+    fs::write(
+        mallory.join("intake.json"),
+        r#"{"notes": ["FORGED NOTE: reviewed by the instructor"], "broken": []}"#,
+    )
+    .expect("written");
+    for lab in ["lab02", "lab06"] {
+        std::os::unix::fs::symlink(
+            target_dir().join("release").join(lab),
+            mallory.join("bin").join(lab),
+        )
+        .expect("a link");
+    }
+    succeed(
+        Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(&mallory),
+        "git init",
+    );
+    let eve = class.join("mandelbrot-eve");
+    fs::create_dir_all(eve.join("submission_1")).expect("created");
+    fs::write(
+        eve.join("submission_metadata.yml"),
+        "submission_1:\n  :submitters:\n  - :name: Alice Victim\n    :sid: Alice Victim\n",
+    )
+    .expect("written");
+
+    let out = scratch.path().join("out");
+    let output = succeed(
+        instructor()
+            .args(["grade", "--class"])
+            .arg(&class)
+            .arg("--out")
+            .arg(&out)
+            .arg("--no-cpu-device")
+            .env("CUDA_VISIBLE_DEVICES", ""),
+        "grade --class",
+    );
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        log.contains("mandelbrot-eve holds submission_metadata.yml: graded as one submission"),
+        "{log}"
+    );
+    let csv = fs::read_to_string(out.join("grades.csv")).expect("grades.csv");
+    assert!(!csv.contains("Alice Victim"), "{csv}");
+    let students: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .collect();
+    assert_eq!(students, ["eve", "mallory"], "{csv}");
+    for line in csv.lines().skip(1) {
+        assert!(line.ends_with(",0"), "earned something: {line}");
+    }
+    let feedback =
+        fs::read_to_string(out.join("students/mandelbrot-mallory/feedback.md")).expect("feedback");
+    assert!(!feedback.contains("FORGED NOTE"), "{feedback}");
+}
+
+/// OUT inside the class folder was refused after it was made (the next run graded a student
+/// "out"); a FIFO for OUT/grades.csv hung before any work. Each is one line, a non-zero
+/// exit, and nothing made.
+#[test]
+fn an_out_that_cannot_be_used_is_refused_before_anything_is_made() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let class = scratch.path().join("class");
+    fs::create_dir_all(class.join("ada")).expect("created");
+    let refused = |out: &Path| {
+        let mut child = instructor()
+            .args(["grade", "--class"])
+            .arg(&class)
+            .arg("--out")
+            .arg(out)
+            .arg("--no-cpu-device")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("started");
+        let started = Instant::now();
+        while child.try_wait().expect("waited").is_none() {
+            if started.elapsed() > Duration::from_secs(120) {
+                let _ = child.kill();
+                panic!("grade --class --out {} hangs", out.display());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let output = child.wait_with_output().expect("its output");
+        assert!(!output.status.success(), "{}", out.display());
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    for out in [class.join("out"), class.join("new/../out2"), class.clone()] {
+        let said = refused(&out);
+        assert!(said.contains("is inside the class folder"), "{said}");
+        assert_eq!(said.trim_end().lines().count(), 1, "{said}");
+    }
+    assert!(!class.join("out").exists() && !class.join("new").exists());
+    assert!(!class.join("out2").exists());
+
+    let out = scratch.path().join("out");
+    fs::create_dir(&out).expect("created");
+    let fifo = out.join("grades.csv");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let said = refused(&out);
+    assert!(said.contains("grades.csv is not a regular file"), "{said}");
+    assert_eq!(said.trim_end().lines().count(), 1, "{said}");
+    assert!(!out.join("students").exists(), "no work began");
+}
+
+/// GitHub Classroom's workflow: it parses, and each step's command passes on the solution
+/// and fails on the hand-out.
+#[test]
+fn the_classroom_workflow_passes_the_solution_and_fails_the_hand_out() {
+    let _builds = release_builds();
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let handout = scratch.path().join("handout");
+    let solution = scratch.path().join("solution");
+    succeed(
+        instructor().args(["handout", "--out"]).arg(&handout),
+        "handout",
+    );
+    succeed(
+        instructor()
+            .args(["handout", "--solved", "--out"])
+            .arg(&solution),
+        "handout --solved",
+    );
+    succeed(
+        instructor().args(["classroom", "--out"]).arg(&handout),
+        "classroom",
+    );
+    let text =
+        fs::read_to_string(handout.join(".github/workflows/classroom.yml")).expect("the workflow");
+    let docs = yaml_rust2::YamlLoader::load_from_str(&text).expect("the workflow is YAML");
+    let steps = docs[0]["jobs"]["run-autograding-tests"]["steps"]
+        .as_vec()
+        .expect("the job's steps");
+    let graders: Vec<(&str, &str)> = steps
+        .iter()
+        .filter(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("classroom-resources/autograding-command-grader@"))
+        })
+        .map(|s| {
+            (
+                s["id"].as_str().expect("an id"),
+                s["with"]["command"].as_str().expect("a command"),
+            )
+        })
+        .collect();
+    assert!(graders.len() >= 4, "{text}");
+    let reporter = steps.last().expect("the reporter");
+    assert_eq!(
+        reporter["with"]["runners"]
+            .as_str()
+            .map(|r| r.split(',').count()),
+        Some(graders.len())
+    );
+
+    for (dir, passes) in [(&solution, true), (&handout, false)] {
+        // Each workspace builds in a target folder of its own, seeded with this one's release
+        // dependencies so that only the workspace's own crates compile. Not one for both:
+        // cargo would take the hand-out's older files for built by the solution's build.
+        let target = scratch.path().join(format!("target-{}", passes));
+        fs::create_dir(&target).expect("created");
+        succeed(
+            Command::new("cp")
+                .args(["-a", "--reflink=auto"])
+                .arg(target_dir().join("release"))
+                .arg(&target),
+            "copying the release dependencies",
+        );
+        // The workflow's own set-up step first (NVRTC from pip, the CPU device built), as
+        // the runner runs it before the checks.
+        let setup = steps
+            .iter()
+            .find_map(|s| s["run"].as_str())
+            .expect("the set-up step");
+        succeed(
+            Command::new("bash")
+                .args(["-euo", "pipefail", "-c", setup])
+                .current_dir(dir)
+                .env("CARGO_TARGET_DIR", &target)
+                .env("RUNNER_TEMP", scratch.path()),
+            "the workflow's set-up step",
+        );
+        for (id, command) in &graders {
+            let output = Command::new("sh")
+                .args(["-c", command])
+                .current_dir(dir)
+                .env("CARGO_TARGET_DIR", &target)
+                .env("LD_LIBRARY_PATH", dir.join(".nvrtc/nvidia/cuda_nvrtc/lib"))
+                .output()
+                .expect("sh runs");
+            assert_eq!(
+                output.status.success(),
+                passes,
+                "{id} in {}: {command}\n{}",
+                dir.display(),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+}
+
+/// A one-node Slurm cluster of this test's own, stopped when dropped.
+struct Cluster {
+    conf: PathBuf,
+    daemons: Vec<Child>,
+}
+
+impl Cluster {
+    fn start(dir: &Path) -> Cluster {
+        let host =
+            String::from_utf8(succeed(Command::new("hostname").arg("-s"), "hostname").stdout)
+                .expect("a host name")
+                .trim()
+                .to_string();
+        let port = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port()
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for sub in ["state", "spool"] {
+            fs::create_dir_all(dir.join(sub)).expect("created");
+        }
+        let d = dir.display();
+        let conf = dir.join("slurm.conf");
+        fs::write(
+            &conf,
+            format!(
+                "ClusterName=xtasktest\nSlurmctldHost={host}(127.0.0.1)\n\
+                 SlurmctldPort={}\nSlurmdPort={}\n\
+                 AuthType=auth/none\nCredType=cred/none\n\
+                 ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n\
+                 SlurmUser=root\nSlurmdUser=root\n\
+                 StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
+                 SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.pid\n\
+                 SlurmctldLogFile={d}/slurmctld.log\nSlurmdLogFile={d}/slurmd.log\n\
+                 ReturnToService=2\nMpiDefault=none\n\
+                 SelectType=select/cons_tres\nSelectTypeParameters=CR_CPU\n\
+                 JobAcctGatherType=jobacct_gather/none\n\
+                 AccountingStorageType=accounting_storage/none\nJobCompType=jobcomp/none\n\
+                 NodeName={host} NodeAddr=127.0.0.1 CPUs={cores} State=UNKNOWN\n\
+                 PartitionName=grading Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n",
+                port(),
+                port()
+            ),
+        )
+        .expect("written");
+        let daemon = |name: &str, extra: &[&str]| {
+            let program = ["/usr/sbin", "/usr/local/sbin", "/usr/bin"]
+                .iter()
+                .map(|d| Path::new(d).join(name))
+                .find(|p| p.is_file())
+                .unwrap_or_else(|| PathBuf::from(name));
+            Command::new(program)
+                .args(["-D", "-f"])
+                .arg(&conf)
+                .args(extra)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+        };
+        let cluster = Cluster {
+            daemons: vec![daemon("slurmctld", &[]), daemon("slurmd", &["-N", &host])],
+            conf,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let state = Command::new("sinfo")
+                .args(["-h", "-o", "%t"])
+                .env("SLURM_CONF", &cluster.conf)
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default();
+            if state == "idle" {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the node is not idle after 60 s ({state}); see {d}/slurmctld.log"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        cluster
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for daemon in &mut self.daemons {
+            let _ = daemon.kill();
+            let _ = daemon.wait();
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs Slurm's daemons and sbatch (cargo instructor test runs it where they are found)"]
+fn slurm_a_class_of_five_grades_alike_as_a_job_array() {
+    let five = class_of_five();
+    let cluster = Cluster::start(&five.root.join("slurm"));
+    let out = five.root.join("out");
+    let output = grade_class(&five, &out, &["--slurm"], &[("SLURM_CONF", &cluster.conf)]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("5 tasks, one per submission"), "{stderr}");
+    for (student, scores) in class_scores(&out) {
+        assert_expected(&student, &scores, "Slurm");
+    }
+    // One task per submission, each with its log.
+    for task in 0..STUDENTS.len() {
+        let log = out.join(format!(".class/slurm/task-{task}.log"));
+        assert!(log.is_file(), "{}", log.display());
+    }
+    let csv = fs::read_to_string(out.join("grades.csv")).expect("grades.csv");
+    assert_eq!(csv.lines().count(), 6, "{csv}");
+    drop(cluster);
+}
