@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
-use xtask::bins::workspace_root;
+use xtask::bins::{target_dir, workspace_root};
 
 use crate::regions::{self, Keep};
 
@@ -157,11 +157,53 @@ fn replaced_files(keep: Keep) -> Result<(Vec<File>, usize)> {
 }
 
 /// The lock file of the hand-out's workspace: this one's, less the packages that only the
-/// members it leaves out used (cargo refuses `--locked` with a lock file it would prune). The
-/// hand-out is written to a scratch folder, where `cargo update --workspace` prunes the lock
-/// file: it updates only the workspace's own packages, so every version it keeps is this
-/// one's (`--offline`: it fetches nothing either).
+/// members it leaves out used (cargo refuses `--locked` with a lock file it would prune).
+/// Kept in the target folder under a digest of what it depends on (the manifests, the lock
+/// file, cargo's configuration), since every grade asks for it: pruning costs a cargo run
+/// of about a second, and a class or the corpus grades a hundred times.
 fn pruned_lock(files: &[File]) -> Result<Vec<u8>> {
+    let kept = target_dir()
+        .join("handout-lock")
+        .join(format!("{}.lock", lock_inputs_digest(files)));
+    if let Ok(bytes) = fs::read(&kept) {
+        return Ok(bytes);
+    }
+    let bytes = prune_lock(files)?;
+    // Written whole or not at all (two grades at once may both write it, alike).
+    if let Some(dir) = kept.parent() {
+        fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    shared::output::write_file(&kept, &bytes)?;
+    Ok(bytes)
+}
+
+/// What the pruned lock file depends on: every manifest, the lock file and cargo's
+/// configuration, path and bytes.
+fn lock_inputs_digest(files: &[File]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for file in files {
+        let name = file.path.file_name().and_then(|n| n.to_str());
+        let is_input =
+            matches!(name, Some("Cargo.toml" | LOCK_FILE)) || file.path.starts_with(".cargo");
+        if is_input {
+            hash.update(file.path.to_string_lossy().as_bytes());
+            hash.update([0]);
+            hash.update(&file.bytes);
+            hash.update([0]);
+        }
+    }
+    hash.finalize()
+        .iter()
+        .take(16)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The hand-out is written to a scratch folder, where `cargo update --workspace` prunes the
+/// lock file: it updates only the workspace's own packages, so every version it keeps is
+/// this one's (`--offline`: it fetches nothing either).
+fn prune_lock(files: &[File]) -> Result<Vec<u8>> {
     let scratch = tempfile::tempdir().context("cannot make a scratch folder for the lock file")?;
     for file in files {
         let to = scratch.path().join(&file.path);
