@@ -25,8 +25,23 @@ fn run_to(lab: &str, args: &[&str], path: &Path) -> Command {
     command
 }
 
+/// The run's output. A lab copied for an unprivileged run ([`as_unprivileged`]) may be
+/// refused with ETXTBSY ("text file busy") for a moment: a test on another thread that
+/// forks while the copy is open for writing holds it open until that child execs (on the
+/// H100 machine's 16 cores, lab05's 17 fault tests did). That is retried, not failed.
 fn output_of(command: &mut Command) -> Output {
-    command.output().expect("the lab should start")
+    let started = Instant::now();
+    loop {
+        match command.output() {
+            Err(e)
+                if e.raw_os_error() == Some(libc::ETXTBSY)
+                    && started.elapsed() < Duration::from_secs(5) =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            result => return result.expect("the lab should start"),
+        }
+    }
 }
 
 /// The run succeeded; its stderr has no panic.
