@@ -145,58 +145,17 @@ pub fn run_plan(
     let env = environment(&nvrtc, compiler.is_some(), c_reference)?;
 
     let mut totals = Totals::default();
-    // The plan's skips, and the tests that need two GPUs (only where two open).
-    let mut skips: Vec<&str> = plan
-        .skips
-        .iter()
-        .flat_map(|test| ["--skip", test.as_str()])
-        .collect();
-    if gpus < 2 {
-        skips.extend(["--skip", MULTI_GPU_TESTS]);
-    }
-    if run_gpu_tests {
-        // Every ignored test, the kernel checks among them.
-        let test_args: Vec<&str> = ["--include-ignored"]
-            .into_iter()
-            .chain(skips.iter().copied())
-            .collect();
-        suite.run(&test_args, &env, &mut totals, &mut failed)?;
-    } else {
-        suite.run(&skips, &env, &mut totals, &mut failed)?;
-        // The plan's ignored tests whose tool is here, with the plan's skips.
-        for prefix in &plan.ignored {
-            let mut these = Totals::default();
-            let test_args: Vec<&str> = ["--ignored", prefix.as_str()]
-                .into_iter()
-                .chain(skips.iter().copied())
-                .collect();
-            suite.run(&test_args, &env, &mut these, &mut failed)?;
-            totals.add_ignored_that_ran(&these);
-        }
-    }
-    // The GPU tests again on the CPU device, wherever NVRTC is: all of them where no GPU
-    // opened (the kernel checks among them), and where one did, to hold the two to the same
-    // tests. compute-sanitizer's tests need a GPU's tools: not on the CPU device.
+    run_suite(
+        &suite,
+        plan,
+        run_gpu_tests,
+        gpus,
+        &env,
+        &mut totals,
+        &mut failed,
+    )?;
     let cpu_device_line = match &nvrtc {
-        Ok(_) => {
-            let mut env = env.clone();
-            env.push((shared::gpu::EMULATE_VARIABLE, "1".into()));
-            let mut test_args = vec!["--ignored", "--skip", MULTI_GPU_TESTS];
-            test_args.extend(["--skip", SANITIZER_TESTS]);
-            // The plan's own ignored tests need a tool, not a GPU: they ran above.
-            for prefix in &plan.ignored {
-                test_args.extend(["--skip", prefix.as_str()]);
-            }
-            test_args.extend(plan.skips.iter().flat_map(|test| ["--skip", test.as_str()]));
-            let mut on_cpu_device = Totals::default();
-            suite.build_cpu_device()?;
-            suite.run(&test_args, &env, &mut on_cpu_device, &mut failed)?;
-            totals.add_ignored_that_ran(&on_cpu_device);
-            format!(
-                "{} ran on the CPU device (LABS_EMULATE=1)",
-                on_cpu_device.passed + on_cpu_device.failed
-            )
-        }
+        Ok(_) => on_cpu_device(&suite, plan, &env, &mut totals, &mut failed)?,
         Err(why) => format!("skipped: {why}"),
     };
 
@@ -221,6 +180,78 @@ pub fn run_plan(
     } else {
         Err(format!("tests failed in: {}", failed.join(", ")))
     }
+}
+
+/// Run `suite` with `plan`'s skips, and the tests that need two GPUs only where `gpus` are
+/// two or more: every ignored test too (the kernel checks among them) where the GPU tests
+/// run, else the plan's ignored tests whose tool is here.
+fn run_suite(
+    suite: &Suite,
+    plan: &Plan,
+    run_gpu_tests: bool,
+    gpus: usize,
+    env: &[(&'static str, OsString)],
+    totals: &mut Totals,
+    failed: &mut Vec<String>,
+) -> crate::bins::Result<()> {
+    let mut skips: Vec<&str> = plan
+        .skips
+        .iter()
+        .flat_map(|test| ["--skip", test.as_str()])
+        .collect();
+    if gpus < 2 {
+        skips.extend(["--skip", MULTI_GPU_TESTS]);
+    }
+    if run_gpu_tests {
+        // Every ignored test, the kernel checks among them.
+        let test_args: Vec<&str> = ["--include-ignored"]
+            .into_iter()
+            .chain(skips.iter().copied())
+            .collect();
+        suite.run(&test_args, env, totals, failed)?;
+    } else {
+        suite.run(&skips, env, totals, failed)?;
+        // The plan's ignored tests whose tool is here, with the plan's skips.
+        for prefix in &plan.ignored {
+            let mut these = Totals::default();
+            let test_args: Vec<&str> = ["--ignored", prefix.as_str()]
+                .into_iter()
+                .chain(skips.iter().copied())
+                .collect();
+            suite.run(&test_args, env, &mut these, failed)?;
+            totals.add_ignored_that_ran(&these);
+        }
+    }
+    Ok(())
+}
+
+/// The GPU tests again on the CPU device, NVRTC being here: all of them where no GPU opened
+/// (the kernel checks among them), and where one did, to hold the two to the same tests.
+/// compute-sanitizer's tests need a GPU's tools: not on the CPU device. The summary's line.
+fn on_cpu_device(
+    suite: &Suite,
+    plan: &Plan,
+    env: &[(&'static str, OsString)],
+    totals: &mut Totals,
+    failed: &mut Vec<String>,
+) -> crate::bins::Result<String> {
+    let mut env = env.to_vec();
+    env.push((shared::gpu::EMULATE_VARIABLE, "1".into()));
+    let mut test_args = vec!["--ignored", "--skip", MULTI_GPU_TESTS];
+    test_args.extend(["--skip", SANITIZER_TESTS]);
+    // The plan's own ignored tests need a tool, not a GPU: they ran above.
+    for prefix in &plan.ignored {
+        test_args.extend(["--skip", prefix.as_str()]);
+    }
+    test_args.extend(plan.skips.iter().flat_map(|test| ["--skip", test.as_str()]));
+    let mut on_cpu_device = Totals::default();
+    suite.build_cpu_device()?;
+    suite.run(&test_args, &env, &mut on_cpu_device, failed)?;
+    totals.add_ignored_that_ran(&on_cpu_device);
+    Ok(format!(
+        "{} ran on the CPU device (LABS_EMULATE=1)",
+        on_cpu_device.passed + on_cpu_device.failed
+    ))
 }
 
 /// A dist folder carries the given C program for lab01's tests; say where, since the path

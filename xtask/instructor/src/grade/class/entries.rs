@@ -14,7 +14,8 @@
 //! name of safe characters for its results, and links, special files and stray files are
 //! reported, not followed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -101,8 +102,48 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let layout = resolve_layout(&dir, &class_name, layout)?;
+    let mut notes = Vec::new();
+    let metadata = read_metadata(&dir, layout, &mut notes);
+    let layout_name = match layout {
+        Layout::Gradescope => "Gradescope's export",
+        Layout::Classroom => "GitHub Classroom's clone",
+        Layout::Auto | Layout::Plain => "one entry per student",
+    };
+    let names = list_names(&dir)?;
+    let reader = EntryReader {
+        dir: &dir,
+        class_name: &class_name,
+        layout,
+        metadata: metadata.as_ref(),
+    };
+    let mut entries = Vec::new();
+    let mut keys = BTreeSet::new();
+    for raw in names {
+        if let Some(entry) = reader.entry(&raw, &mut keys, &mut notes)? {
+            entries.push(entry);
+        }
+    }
+    if entries.is_empty() {
+        bail!(
+            "{} holds no submission (a folder, a .zip or a tarball per student)",
+            dir.display()
+        );
+    }
+    rename_shared_students(&mut entries, &mut notes);
+    note_nested_exports(&entries, &mut notes);
+    Ok(Class {
+        layout: layout_name,
+        entries,
+        notes,
+    })
+}
+
+/// The layout `layout` names, `Auto` settled by what the class folder `dir` holds and its
+/// name; Gradescope's named without its metadata file is an error.
+fn resolve_layout(dir: &Path, class_name: &str, layout: Layout) -> Result<Layout> {
     let has_metadata = fs::symlink_metadata(dir.join(gradescope::METADATA)).is_ok();
-    let layout = match layout {
+    Ok(match layout {
         Layout::Auto if has_metadata => Layout::Gradescope,
         Layout::Auto if class_name.ends_with(classroom::CLONE_SUFFIX) => Layout::Classroom,
         Layout::Auto => Layout::Plain,
@@ -113,12 +154,20 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
             gradescope::METADATA
         ),
         named => named,
-    };
-    let mut notes = Vec::new();
-    // The metadata is Gradescope's file, but what it says is what students typed: a file
-    // that cannot be read names each submission after its folder, and grading goes on.
-    let metadata = match layout {
-        Layout::Gradescope => match gradescope::export_students(&dir) {
+    })
+}
+
+/// Gradescope's entry-to-students map, for its layout only (`None` for the others).
+///
+/// The metadata is Gradescope's file, but what it says is what students typed: a file
+/// that cannot be read names each submission after its folder, and grading goes on.
+fn read_metadata(
+    dir: &Path,
+    layout: Layout,
+    notes: &mut Vec<String>,
+) -> Option<BTreeMap<String, Vec<String>>> {
+    match layout {
+        Layout::Gradescope => match gradescope::export_students(dir) {
             Ok(map) => Some(map.unwrap_or_default()),
             Err(e) => {
                 notes.push(format!(
@@ -130,15 +179,13 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
             }
         },
         _ => None,
-    };
-    let layout_name = match layout {
-        Layout::Gradescope => "Gradescope's export",
-        Layout::Classroom => "GitHub Classroom's clone",
-        Layout::Auto | Layout::Plain => "one entry per student",
-    };
+    }
+}
 
+/// The names in the class folder, sorted; more than `MAX_ENTRIES` is refused.
+fn list_names(dir: &Path) -> Result<Vec<OsString>> {
     let mut names = Vec::new();
-    for entry in fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))? {
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let entry = entry.with_context(|| format!("cannot read {}", dir.display()))?;
         names.push(entry.file_name());
         if names.len() > MAX_ENTRIES {
@@ -149,16 +196,32 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
         }
     }
     names.sort();
+    Ok(names)
+}
 
-    let mut entries = Vec::new();
-    let mut keys = BTreeSet::new();
-    for raw in names {
+/// What reading one name of the class folder needs to know of the class.
+struct EntryReader<'a> {
+    dir: &'a Path,
+    class_name: &'a str,
+    layout: Layout,
+    metadata: Option<&'a BTreeMap<String, Vec<String>>>,
+}
+
+impl EntryReader<'_> {
+    /// The entry named `raw`, or `None` where it is passed over (hidden, macOS's litter,
+    /// Gradescope's metadata, or a stray file, which gets a note).
+    fn entry(
+        &self,
+        raw: &OsStr,
+        keys: &mut BTreeSet<String>,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<Entry>> {
         let name = inert::line(&raw.to_string_lossy());
-        let skipped = layout == Layout::Gradescope && name == gradescope::METADATA;
+        let skipped = self.layout == Layout::Gradescope && name == gradescope::METADATA;
         if name.starts_with('.') || name == "__MACOSX" || skipped {
-            continue;
+            return Ok(None);
         }
-        let path = dir.join(&raw);
+        let path = self.dir.join(raw);
         let kind = fs::symlink_metadata(&path)
             .map(|m| m.file_type())
             .with_context(|| format!("cannot read {}", path.display()))?;
@@ -176,7 +239,7 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
                     notes.push(format!(
                         "{name}: neither a folder nor a .zip or tarball: passed over"
                     ));
-                    continue;
+                    return Ok(None);
                 }
             }
         } else {
@@ -185,43 +248,46 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
                 name.as_str(),
             )
         };
-        let key = unique_key(stem, &mut keys);
-        let students = match &metadata {
-            Some(map) => match map.get(&name) {
+        let key = unique_key(stem, keys);
+        let students = self.students(&name, stem, &key, notes);
+        Ok(Some(Entry {
+            name,
+            path,
+            form,
+            key,
+            students,
+        }))
+    }
+
+    /// Who the entry `name` (of stem `stem`, results under `key`) belongs to: Gradescope's
+    /// metadata, else the user of a Classroom clone's name, else the stem.
+    fn students(&self, name: &str, stem: &str, key: &str, notes: &mut Vec<String>) -> Vec<String> {
+        match self.metadata {
+            Some(map) => match map.get(name) {
                 Some(ids) if !ids.is_empty() => ids.clone(),
                 _ => {
                     notes.push(format!(
                         "{name}: not in {} (or no student named): graded as {key}",
                         gradescope::METADATA
                     ));
-                    vec![key.clone()]
+                    vec![key.to_string()]
                 }
             },
-            None if layout == Layout::Classroom => {
-                vec![classroom::clone_student(&class_name, stem)
+            None if self.layout == Layout::Classroom => {
+                vec![classroom::clone_student(self.class_name, stem)
                     .unwrap_or(stem)
                     .to_string()]
             }
             None => vec![stem.to_string()],
-        };
-        entries.push(Entry {
-            name,
-            path,
-            form,
-            key,
-            students,
-        });
+        }
     }
-    if entries.is_empty() {
-        bail!(
-            "{} holds no submission (a folder, a .zip or a tarball per student)",
-            dir.display()
-        );
-    }
-    // Two entries of one student (`ada/` and `ada.zip`, or one student in two Gradescope
-    // groups) would be two rows of the same name: each row says which entry it grades.
-    let mut count: std::collections::BTreeMap<String, usize> = Default::default();
-    for entry in &entries {
+}
+
+/// Two entries of one student (`ada/` and `ada.zip`, or one student in two Gradescope
+/// groups) would be two rows of the same name: each row says which entry it grades.
+fn rename_shared_students(entries: &mut [Entry], notes: &mut Vec<String>) {
+    let mut count: BTreeMap<String, usize> = Default::default();
+    for entry in entries.iter() {
         for student in &entry.students {
             *count.entry(student.clone()).or_default() += 1;
         }
@@ -244,9 +310,12 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
             }
         }
     }
-    // An entry is a student's: what it holds never changes how the class is read. One that
-    // looks like Gradescope's whole export was perhaps meant as the class folder: say so.
-    for only in &entries {
+}
+
+/// An entry is a student's: what it holds never changes how the class is read. One that
+/// looks like Gradescope's whole export was perhaps meant as the class folder: say so.
+fn note_nested_exports(entries: &[Entry], notes: &mut Vec<String>) {
+    for only in entries {
         if only.form == Form::Folder
             && fs::symlink_metadata(only.path.join(gradescope::METADATA)).is_ok()
         {
@@ -259,11 +328,6 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
             ));
         }
     }
-    Ok(Class {
-        layout: layout_name,
-        entries,
-        notes,
-    })
 }
 
 /// A folder name for `stem`: safe characters only, short, unique in the class.

@@ -170,51 +170,61 @@ pub fn summary(checks: &[String], rows: &[Row], run: &Run) -> String {
         rows.len() - graded.len(),
         run.where_
     );
+    scores_section(&mut text, &graded);
+    failing_section(&mut text, checks, &graded);
+    not_graded_section(&mut text, rows);
+    text
+}
 
+/// The summary's scores: mean, median, range and a histogram of the share of the points.
+fn scores_section(text: &mut String, graded: &[&Row]) {
     text.push_str("\n## Scores\n\n");
     if graded.is_empty() {
         text.push_str("No submission was graded.\n");
-    } else {
-        let mut totals: Vec<f64> = graded.iter().map(|r| r.total).collect();
-        totals.sort_by(f64::total_cmp);
-        let mean = totals.iter().sum::<f64>() / totals.len() as f64;
-        let median = if totals.len() % 2 == 1 {
-            totals[totals.len() / 2]
-        } else {
-            (totals[totals.len() / 2 - 1] + totals[totals.len() / 2]) / 2.0
-        };
-        let max = most_common_max(&graded);
-        let _ = writeln!(
-            text,
-            "Out of {} points (the checks graded here): mean {}, median {}, lowest {}, highest {}.\n",
-            number(max),
-            number(mean),
-            number(median),
-            number(totals[0]),
-            number(totals[totals.len() - 1])
-        );
-        text.push_str("| share of the points | students | |\n|---|---:|---|\n");
-        let mut bins = [0usize; 11];
-        for row in &graded {
-            let share = if row.max > 0.0 {
-                row.total / row.max
-            } else {
-                0.0
-            };
-            bins[((share * 10.0).floor().clamp(0.0, 10.0)) as usize] += 1;
-        }
-        let widest = bins.iter().copied().max().unwrap_or(1).max(1);
-        for (bin, &count) in bins.iter().enumerate() {
-            let label = if bin == 10 {
-                "100%".to_string()
-            } else {
-                format!("{}-{}%", bin * 10, bin * 10 + 9)
-            };
-            let bar = "#".repeat((count * 40).div_ceil(widest));
-            let _ = writeln!(text, "| {label} | {count} | {bar} |");
-        }
+        return;
     }
+    let mut totals: Vec<f64> = graded.iter().map(|r| r.total).collect();
+    totals.sort_by(f64::total_cmp);
+    let mean = totals.iter().sum::<f64>() / totals.len() as f64;
+    let median = if totals.len() % 2 == 1 {
+        totals[totals.len() / 2]
+    } else {
+        (totals[totals.len() / 2 - 1] + totals[totals.len() / 2]) / 2.0
+    };
+    let max = most_common_max(graded);
+    let _ = writeln!(
+        text,
+        "Out of {} points (the checks graded here): mean {}, median {}, lowest {}, highest {}.\n",
+        number(max),
+        number(mean),
+        number(median),
+        number(totals[0]),
+        number(totals[totals.len() - 1])
+    );
+    text.push_str("| share of the points | students | |\n|---|---:|---|\n");
+    let mut bins = [0usize; 11];
+    for row in graded {
+        let share = if row.max > 0.0 {
+            row.total / row.max
+        } else {
+            0.0
+        };
+        bins[((share * 10.0).floor().clamp(0.0, 10.0)) as usize] += 1;
+    }
+    let widest = bins.iter().copied().max().unwrap_or(1).max(1);
+    for (bin, &count) in bins.iter().enumerate() {
+        let label = if bin == 10 {
+            "100%".to_string()
+        } else {
+            format!("{}-{}%", bin * 10, bin * 10 + 9)
+        };
+        let bar = "#".repeat((count * 40).div_ceil(widest));
+        let _ = writeln!(text, "| {label} | {count} | {bar} |");
+    }
+}
 
+/// The summary's ten checks failed by the most graded students.
+fn failing_section(text: &mut String, checks: &[String], graded: &[&Row]) {
     text.push_str("\n## The checks most students fail\n\n");
     let mut failing: Vec<(usize, usize, &String)> = checks
         .iter()
@@ -238,7 +248,10 @@ pub fn summary(checks: &[String], rows: &[Row], run: &Run) -> String {
             let _ = writeln!(text, "| {} | {failed} | {of} |", cell(check));
         }
     }
+}
 
+/// The summary's rows not graded: the students' (scored 0), then the grader's failures.
+fn not_graded_section(text: &mut String, rows: &[Row]) {
     let not_graded: Vec<&Row> = rows.iter().filter(|r| r.not_graded.is_some()).collect();
     if !not_graded.is_empty() {
         text.push_str(
@@ -273,7 +286,6 @@ pub fn summary(checks: &[String], rows: &[Row], run: &Run) -> String {
             );
         }
     }
-    text
 }
 
 /// The maximum most graded students were scored out of.

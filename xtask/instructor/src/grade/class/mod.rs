@@ -35,6 +35,7 @@ use super::slurm;
 use entries::Entry;
 use gpus::{Gpus, Slot};
 use one::Settings;
+use shared::output::Output;
 
 #[derive(clap::Args)]
 pub struct ClassArgs {
@@ -122,10 +123,75 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     let rubric = Rubric::load()?;
     let dir = std::fs::canonicalize(dir)
         .with_context(|| format!("cannot read the class folder {}", dir.display()))?;
-    // Refused before anything is made: an OUT made inside the class folder would be graded
-    // as a student's entry by the next run.
+    let (out, grades_csv, summary_md) = lay_out(&dir, out)?;
+
+    let mut class = entries::discover(&dir, args.layout)?;
+    for note in &class.notes {
+        shared::cli::eprint_line(&inert::line(&format!("xtask: {note}")));
+    }
+    let (slots, where_, _protection) = if args.slurm {
+        (Vec::new(), "a Slurm cluster".to_string(), None)
+    } else {
+        // A sandbox that cannot start fails every submission alike: say so once, now.
+        let jail = super::sandbox::Jail::detect(forward.unsandboxed)?;
+        // Without Landlock, the class folder, OUT (every student's copy and results), the
+        // workspace and the references are unreadable to every sandbox of the class until
+        // its last grade ends (each grade protects its own paths too).
+        let mut roots = vec![dir.clone(), out.clone(), xtask::bins::workspace_root()];
+        roots.extend(forward.bin_dir.clone());
+        let protection = jail.protect(&roots)?;
+        let slots = local_slots(&jail, args.gpus)?;
+        let where_ = where_graded(&slots);
+        (slots, where_, protection)
+    };
+    let settings = settings(
+        &rubric,
+        &out,
+        &forward,
+        args.submission_time_limit,
+        !args.slurm && slots.iter().any(|s| s.gpu.is_some()),
+        args.prebuilt,
+    )?;
+    shared::cli::eprint_line(&format!(
+        "xtask: {} submissions in {} ({}); grading on {where_}",
+        class.entries.len(),
+        dir.display(),
+        class.layout
+    ));
+
+    let (pending, reused) = to_grade(&settings, &mut class.entries)?;
+    let graded_now = pending.len();
+    if args.slurm {
+        on_slurm(&settings, pending, &args)?;
+    } else {
+        on_this_machine(&settings, pending, &slots)?;
+    }
+
+    let run = gradebook::Run {
+        layout: class.layout,
+        submissions: class.entries.len(),
+        graded_now,
+        reused,
+        where_: &where_,
+    };
+    write_gradebook(
+        &settings,
+        &out,
+        &class.entries,
+        &run,
+        grades_csv,
+        summary_md,
+    )
+}
+
+/// Make OUT (made absolute) and open its gradebook's two files, `grades.csv` and
+/// `summary.md`, before any grade: a class that cannot write its gradebook fails now.
+///
+/// An OUT inside the class folder is refused before anything is made: it would be graded as
+/// a student's entry by the next run.
+fn lay_out(dir: &Path, out: &Path) -> Result<(PathBuf, Output, Output)> {
     let inside = |out: &Path| -> Result<()> {
-        if out.starts_with(&dir) {
+        if out.starts_with(dir) {
             bail!(
                 "{} is inside the class folder {}; give an OUT outside it",
                 out.display(),
@@ -152,68 +218,51 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
             }
         }
     }
-    let grades_csv = shared::output::Output::create(&out.join("grades.csv"))?;
-    let summary_md = shared::output::Output::create(&out.join("summary.md"))?;
+    let grades_csv = Output::create(&out.join("grades.csv"))?;
+    let summary_md = Output::create(&out.join("summary.md"))?;
+    Ok((out, grades_csv, summary_md))
+}
 
-    let mut class = entries::discover(&dir, args.layout)?;
-    for note in &class.notes {
-        shared::cli::eprint_line(&inert::line(&format!("xtask: {note}")));
+/// This machine's slots for the class's grades (`gpus` of them, all by default), said on
+/// the class log with the sandbox each grade runs in.
+fn local_slots(jail: &super::sandbox::Jail, gpus: Option<Gpus>) -> Result<Vec<Slot>> {
+    let (slots, line) = gpus::slots(gpus.unwrap_or(Gpus::All))?;
+    shared::cli::eprint_line(&format!("xtask: {line}"));
+    // Which sandbox, and what it lacks next to bubblewrap: the class log says it once
+    // (each student's results.json too), with the first grade's user.
+    if let Some(slot) = slots.first() {
+        let described = jail.clone().for_user(slot.user).map(|j| j.describe());
+        shared::cli::eprint_line(&format!(
+            "xtask: {}",
+            described.unwrap_or_else(|_| jail.describe())
+        ));
     }
-    let (slots, where_, _protection) = if args.slurm {
-        (Vec::new(), "a Slurm cluster".to_string(), None)
-    } else {
-        // A sandbox that cannot start fails every submission alike: say so once, now.
-        let jail = super::sandbox::Jail::detect(forward.unsandboxed)?;
-        // Without Landlock, the class folder, OUT (every student's copy and results), the
-        // workspace and the references are unreadable to every sandbox of the class until
-        // its last grade ends (each grade protects its own paths too).
-        let mut roots = vec![dir.clone(), out.clone(), xtask::bins::workspace_root()];
-        roots.extend(forward.bin_dir.clone());
-        let protection = jail.protect(&roots)?;
-        let (slots, line) = gpus::slots(args.gpus.unwrap_or(Gpus::All))?;
-        shared::cli::eprint_line(&format!("xtask: {line}"));
-        // Which sandbox, and what it lacks next to bubblewrap: the class log says it once
-        // (each student's results.json too), with the first grade's user.
-        if let Some(slot) = slots.first() {
-            let described = jail.clone().for_user(slot.user).map(|j| j.describe());
-            shared::cli::eprint_line(&format!(
-                "xtask: {}",
-                described.unwrap_or_else(|_| jail.describe())
-            ));
-        }
-        if slots.len() > 1 && jail.shares_one_user() {
-            shared::cli::eprint_line(
-                "xtask: warning: not run by root, every sandbox is your user: the submissions \
-                 graded at once share one process limit (run as root to give each its own)",
-            );
-        }
-        let where_ = match slots.len() {
-            _ if slots.iter().all(|s| s.gpu.is_none()) => {
-                "this machine, without a GPU (the GPU checks are not graded)".to_string()
-            }
-            1 => "one GPU".to_string(),
-            n => format!("{n} GPUs, one submission on each at once"),
-        };
-        (slots, where_, protection)
-    };
-    let settings = settings(
-        &rubric,
-        &out,
-        &forward,
-        args.submission_time_limit,
-        !args.slurm && slots.iter().any(|s| s.gpu.is_some()),
-        args.prebuilt,
-    )?;
-    shared::cli::eprint_line(&format!(
-        "xtask: {} submissions in {} ({}); grading on {where_}",
-        class.entries.len(),
-        dir.display(),
-        class.layout
-    ));
+    if slots.len() > 1 && jail.shares_one_user() {
+        shared::cli::eprint_line(
+            "xtask: warning: not run by root, every sandbox is your user: the submissions \
+             graded at once share one process limit (run as root to give each its own)",
+        );
+    }
+    Ok(slots)
+}
 
+/// Where the class is graded on this machine, for the log and the summary.
+fn where_graded(slots: &[Slot]) -> String {
+    match slots.len() {
+        _ if slots.iter().all(|s| s.gpu.is_none()) => {
+            "this machine, without a GPU (the GPU checks are not graded)".to_string()
+        }
+        1 => "one GPU".to_string(),
+        n => format!("{n} GPUs, one submission on each at once"),
+    }
+}
+
+/// The entries still to grade, each with its digest, and how many were graded before with
+/// the same content (kept, and said so); an entry to grade again loses its old results.
+fn to_grade(settings: &Settings, entries: &mut [Entry]) -> Result<(Vec<(Entry, String)>, usize)> {
     let mut pending = Vec::new();
     let mut reused = 0;
-    for entry in &mut class.entries {
+    for entry in entries {
         // An entry the digest cannot read whole (too large, unreadable) is refused: its row
         // says why, and no grade of part of it is ever kept.
         let digest = match entries::digest(entry) {
@@ -223,10 +272,10 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
                 entries::digest(entry).unwrap_or_default()
             }
         };
-        if one::done(&settings, entry, &digest).is_some() {
+        if one::done(settings, entry, &digest).is_some() {
             reused += 1;
         } else {
-            one::forget(&settings, entry)?;
+            one::forget(settings, entry)?;
             pending.push((entry.clone(), digest));
         }
     }
@@ -235,25 +284,22 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
             "xtask: {reused} submissions graded before with the same content: kept"
         ));
     }
-    let graded_now = pending.len();
-    if args.slurm {
-        on_slurm(&settings, pending, &args)?;
-    } else {
-        on_this_machine(&settings, pending, &slots)?;
-    }
+    Ok((pending, reused))
+}
 
+/// Write `grades.csv` and `summary.md` from every entry's results in OUT, print the summary
+/// and say where the gradebook is.
+fn write_gradebook(
+    settings: &Settings,
+    out: &Path,
+    entries: &[Entry],
+    run: &gradebook::Run,
+    mut grades_csv: Output,
+    mut summary_md: Output,
+) -> Result<()> {
     let checks: Vec<String> = settings.checks.iter().map(|(n, _)| n.clone()).collect();
-    let rows = gradebook::rows(&out, &class.entries);
-    let run = gradebook::Run {
-        layout: class.layout,
-        submissions: class.entries.len(),
-        graded_now,
-        reused,
-        where_: &where_,
-    };
-    let summary = gradebook::summary(&checks, &rows, &run);
-    let mut grades_csv = grades_csv;
-    let mut summary_md = summary_md;
+    let rows = gradebook::rows(out, entries);
+    let summary = gradebook::summary(&checks, &rows, run);
     grades_csv.write_all(gradebook::csv(&checks, &rows).as_bytes())?;
     summary_md.write_all(summary.as_bytes())?;
     shared::output::commit_all(vec![grades_csv, summary_md])?;

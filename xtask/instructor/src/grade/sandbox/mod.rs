@@ -475,38 +475,7 @@ impl Jail {
         spec: &Spec,
         limits: &Limits,
     ) -> std::result::Result<(std::process::ExitStatus, Ran, Vec<u8>), Failure> {
-        let grader_fault = |e: anyhow::Error| {
-            Failure::Spawn(format!(
-                "cannot start the sandbox (not the student's fault): {e:#}"
-            ))
-        };
-        // A GPU run names its GPU by UUID (after the grader's environment, so it wins).
-        let named;
-        let spec = match (&self.gpu_uuid, spec.gpu) {
-            (Some(uuid), true) => {
-                named = spec.clone().env("CUDA_VISIBLE_DEVICES", uuid);
-                &named
-            }
-            _ => spec,
-        };
-        // The fallback's own scratch folder (its /tmp), its ruleset and its user.
-        let confined = match &self.kind {
-            Kind::Fallback {
-                as_root, landlock, ..
-            } => Some(
-                self.confinement(spec, *as_root, landlock.is_some())
-                    .map_err(grader_fault)?,
-            ),
-            _ => None,
-        };
-        let mut command = match &confined {
-            Some(confined) => direct_command(spec, &confined.mounts),
-            None => self.command(spec),
-        };
-        command
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        let (mut command, confined) = self.sandboxed_command(spec)?;
         // The run's own control group (or none: then it is measured), joined by the child
         // before exec, so that every process it starts is in it.
         let cores = tree::slot_cores();
@@ -541,38 +510,10 @@ impl Jail {
         drop(command);
         let out = drain(child.stdout.take());
         let err = drain(child.stderr.take());
-        // Waited for in ticks: between them the grader measures the run ([`tree::Watch`]).
-        let mut over = None;
-        let status = loop {
-            let left = limits.wall.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                break None;
-            }
-            match child.wait_timeout(left.min(tree::TICK)) {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) => {}
-                Err(_) => break None,
-            }
-            if let Some(why) = watch.check(child.id() as i32) {
-                over = Some(why);
-                break None;
-            }
-        };
+        let (status, over) = wait_within(&mut child, limits.wall, started, &mut watch);
         let wall = started.elapsed();
         if status.is_none() {
-            // bwrap's own process holds the PID namespace: killing it kills every process
-            // inside (--die-with-parent), so the pipes close and the drains end. The
-            // fallback's processes are ended below; a group's, here.
-            if let Some(group) = &group {
-                group.kill_all();
-            } else if over.is_some() {
-                for pid in tree::tree(child.id() as i32) {
-                    // SAFETY: kill has no memory effects; a pid that ended gives ESRCH.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                }
-            }
-            let _ = child.kill();
-            let _ = child.wait();
+            kill_run(&mut child, group.as_ref(), over.is_some());
         }
         // No PID namespace: every process of the check's session is killed now, before its
         // output is read; one that survives fails the check.
@@ -596,27 +537,54 @@ impl Jail {
                 "{survivors} of its processes survived being killed after the check"
             )));
         }
-        // Without Landlock the user may have written wherever any user may: every process
-        // of it is ended (whatever its session), then every file of it there removed, so
-        // that no check reads what an earlier one left. A file that stays is the grader's
-        // failure, not the student's.
         if let Some(Confined {
             user: Some(user),
             ruleset: None,
             ..
         }) = &confined
         {
-            fallback::end_user(*user);
-            permissions::sweep(*user).map_err(|e| {
-                Failure::Spawn(format!(
-                    "cannot clear the sandbox's files (not the student's fault): {e:#}"
-                ))
-            })?;
+            clear_user(*user)?;
         }
         match status {
             Some(status) => Ok((status, Ran { stdout, wall }, stderr)),
             None => Err(Failure::TimedOut(limits.wall)),
         }
+    }
+
+    /// The command that runs `spec` in this sandbox, its output piped, and the fallback's
+    /// confinement of it (its scratch folder, ruleset and user), kept until the run ends.
+    fn sandboxed_command(
+        &self,
+        spec: &Spec,
+    ) -> std::result::Result<(Command, Option<Confined>), Failure> {
+        // A GPU run names its GPU by UUID (after the grader's environment, so it wins).
+        let named;
+        let spec = match (&self.gpu_uuid, spec.gpu) {
+            (Some(uuid), true) => {
+                named = spec.clone().env("CUDA_VISIBLE_DEVICES", uuid);
+                &named
+            }
+            _ => spec,
+        };
+        // The fallback's own scratch folder (its /tmp), its ruleset and its user.
+        let confined = match &self.kind {
+            Kind::Fallback {
+                as_root, landlock, ..
+            } => Some(
+                self.confinement(spec, *as_root, landlock.is_some())
+                    .map_err(grader_fault)?,
+            ),
+            _ => None,
+        };
+        let mut command = match &confined {
+            Some(confined) => direct_command(spec, &confined.mounts),
+            None => self.command(spec),
+        };
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Ok((command, confined))
     }
 
     /// What the fallback needs for one run: its scratch folder, seen as `/tmp`, handed to its
@@ -693,6 +661,69 @@ impl Jail {
     }
 }
 
+/// A sandbox that could not be set up: the grader's failure, not the student's.
+fn grader_fault(e: anyhow::Error) -> Failure {
+    Failure::Spawn(format!(
+        "cannot start the sandbox (not the student's fault): {e:#}"
+    ))
+}
+
+/// Wait for `child` until `wall` after `started`, in ticks: between them the grader
+/// measures the run ([`tree::Watch`]). Its exit status (none when it ran out of time or
+/// went over a limit) and the limit it went over.
+fn wait_within(
+    child: &mut std::process::Child,
+    wall: Duration,
+    started: Instant,
+    watch: &mut tree::Watch,
+) -> (Option<std::process::ExitStatus>, Option<String>) {
+    loop {
+        let left = wall.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            return (None, None);
+        }
+        match child.wait_timeout(left.min(tree::TICK)) {
+            Ok(Some(status)) => return (Some(status), None),
+            Ok(None) => {}
+            Err(_) => return (None, None),
+        }
+        if let Some(why) = watch.check(child.id() as i32) {
+            return (None, Some(why));
+        }
+    }
+}
+
+/// Kill a run that is still going (out of time, or `over` a limit) and reap it.
+///
+/// bwrap's own process holds the PID namespace: killing it kills every process inside
+/// (--die-with-parent), so the pipes close and the drains end. The fallback's processes are
+/// ended by the caller; a group's, here.
+fn kill_run(child: &mut std::process::Child, group: Option<&tree::Group>, over: bool) {
+    if let Some(group) = group {
+        group.kill_all();
+    } else if over {
+        for pid in tree::tree(child.id() as i32) {
+            // SAFETY: kill has no memory effects; a pid that ended gives ESRCH.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Without Landlock the sandbox's `user` may have written wherever any user may: every
+/// process of it is ended (whatever its session), then every file of it there removed, so
+/// that no check reads what an earlier one left. A file that stays is the grader's failure,
+/// not the student's.
+fn clear_user(user: u32) -> std::result::Result<(), Failure> {
+    fallback::end_user(user);
+    permissions::sweep(user).map_err(|e| {
+        Failure::Spawn(format!(
+            "cannot clear the sandbox's files (not the student's fault): {e:#}"
+        ))
+    })
+}
+
 /// The fallback's confinement of one run, kept until its processes are gone.
 struct Confined {
     /// None without Landlock.
@@ -760,38 +791,65 @@ fn base_env() -> Vec<(String, OsString)> {
     env
 }
 
+/// bubblewrap's arguments to run `spec`: its namespaces, the system it sees, its mounts,
+/// then its command.
 fn bwrap_args(spec: &Spec, as_root: bool, user: u32, gpu: Option<u32>) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
-    let mut push = |items: &[&dyn AsRef<std::ffi::OsStr>]| {
-        args.extend(items.iter().map(|i| i.as_ref().to_os_string()));
-    };
-    push(&[&"--die-with-parent", &"--new-session"]);
+    bwrap_namespaces(&mut args, as_root);
+    bwrap_system(&mut args, spec);
+    bwrap_mounts(&mut args, spec, gpu);
+    bwrap_command(&mut args, spec, as_root, user);
+    args
+}
+
+/// Append `items` to bubblewrap's arguments.
+fn push(args: &mut Vec<OsString>, items: &[&dyn AsRef<std::ffi::OsStr>]) {
+    args.extend(items.iter().map(|i| i.as_ref().to_os_string()));
+}
+
+/// The sandbox's lifetime and namespaces, and who the student is in them.
+fn bwrap_namespaces(args: &mut Vec<OsString>, as_root: bool) {
+    push(args, &[&"--die-with-parent", &"--new-session"]);
     if as_root {
         // Every namespace but the user's: in a user namespace made by root the student would
         // still be root outside. setpriv (below) drops to the sandbox's user instead.
-        push(&[
-            &"--unshare-pid",
-            &"--unshare-net",
-            &"--unshare-ipc",
-            &"--unshare-uts",
-            &"--unshare-cgroup-try",
-        ]);
+        push(
+            args,
+            &[
+                &"--unshare-pid",
+                &"--unshare-net",
+                &"--unshare-ipc",
+                &"--unshare-uts",
+                &"--unshare-cgroup-try",
+            ],
+        );
     } else {
-        push(&[&"--unshare-all", &"--uid", &"65534", &"--gid", &"65534"]);
+        push(
+            args,
+            &[&"--unshare-all", &"--uid", &"65534", &"--gid", &"65534"],
+        );
     }
-    push(&[
-        &"--ro-bind",
-        &"/usr",
-        &"/usr",
-        &"--ro-bind",
-        &"/etc",
-        &"/etc",
-    ]);
+}
+
+/// The system the student sees, read-only: the host's programs and libraries, the
+/// toolchain, /proc and /dev, and a private /tmp and /dev/shm.
+fn bwrap_system(args: &mut Vec<OsString>, spec: &Spec) {
+    push(
+        args,
+        &[
+            &"--ro-bind",
+            &"/usr",
+            &"/usr",
+            &"--ro-bind",
+            &"/etc",
+            &"/etc",
+        ],
+    );
     for link in ["bin", "sbin", "lib", "lib64", "lib32"] {
         let host = Path::new("/").join(link);
         match std::fs::read_link(&host) {
-            Ok(target) => push(&[&"--symlink", &target, &host]),
-            Err(_) if host.is_dir() => push(&[&"--ro-bind", &host, &host]),
+            Ok(target) => push(args, &[&"--symlink", &target, &host]),
+            Err(_) if host.is_dir() => push(args, &[&"--ro-bind", &host, &host]),
             Err(_) => {}
         }
     }
@@ -811,34 +869,45 @@ fn bwrap_args(spec: &Spec, as_root: bool, user: u32, gpu: Option<u32>) -> Vec<Os
     folders.sort();
     folders.dedup();
     for folder in &folders {
-        push(&[&"--perms", &"0755", &"--dir", folder]);
+        push(args, &[&"--perms", &"0755", &"--dir", folder]);
     }
     if let Some(sysroot) = toolchain() {
-        push(&[&"--ro-bind", &sysroot, &sysroot]);
+        push(args, &[&"--ro-bind", &sysroot, &sysroot]);
     }
-    push(&[&"--proc", &"/proc", &"--dev", &"/dev"]);
+    push(args, &[&"--proc", &"/proc", &"--dev", &"/dev"]);
     // A private /tmp and /dev/shm the student may write, of a bounded size (in memory).
-    push(&[
-        &"--perms",
-        &"1777",
-        &"--size",
-        &"268435456",
-        &"--tmpfs",
-        &"/tmp",
-    ]);
-    push(&[
-        &"--perms",
-        &"1777",
-        &"--size",
-        &"67108864",
-        &"--tmpfs",
-        &"/dev/shm",
-    ]);
+    push(
+        args,
+        &[
+            &"--perms",
+            &"1777",
+            &"--size",
+            &"268435456",
+            &"--tmpfs",
+            &"/tmp",
+        ],
+    );
+    push(
+        args,
+        &[
+            &"--perms",
+            &"1777",
+            &"--size",
+            &"67108864",
+            &"--tmpfs",
+            &"/dev/shm",
+        ],
+    );
+}
+
+/// The GPU (device `gpu`, or all) where `spec` asks for it, and `spec`'s own mounts; then
+/// the root is made read-only.
+fn bwrap_mounts(args: &mut Vec<OsString>, spec: &Spec, gpu: Option<u32>) {
     if spec.gpu {
         for device in gpu_devices(gpu) {
-            push(&[&"--dev-bind", &device, &device]);
+            push(args, &[&"--dev-bind", &device, &device]);
         }
-        push(&[&"--ro-bind", &"/sys", &"/sys"]);
+        push(args, &[&"--ro-bind", &"/sys", &"/sys"]);
     }
     for mount in &spec.mounts {
         let how = if mount.writable {
@@ -846,32 +915,39 @@ fn bwrap_args(spec: &Spec, as_root: bool, user: u32, gpu: Option<u32>) -> Vec<Os
         } else {
             "--ro-bind"
         };
-        push(&[&how, &mount.host, &mount.inside]);
+        push(args, &[&how, &mount.host, &mount.inside]);
     }
-    push(&[&"--remount-ro", &"/"]);
-    push(&[&"--chdir", &spec.cwd]);
+    push(args, &[&"--remount-ro", &"/"]);
+}
+
+/// Where and with what environment `spec`'s program runs, as the sandbox's `user` when
+/// bubblewrap runs as root.
+fn bwrap_command(args: &mut Vec<OsString>, spec: &Spec, as_root: bool, user: u32) {
+    push(args, &[&"--chdir", &spec.cwd]);
     for (key, value) in base_env().iter().chain(&spec.env) {
-        push(&[&"--setenv", &key, value]);
+        push(args, &[&"--setenv", &key, value]);
     }
-    push(&[&"--"]);
+    push(args, &[&"--"]);
     if as_root {
         let user = user.to_string();
-        push(&[
-            &"setpriv",
-            &"--reuid",
-            &user,
-            &"--regid",
-            &user,
-            &"--clear-groups",
-            &"--inh-caps=-all",
-            &"--bounding-set=-all",
-            &"--no-new-privs",
-            &"--",
-        ]);
+        push(
+            args,
+            &[
+                &"setpriv",
+                &"--reuid",
+                &user,
+                &"--regid",
+                &user,
+                &"--clear-groups",
+                &"--inh-caps=-all",
+                &"--bounding-set=-all",
+                &"--no-new-privs",
+                &"--",
+            ],
+        );
     }
-    push(&[&spec.program]);
+    push(args, &[&spec.program]);
     args.extend(spec.args.iter().cloned());
-    args
 }
 
 /// The host path a process sees as `inside`, without a sandbox (the longest mount wins).
