@@ -25,6 +25,11 @@ const BLOCKS_PER_SM: [u32; 4] = [1, 2, 4, 8];
 /// next launch while the GPU runs the last one, so the events see the kernels.
 const BATCH: usize = 10;
 
+/// Launches per sample on the CPU device, whose times are the CPU's and say nothing of a
+/// GPU's: one launch checks the sums as well as ten, and a launch there costs every thread
+/// of the grid on the CPU (ten made each lab06 run on the CPU device ten times as long).
+const BATCH_ON_THE_CPU_DEVICE: usize = 1;
+
 /// The ways to write the sum, as kernels/reduce.cu writes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuSum {
@@ -77,6 +82,8 @@ pub struct GpuBench {
     /// `--modulus`: the kernels were compiled with `-DMODULUS=M`, and the plain kernel's
     /// total is taken modulo M here.
     modulus: Option<u32>,
+    /// Launches per timed sample: `BATCH` on a GPU, `BATCH_ON_THE_CPU_DEVICE` on the CPU device.
+    batch: usize,
     /// Milliseconds spent in timed batches so far, for the report's `kernel` phase.
     pub kernel_ms: f64,
 }
@@ -102,6 +109,11 @@ impl GpuBench {
             .cuda("reading the multiprocessor count")?;
         gpu.check_fits(std::mem::size_of_val(data) + (1 << 20), "the data")?;
 
+        let batch = if gpu.emulated {
+            BATCH_ON_THE_CPU_DEVICE
+        } else {
+            BATCH
+        };
         let stream = gpu.stream.clone();
         let (data, totals, sink, mut adder, mut add_pointer) =
             timer.time(Phase::Allocate, || -> Result<_> {
@@ -110,7 +122,7 @@ impl GpuBench {
                         .clone_htod(data)
                         .cuda("copying the data to the device")?,
                     stream
-                        .alloc_zeros::<f32>(BATCH)
+                        .alloc_zeros::<f32>(batch)
                         .cuda("allocating the totals")?,
                     stream.alloc_zeros::<u32>(1).cuda("allocating the sink")?,
                     // An Adder is one vtable pointer: 8 bytes.
@@ -158,6 +170,7 @@ impl GpuBench {
             start,
             end,
             modulus,
+            batch,
             kernel_ms: 0.0,
         })
     }
@@ -215,7 +228,7 @@ impl GpuBench {
                         sum = wrong;
                     }
                     if rep > 0 {
-                        times.push(ms / BATCH as f64);
+                        times.push(ms / self.batch as f64);
                         self.kernel_ms += ms;
                     }
                 }
@@ -242,7 +255,7 @@ impl GpuBench {
         })
     }
 
-    /// `BATCH` launches back to back between two timing events: their time in
+    /// `self.batch` launches back to back between two timing events: their time in
     /// milliseconds, and the totals they wrote (zeros for the peak kernel, which writes
     /// none).
     fn batch(
@@ -256,7 +269,7 @@ impl GpuBench {
             .memset_zeros(&mut self.totals)
             .cuda("zeroing the totals")?;
         self.start.record(&stream).cuda("recording an event")?;
-        for slot in 0..BATCH {
+        for slot in 0..self.batch {
             let mut total = self.totals.slice_mut(slot..slot + 1);
             let mut launch = stream.launch_builder(function);
             launch.arg(&self.data).arg(&self.n);
