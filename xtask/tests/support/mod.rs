@@ -3,33 +3,19 @@
 //! own that uses part of this, so the rest is not dead code: it is another file's.
 #![allow(dead_code)]
 
-#[path = "../../src/csv.rs"]
-mod csv;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use assert_cmd::cargo::CommandCargoExt;
+// The workspace and its target folder, as xtask's library finds them (a test file that
+// uses neither would warn of the import: the others use it).
+#[allow(unused_imports)]
+pub use xtask::bins::{target_dir, workspace_root as workspace};
 
 /// The xtask binary under test: cargo's, or the one beside the test executables in a
 /// `cargo xtask dist --tests` folder (`xtask test --bin-dir`), where no cargo runs.
 pub fn xtask() -> Command {
     Command::cargo_bin("xtask").expect("the xtask binary")
-}
-
-/// The workspace this xtask belongs to.
-pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace")
-        .to_path_buf()
-}
-
-/// Cargo's target folder (`CARGO_TARGET_DIR` if set).
-pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
 }
 
 /// `cp -a FROM TO`: a folder copied with its links and modes.
@@ -45,5 +31,5 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 /// The fields of one CSV line that xtask wrote (bench.csv, grades.csv).
 pub fn fields(line: &str) -> Vec<String> {
-    csv::fields(line).expect("every quote closed")
+    xtask::csv::fields(line).expect("every quote closed")
 }

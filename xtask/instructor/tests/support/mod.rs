@@ -4,10 +4,14 @@
 //! not dead code: it is another file's.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use assert_cmd::cargo::CommandCargoExt;
+// The workspace and its target folder, as xtask's library finds them (a test file that
+// uses neither would warn of the import: the others use it).
+#[allow(unused_imports)]
+pub use xtask::bins::{target_dir, workspace_root as workspace};
 
 /// The instructor's binary under test.
 pub fn instructor() -> Command {
@@ -22,22 +26,6 @@ pub fn xtask() -> Command {
         .args(["run", "--quiet", "--package", "xtask", "--"])
         .current_dir(workspace());
     cargo
-}
-
-/// The workspace this crate belongs to (it lives in `xtask/instructor`).
-pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("the workspace")
-        .to_path_buf()
-}
-
-/// Cargo's target folder (`CARGO_TARGET_DIR` if set).
-pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"))
 }
 
 /// `cp -a FROM TO`: a folder copied with its links and modes.
