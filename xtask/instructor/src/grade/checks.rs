@@ -759,7 +759,7 @@ fn sums(
     deadline: Instant,
     kernel: Option<&Path>,
     args: &[String],
-    variants: &[String],
+    variants: &[rubric::SumVariant],
 ) -> Earned {
     // A length of the grade's own choosing, so that no sum can be known in advance; and every
     // variant combines by addition modulo a number of the grade's own (below any total the
@@ -778,13 +778,13 @@ fn sums(
     let mut run_args = args.to_vec();
     run_args.extend([
         "--variants".to_string(),
-        variants.join(","),
+        rubric::SumVariant::list(variants, ","),
         "--json".to_string(),
     ]);
     let run = sandboxed(context, lab, &program, &os(&run_args), deadline)?;
     let report: LabReport = serde_json::from_slice(&run.stdout)
         .map_err(|_| "printed no valid --json report".to_string())?;
-    for variant in variants {
+    for variant in variants.iter().map(|v| v.name()) {
         let key = format!("{}_sum", variant.replace('-', "_"));
         match report.metrics.get(&key).and_then(serde_json::Value::as_f64) {
             Some(sum) if sum == expected => {}

@@ -161,7 +161,10 @@ fn command(check: &Check, id: &str) -> Result<String> {
             // lab06 checks each variant's sum against its exact total and exits non-zero
             // on any wrong one.
             let mut args = args.clone();
-            args.extend(["--variants".to_string(), variants.join(",")]);
+            args.extend([
+                "--variants".to_string(),
+                super::rubric::SumVariant::list(variants, ","),
+            ]);
             run(check.lab.name, &[args, emulate].concat())
         }
         Test::Canvas { args, .. } => {

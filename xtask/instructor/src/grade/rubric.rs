@@ -70,7 +70,7 @@ pub enum Test {
         #[serde(default)]
         kernel: Option<PathBuf>,
         args: Vec<String>,
-        variants: Vec<String>,
+        variants: Vec<SumVariant>,
     },
     CpuSpeed {
         /// `WIDTH HEIGHT` and the view's flags, as the lab takes them.
@@ -118,7 +118,7 @@ impl Rubric {
                 ..
             } = &check.test
             {
-                if variants.iter().any(|v| v.starts_with("gpu-")) {
+                if variants.iter().any(|v| v.on_gpu()) {
                     anyhow::bail!(
                         "xtask/instructor/rubric.toml: {}: GPU variants need the kernel file",
                         check.name()
@@ -164,7 +164,7 @@ impl Check {
             // The variants' operation is drawn in each grade (`checks::modulus`).
             Test::Sums { variants, .. } => format!(
                 "{} sum exactly, modulo a number drawn in each grade",
-                variants.join(" and ")
+                SumVariant::list(variants, " and ")
             ),
             // The view is moved in each grade (`checks::with_unpredictable_view`): the name
             // gives the rubric's, which is never run as such.
@@ -194,7 +194,7 @@ impl Check {
         match &self.test {
             Test::KernelSpeed { .. } | Test::Canvas { .. } => true,
             Test::CpuSpeed { .. } => false,
-            Test::Sums { variants, .. } => variants.iter().any(|v| v.starts_with("gpu-")),
+            Test::Sums { variants, .. } => variants.iter().any(|v| v.on_gpu()),
             Test::Image { .. } => self.lab.first().variant.device == Device::Gpu,
         }
     }
@@ -321,6 +321,71 @@ impl Frame {
             cy: or(&self.view.cy, 0.0),
             scale: or(&self.view.scale, 4.0 / f64::from(width)),
         }
+    }
+}
+
+/// lab06's variants, as its `--variants` names them (lab06-generics-vs-virtual/src/cli.rs):
+/// the grader does not link lab06, so the set is written here, and the rubric checked
+/// against it as it loads.
+const SUM_VARIANTS: [&str; 15] = [
+    "cpu-plain",
+    "cpu-generic",
+    "cpu-dyn",
+    "cpu-box-fn",
+    "cpu-fn-ptr",
+    "cpu-plain-rayon",
+    "cpu-generic-rayon",
+    "cpu-dyn-rayon",
+    "cpu-box-fn-rayon",
+    "cpu-fn-ptr-rayon",
+    "gpu-plain",
+    "gpu-generic",
+    "gpu-virtual",
+    "gpu-fn-ptr-loop",
+    "gpu-fn-ptr-hoisted",
+];
+
+/// One of lab06's variants ([`SUM_VARIANTS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SumVariant(&'static str);
+
+// By hand: serde's derive would borrow the `&'static str` from the rubric's text.
+impl<'de> Deserialize<'de> for SumVariant {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SumVariant, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        SumVariant::try_from(name).map_err(serde::de::Error::custom)
+    }
+}
+
+impl TryFrom<String> for SumVariant {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<SumVariant, String> {
+        let known = SUM_VARIANTS.iter().copied().find(|v| *v == name);
+        known.map(SumVariant).ok_or_else(|| {
+            format!(
+                "'{name}' is not a lab06 variant ({})",
+                SUM_VARIANTS.join(", ")
+            )
+        })
+    }
+}
+
+impl SumVariant {
+    /// The name lab06 takes in `--variants`.
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+
+    /// Whether lab06 runs it on the GPU, with the kernel file.
+    pub fn on_gpu(self) -> bool {
+        self.0.starts_with("gpu-")
+    }
+
+    /// The variants' names joined with `between`.
+    pub fn list(variants: &[SumVariant], between: &str) -> String {
+        let names: Vec<&str> = variants.iter().map(|v| v.name()).collect();
+        names.join(between)
     }
 }
 
@@ -533,5 +598,12 @@ mod tests {
             );
             assert!(error.contains(said), "{error}");
         }
+        let sums = one_image_check("lab = \"lab06\"\nargs = []\nvariants = [\"cpu-fast\"]\n")
+            .replace("kind = \"image\"", "kind = \"sums\"");
+        let error = format!("{:#}", Rubric::parse(&sums).unwrap_err());
+        assert!(
+            error.starts_with("xtask/instructor/rubric.toml:9: 'cpu-fast' is not a lab06 variant"),
+            "{error}"
+        );
     }
 }
