@@ -185,7 +185,7 @@ pub fn run(check: &Check, context: &Context) -> Outcome {
             kernel,
             args,
             variants,
-        } => sums(context, lab, deadline, kernel.as_deref(), args, variants),
+        } => sums(context, lab, deadline, kernel.as_deref(), *args, variants),
         Test::CpuSpeed { args } => cpu_speed(context, lab, deadline, args),
         Test::KernelSpeed { kernel, args } => kernel_speed(context, lab, deadline, kernel, args),
     };
@@ -758,7 +758,7 @@ fn sums(
     lab: &'static Lab,
     deadline: Instant,
     kernel: Option<&Path>,
-    args: &[String],
+    args: rubric::SumArgs,
     variants: &[rubric::SumVariant],
 ) -> Earned {
     // A length of the grade's own choosing, so that no sum can be known in advance; and every
@@ -883,14 +883,9 @@ fn modulus(noise: u64) -> u64 {
 
 /// `--n N` raised by 1 to 4095, by the grade's `noise`: a submission that prints a sum
 /// learnt from an earlier grade prints a wrong one.
-fn with_unpredictable_n(args: &[String], noise: u64) -> Vec<String> {
-    let mut args = args.to_vec();
-    if let Some(at) = args.iter().position(|a| a == "--n") {
-        if let Some(n) = args.get(at + 1).and_then(|n| n.parse::<u64>().ok()) {
-            args[at + 1] = (n + 1 + noise % 4095).to_string();
-        }
-    }
-    args
+fn with_unpredictable_n(args: rubric::SumArgs, noise: u64) -> Vec<String> {
+    let n = args.n + 1 + noise % 4095;
+    rubric::SumArgs { n, ..args }.args()
 }
 
 /// The grader's clock around the whole process; its image is compared afterwards. The image
@@ -1085,7 +1080,8 @@ mod tests {
     #[test]
     fn the_length_of_a_sum_changes_and_only_it() {
         let args: Vec<String> = ["--n", "100003", "--reps", "1"].map(String::from).to_vec();
-        let changed = with_unpredictable_n(&args, noise());
+        let typed = rubric::SumArgs::try_from(args.clone()).expect("lab06's arguments");
+        let changed = with_unpredictable_n(typed, noise());
         let n: u64 = changed[1].parse().expect("a number");
         assert!((100_004..100_003 + 4096).contains(&n), "{n}");
         assert_eq!(changed[2..], args[2..]);

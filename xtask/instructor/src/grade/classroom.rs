@@ -160,7 +160,7 @@ fn command(check: &Check, id: &str) -> Result<String> {
         } => {
             // lab06 checks each variant's sum against its exact total and exits non-zero
             // on any wrong one.
-            let mut args = args.clone();
+            let mut args = args.args();
             args.extend([
                 "--variants".to_string(),
                 super::rubric::SumVariant::list(variants, ","),

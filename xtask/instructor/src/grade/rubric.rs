@@ -69,7 +69,7 @@ pub enum Test {
     Sums {
         #[serde(default)]
         kernel: Option<PathBuf>,
-        args: Vec<String>,
+        args: SumArgs,
         variants: Vec<SumVariant>,
     },
     CpuSpeed {
@@ -321,6 +321,48 @@ impl Frame {
             cy: or(&self.view.cy, 0.0),
             scale: or(&self.view.scale, 4.0 / f64::from(width)),
         }
+    }
+}
+
+/// lab06's length and repetitions: `--n N --reps R` in the rubric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "Vec<String>")]
+pub struct SumArgs {
+    pub n: u64,
+    pub reps: u32,
+}
+
+impl TryFrom<Vec<String>> for SumArgs {
+    type Error = String;
+
+    fn try_from(args: Vec<String>) -> Result<SumArgs, String> {
+        let (mut n, mut reps) = (None, None);
+        for pair in args.chunks(2) {
+            let value = pair.get(1);
+            let wrong = || format!("lab06's '{}' is not a flag and a number", pair.join(" "));
+            match pair[0].as_str() {
+                "--n" => n = Some(value.and_then(|v| v.parse().ok()).ok_or_else(wrong)?),
+                "--reps" => reps = Some(value.and_then(|v| v.parse().ok()).ok_or_else(wrong)?),
+                flag => return Err(format!("'{flag}' is not lab06's --n or --reps")),
+            }
+        }
+        match (n, reps) {
+            (Some(n), Some(reps)) => Ok(SumArgs { n, reps }),
+            _ => Err("lab06's arguments are --n N --reps R".to_string()),
+        }
+    }
+}
+
+impl SumArgs {
+    /// The arguments lab06 is given.
+    pub fn args(&self) -> Vec<String> {
+        [
+            "--n".to_string(),
+            self.n.to_string(),
+            "--reps".to_string(),
+            self.reps.to_string(),
+        ]
+        .to_vec()
     }
 }
 
@@ -598,12 +640,28 @@ mod tests {
             );
             assert!(error.contains(said), "{error}");
         }
-        let sums = one_image_check("lab = \"lab06\"\nargs = []\nvariants = [\"cpu-fast\"]\n")
-            .replace("kind = \"image\"", "kind = \"sums\"");
-        let error = format!("{:#}", Rubric::parse(&sums).unwrap_err());
-        assert!(
-            error.starts_with("xtask/instructor/rubric.toml:9: 'cpu-fast' is not a lab06 variant"),
-            "{error}"
-        );
+        for (args, variant, said) in [
+            (
+                "\"--n\", \"8\", \"--reps\", \"1\"",
+                "cpu-fast",
+                "'cpu-fast' is not a lab06 variant",
+            ),
+            (
+                "\"--n\", \"many\", \"--reps\", \"1\"",
+                "cpu-dyn",
+                "lab06's '--n many' is not",
+            ),
+            (
+                "\"--n\", \"8\"",
+                "cpu-dyn",
+                "lab06's arguments are --n N --reps R",
+            ),
+        ] {
+            let lines = format!("lab = \"lab06\"\nargs = [{args}]\nvariants = [\"{variant}\"]\n");
+            let sums = one_image_check(&lines).replace("kind = \"image\"", "kind = \"sums\"");
+            let error = format!("{:#}", Rubric::parse(&sums).unwrap_err());
+            let want = format!("xtask/instructor/rubric.toml:9: {said}");
+            assert!(error.starts_with(&want), "{error}");
+        }
     }
 }
