@@ -15,7 +15,7 @@ use shared::timing::LabReport;
 use shared::view::View;
 
 use super::planted;
-use super::rubric::{parse_size, Check, Test};
+use super::rubric::{self, Check, Size, Test};
 use super::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
 use super::timing;
 use xtask::bins::Bins;
@@ -79,8 +79,8 @@ pub struct Context<'a> {
     pub time_limit: Duration,
     pub speed_runs: usize,
     pub gpu: Option<&'a GpuInfo>,
-    /// Reference outputs already made in this grade, by the arguments that made them.
-    pub made: std::cell::RefCell<HashMap<Vec<String>, Vec<u8>>>,
+    /// References already made in this grade, with how long each took.
+    pub made: std::cell::RefCell<HashMap<Reference, (Made, Duration)>>,
     /// Whether each GPU lab's host code ran the kernel the grader planted ([`host_proven`]),
     /// found once per grade.
     pub hosts: std::cell::RefCell<HashMap<&'static str, Result<Host, String>>>,
@@ -97,8 +97,6 @@ pub struct Context<'a> {
     /// A GPU run's time limit: this many times the reference's time for the same work, plus
     /// this start-up (the rubric's `gpu_time_factor`, `gpu_start_up_s`).
     pub gpu_time: (f64, Duration),
-    /// How long the references took, by the arguments that made them ([`made`]).
-    pub made_wall: std::cell::RefCell<HashMap<Vec<String>, Duration>>,
     /// The longest reference of the check running now: what its GPU runs' limit follows.
     pub reference_wall: std::cell::Cell<Option<Duration>>,
     /// The solution's longest run on the GPU so far, by lab (its planted kernel's run, or its
@@ -107,6 +105,25 @@ pub struct Context<'a> {
     /// seconds at a deep zoom, would let a kernel that never ends hold each check for ten
     /// times that).
     pub gpu_reference: std::cell::RefCell<HashMap<&'static str, Duration>>,
+}
+
+/// A reference this workspace's own programs make, once per grade.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Reference {
+    /// A file `lab` writes (an image, a canvas) in its own folder, run with `args`.
+    Output {
+        lab: &'static str,
+        args: Vec<String>,
+    },
+    /// lab06's exact total for `args` (a length and a modulus), by its plain loop.
+    Sum { args: Vec<String> },
+}
+
+/// What a [`Reference`] is.
+#[derive(Debug, Clone)]
+pub enum Made {
+    Output(Vec<u8>),
+    Sum(f64),
 }
 
 impl Context<'_> {
@@ -148,34 +165,30 @@ pub fn run(check: &Check, context: &Context) -> Outcome {
     let deadline = Instant::now() + context.time_limit;
     context.fault.borrow_mut().take();
     context.reference_wall.set(None);
-    let result = labs::find(&check.lab)
-        .map_err(|e| context.grader_failed(format!("the rubric: {e}")))
-        .and_then(|lab| match &check.test {
-            Test::Image {
-                size,
-                view,
-                max_differing,
-                kernel,
-            } => image(
-                context,
-                lab,
-                deadline,
-                size,
-                view,
-                *max_differing,
-                kernel.as_deref(),
-            ),
-            Test::Canvas { kernel, args } => canvas(context, lab, deadline, kernel, args),
-            Test::Sums {
-                kernel,
-                args,
-                variants,
-            } => sums(context, lab, deadline, kernel.as_deref(), args, variants),
-            Test::CpuSpeed { args } => cpu_speed(context, lab, deadline, args),
-            Test::KernelSpeed { kernel, args } => {
-                kernel_speed(context, lab, deadline, kernel, args)
-            }
-        });
+    let lab = check.lab;
+    let result = match &check.test {
+        Test::Image {
+            size,
+            view,
+            max_differing,
+            kernel,
+        } => image(
+            context,
+            lab,
+            deadline,
+            (*size, view),
+            *max_differing,
+            kernel.as_deref(),
+        ),
+        Test::Canvas { kernel, args } => canvas(context, lab, deadline, kernel, args),
+        Test::Sums {
+            kernel,
+            args,
+            variants,
+        } => sums(context, lab, deadline, kernel.as_deref(), *args, variants),
+        Test::CpuSpeed { args } => cpu_speed(context, lab, deadline, args),
+        Test::KernelSpeed { kernel, args } => kernel_speed(context, lab, deadline, kernel, args),
+    };
     if let Some(why) = context.fault.borrow_mut().take() {
         return Outcome::GraderFailed(why);
     }
@@ -216,12 +229,6 @@ fn sandboxed(
     args: &[OsString],
     deadline: Instant,
 ) -> Result<Sandboxed, String> {
-    // A kernel file runs on the GPU; a student's binary needs one if its lab does.
-    let gpu = match program {
-        Program::SolutionWithKernel(_) | Program::Planted { .. } => true,
-        Program::Solution { gpu } => *gpu,
-        Program::Student => lab.first().variant.device == labs::Device::Gpu,
-    };
     let out = tempfile::Builder::new()
         .prefix("out-")
         .tempdir_in(context.scratch)
@@ -234,6 +241,71 @@ fn sandboxed(
         .jail
         .give(out.path())
         .map_err(|e| context.grader_failed(format!("{e:#}")))?;
+    let (spec, gpu) = spec(context, lab, program, args, out.path())?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err("did not finish within the check's time limit".to_string());
+    }
+    let follows = gpu_limit(context, lab, program, gpu, left);
+    let wall = follows.map_or(left, |(limit, _)| limit);
+    let limits = if gpu {
+        Limits::check(wall).on_gpu()
+    } else {
+        Limits::check(wall)
+    }
+    .with_tree(context.tree);
+    // The solution's own program failing is the grader's fault, unless the check's time
+    // ran out (the student's runs share that time). A sandbox that cannot start is the
+    // grader's fault whoever's program it was to run.
+    let solution = matches!(program, Program::Solution { .. });
+    match context.jail.run(&spec, &limits) {
+        Ok((status, ran, _)) if status.success() => {
+            note_solution(context, lab, program, gpu, ran.wall);
+            Ok(Sandboxed {
+                stdout: ran.stdout,
+                wall: ran.wall,
+                out,
+            })
+        }
+        Ok((status, _, stderr)) if solution => Err(context.grader_failed(format!(
+            "the solution failed (not the student's fault): {}",
+            crash_or_refusal(status, &stderr)
+        ))),
+        Ok((status, _, stderr)) => Err(crash_or_refusal(status, &stderr)),
+        Err(runner::Failure::TimedOut(_)) => Err(match follows {
+            Some((limit, reference)) => format!(
+                "did not finish within {:.1} s ({} times the reference's {:.2} s for the same \
+                 work, plus {:.0} s of start-up)",
+                limit.as_secs_f64(),
+                context.gpu_time.0,
+                reference.as_secs_f64(),
+                context.gpu_time.1.as_secs_f64()
+            ),
+            None => "did not finish within the check's time limit".to_string(),
+        }),
+        Err(failure @ runner::Failure::Spawn(_)) => Err(context.grader_failed(failure.to_string())),
+        Err(failure) if solution => Err(context.grader_failed(format!(
+            "the solution failed (not the student's fault): {failure}"
+        ))),
+        Err(failure) => Err(failure.to_string()),
+    }
+}
+
+/// What the sandbox runs for `program` with `args`, writing into `out`, and whether it is
+/// given the GPU (not where the CPU device stands in for it).
+fn spec(
+    context: &Context,
+    lab: &'static Lab,
+    program: &Program,
+    args: &[OsString],
+    out: &Path,
+) -> Result<(Spec, bool), String> {
+    // A kernel file runs on the GPU; a student's binary needs one if its lab does.
+    let gpu = match program {
+        Program::SolutionWithKernel(_) | Program::Planted { .. } => true,
+        Program::Solution { gpu } => *gpu,
+        Program::Student => lab.first().variant.device == labs::Device::Gpu,
+    };
     let bins = match program {
         Program::Student | Program::Planted { student: true, .. } => &context.student.bins,
         Program::Solution { .. }
@@ -245,7 +317,7 @@ fn sandboxed(
             bins.join(lab.name),
             Path::new(BIN).join(lab.name),
         ))
-        .mount(Mount::writable(out.path(), OUT))
+        .mount(Mount::writable(out, OUT))
         .cwd(OUT)
         .args(args.iter().cloned());
     // Where no GPU opens, the kernels run on the CPU device: the grader's own, named to the
@@ -285,20 +357,27 @@ fn sandboxed(
             .mount(Mount::read_only(file, KERNEL))
             .args(["--kernel", KERNEL]);
     }
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err("did not finish within the check's time limit".to_string());
-    }
-    // On a real GPU the student's kernel has a limit that follows the reference's time for
-    // the same work: a kernel that never ends held each of lab04's six GPU checks for the
-    // whole 120 s (12 minutes a submission); now it costs the start-up and a few seconds.
+    Ok((spec, gpu))
+}
+
+/// A student's run on a real GPU: the limit that follows the reference's time for the same
+/// work, and that time, where it is below the `left` of the check's time. A kernel that
+/// never ends held each of lab04's six GPU checks for the whole 120 s (12 minutes a
+/// submission); now it costs the start-up and a few seconds.
+fn gpu_limit(
+    context: &Context,
+    lab: &'static Lab,
+    program: &Program,
+    gpu: bool,
+    left: Duration,
+) -> Option<(Duration, Duration)> {
     let reference = context
         .gpu_reference
         .borrow()
         .get(lab.name)
         .copied()
         .or(context.reference_wall.get());
-    let follows = match (gpu, program, reference) {
+    match (gpu, program, reference) {
         (
             true,
             Program::Student
@@ -311,77 +390,48 @@ fn sandboxed(
             (limit < left).then_some((limit, reference))
         }
         _ => None,
-    };
-    let wall = follows.map_or(left, |(limit, _)| limit);
-    let limits = if gpu {
-        Limits::check(wall).on_gpu()
-    } else {
-        Limits::check(wall)
-    }
-    .with_tree(context.tree);
-    // The solution's own program failing is the grader's fault, unless the check's time
-    // ran out (the student's runs share that time). A sandbox that cannot start is the
-    // grader's fault whoever's program it was to run.
-    let solution = matches!(program, Program::Solution { .. });
-    match context.jail.run(&spec, &limits) {
-        Ok((status, ran, _)) if status.success() => {
-            if let Program::Solution { gpu: true } = program {
-                let longest = context
-                    .reference_wall
-                    .get()
-                    .map_or(ran.wall, |w| w.max(ran.wall));
-                context.reference_wall.set(Some(longest));
-            }
-            if let (true, Program::Solution { .. } | Program::Planted { student: false, .. }) =
-                (gpu, program)
-            {
-                let mut known = context.gpu_reference.borrow_mut();
-                let longest = known.get(lab.name).map_or(ran.wall, |w| (*w).max(ran.wall));
-                known.insert(lab.name, longest);
-            }
-            Ok(Sandboxed {
-                stdout: ran.stdout,
-                wall: ran.wall,
-                out,
-            })
-        }
-        Ok((status, _, stderr)) if solution => Err(context.grader_failed(format!(
-            "the solution failed (not the student's fault): {}",
-            crash_or_refusal(status, &stderr)
-        ))),
-        Ok((status, _, stderr)) => Err(crash_or_refusal(status, &stderr)),
-        Err(runner::Failure::TimedOut(_)) => Err(match follows {
-            Some((limit, reference)) => format!(
-                "did not finish within {:.1} s ({} times the reference's {:.2} s for the same \
-                 work, plus {:.0} s of start-up)",
-                limit.as_secs_f64(),
-                context.gpu_time.0,
-                reference.as_secs_f64(),
-                context.gpu_time.1.as_secs_f64()
-            ),
-            None => "did not finish within the check's time limit".to_string(),
-        }),
-        Err(failure @ runner::Failure::Spawn(_)) => Err(context.grader_failed(failure.to_string())),
-        Err(failure) if solution => Err(context.grader_failed(format!(
-            "the solution failed (not the student's fault): {failure}"
-        ))),
-        Err(failure) => Err(failure.to_string()),
     }
 }
 
-/// Note how long a reference took (`key` made it), for the GPU runs' limit.
-fn note_reference(context: &Context, key: &[String], took: Option<Duration>) {
-    let took = match took {
-        Some(took) => {
-            context.made_wall.borrow_mut().insert(key.to_vec(), took);
-            Some(took)
-        }
-        None => context.made_wall.borrow().get(key).copied(),
-    };
-    if let Some(took) = took {
+/// Keep how long the solution's successful GPU run took: the students' GPU runs' limit
+/// follows it ([`gpu_limit`]).
+fn note_solution(
+    context: &Context,
+    lab: &'static Lab,
+    program: &Program,
+    gpu: bool,
+    took: Duration,
+) {
+    if let Program::Solution { gpu: true } = program {
         let longest = context.reference_wall.get().map_or(took, |w| w.max(took));
         context.reference_wall.set(Some(longest));
     }
+    if let (true, Program::Solution { .. } | Program::Planted { student: false, .. }) =
+        (gpu, program)
+    {
+        let mut known = context.gpu_reference.borrow_mut();
+        let longest = known.get(lab.name).map_or(took, |w| (*w).max(took));
+        known.insert(lab.name, longest);
+    }
+}
+
+/// The reference `key`, made earlier in this grade, if it was; noted for the GPU runs' limit.
+fn known(context: &Context, key: &Reference) -> Option<Made> {
+    let (made, took) = context.made.borrow().get(key).cloned()?;
+    note_reference(context, took);
+    Some(made)
+}
+
+/// Keep a reference made now, and note how long it took for the GPU runs' limit.
+fn keep(context: &Context, key: Reference, made: Made, took: Duration) {
+    note_reference(context, took);
+    context.made.borrow_mut().insert(key, (made, took));
+}
+
+/// The check's GPU runs' limit follows its longest reference.
+fn note_reference(context: &Context, took: Duration) {
+    let longest = context.reference_wall.get().map_or(took, |w| w.max(took));
+    context.reference_wall.set(Some(longest));
 }
 
 /// One line for a run that ended badly, paths inside the sandbox left out.
@@ -420,20 +470,20 @@ fn output_file(dir: &Path, name: &str, cap: u64) -> Result<Vec<u8>, String> {
 }
 
 /// A reference output made here by this workspace's own program, outside the sandbox (kept
-/// for the rest of the grade): `file` is what the program writes, given its arguments.
+/// for the rest of the grade): `file` is what the program writes, given its arguments, in
+/// the folder it runs in (its output paths are relative to it).
 fn made(
     context: &Context,
     lab: &'static Lab,
     args: &[String],
     file: &str,
 ) -> Result<Vec<u8>, String> {
-    let key: Vec<String> = [lab.name.to_string()]
-        .into_iter()
-        .chain(args.iter().cloned())
-        .collect();
-    if let Some(bytes) = context.made.borrow().get(&key) {
-        note_reference(context, &key, None);
-        return Ok(bytes.clone());
+    let key = Reference::Output {
+        lab: lab.name,
+        args: args.to_vec(),
+    };
+    if let Some(Made::Output(bytes)) = known(context, &key) {
+        return Ok(bytes);
     }
     let dir = tempfile::Builder::new()
         .prefix("reference-")
@@ -442,10 +492,7 @@ fn made(
             context.grader_failed(format!("cannot make a folder for the reference: {e}"))
         })?;
     let mut command = context.reference.command(lab);
-    command.current_dir(dir.path()).args(
-        args.iter()
-            .map(|a| a.replace("{dir}", &dir.path().to_string_lossy())),
-    );
+    command.current_dir(dir.path()).args(args);
     let started = Instant::now();
     runner::run(&mut command, runner::limit_for(1 << 28)).map_err(|e| {
         context.grader_failed(format!(
@@ -459,19 +506,18 @@ fn made(
             lab.name
         ))
     })?;
-    note_reference(context, &key, Some(started.elapsed()));
-    context.made.borrow_mut().insert(key, bytes.clone());
+    keep(context, key, Made::Output(bytes.clone()), started.elapsed());
     Ok(bytes)
 }
 
 /// lab01's image, as this workspace's stand-in for it makes it (lab02): byte-identical to
 /// lab01 at every size and view (`verify` and lab02's tests prove it), on every core instead
 /// of one (a deep zoom at 3001x2001 keeps lab01 busy for seconds).
-fn lab01_image(context: &Context, size: (&str, &str), view: &[String]) -> Result<Vec<u8>, String> {
+/// `frame` is the image's size and view, as the lab's arguments.
+fn lab01_image(context: &Context, frame: &[String]) -> Result<Vec<u8>, String> {
     let lab02 = REFERENCE.stand_in;
-    let mut args = vec![size.0.to_string(), size.1.to_string()];
-    args.extend(view.iter().cloned());
-    args.extend(["-o".to_string(), "{dir}/reference.ppm".to_string()]);
+    let mut args = frame.to_vec();
+    args.extend(["-o".to_string(), "reference.ppm".to_string()]);
     made(context, lab02, &args, "reference.ppm")
 }
 
@@ -486,12 +532,10 @@ fn image(
     context: &Context,
     lab: &'static Lab,
     deadline: Instant,
-    size: &str,
-    view: &[String],
+    (size, view): (Size, &rubric::View),
     max_differing: u64,
     kernel: Option<&Path>,
 ) -> Earned {
-    let (width, height) = parse_size(size).map_err(|e| e.to_string())?;
     let (program, host) = match kernel {
         Some(kernel) => (
             Program::SolutionWithKernel(kernel),
@@ -499,9 +543,9 @@ fn image(
         ),
         None => (Program::Student, None),
     };
-    let expected = lab01_image(context, (&width, &height), view)?;
-    let mut args = vec![width, height];
-    args.extend(view.iter().cloned());
+    let mut args = size.args().to_vec();
+    args.extend(view.args());
+    let expected = lab01_image(context, &args)?;
     args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
     if host == Some(Host::Fuses) {
         args.push(FUSED.to_string());
@@ -677,8 +721,7 @@ fn canvas(
 ) -> Earned {
     let mut reference_args = vec!["--backend".to_string(), "cpu".to_string()];
     reference_args.extend(args.iter().cloned());
-    reference_args
-        .extend(["--raw", "{dir}/canvas.raw", "-o", "{dir}/canvas.png"].map(String::from));
+    reference_args.extend(["--raw", "canvas.raw", "-o", "canvas.png"].map(String::from));
     let expected = made(context, lab, &reference_args, "canvas.raw")?;
     let mut gpu_args = vec!["--backend".to_string(), "gpu".to_string()];
     gpu_args.extend(args.iter().cloned());
@@ -715,8 +758,8 @@ fn sums(
     lab: &'static Lab,
     deadline: Instant,
     kernel: Option<&Path>,
-    args: &[String],
-    variants: &[String],
+    args: rubric::SumArgs,
+    variants: &[rubric::SumVariant],
 ) -> Earned {
     // A length of the grade's own choosing, so that no sum can be known in advance; and every
     // variant combines by addition modulo a number of the grade's own (below any total the
@@ -735,13 +778,13 @@ fn sums(
     let mut run_args = args.to_vec();
     run_args.extend([
         "--variants".to_string(),
-        variants.join(","),
+        rubric::SumVariant::list(variants, ","),
         "--json".to_string(),
     ]);
     let run = sandboxed(context, lab, &program, &os(&run_args), deadline)?;
     let report: LabReport = serde_json::from_slice(&run.stdout)
         .map_err(|_| "printed no valid --json report".to_string())?;
-    for variant in variants {
+    for variant in variants.iter().map(|v| v.name()) {
         let key = format!("{}_sum", variant.replace('-', "_"));
         match report.metrics.get(&key).and_then(serde_json::Value::as_f64) {
             Some(sum) if sum == expected => {}
@@ -755,15 +798,11 @@ fn sums(
 /// The exact total of lab06's data for `args`, from this workspace's own plain loop (given
 /// code, run here), once per grade and length.
 fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result<f64, String> {
-    let key: Vec<String> = ["sum".to_string()]
-        .into_iter()
-        .chain(args.iter().cloned())
-        .collect();
-    if let Some(text) = context.made.borrow().get(&key) {
-        note_reference(context, &key, None);
-        return String::from_utf8_lossy(text)
-            .parse()
-            .map_err(|_| "a cached sum".to_string());
+    let key = Reference::Sum {
+        args: args.to_vec(),
+    };
+    if let Some(Made::Sum(sum)) = known(context, &key) {
+        return Ok(sum);
     }
     let mut reference = context.reference.command(lab);
     reference
@@ -789,11 +828,7 @@ fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result
                 "the reference lab06 reported no sum (not the student's fault)".to_string(),
             )
         })?;
-    note_reference(context, &key, Some(started.elapsed()));
-    context
-        .made
-        .borrow_mut()
-        .insert(key, expected.to_string().into_bytes());
+    keep(context, key, Made::Sum(expected), started.elapsed());
     Ok(expected)
 }
 
@@ -817,8 +852,8 @@ pub fn noise() -> u64 {
 /// of the image's width and height, each way (never by none: the rubric's own view is never
 /// run), so the work is like the rubric's view while no submission can know the image in
 /// advance. The size and scale stay.
-fn with_unpredictable_view(args: &[String], noise: u64) -> Result<Vec<String>, String> {
-    let view = mandelbrot_view(args)?;
+fn with_unpredictable_view(frame: &rubric::Frame, noise: u64) -> Vec<String> {
+    let view = frame.view();
     let step = |bits: u64, pixels: u32| {
         let steps = match (bits % 128) as i32 - 64 {
             below if below < 0 => f64::from(below),
@@ -836,7 +871,7 @@ fn with_unpredictable_view(args: &[String], noise: u64) -> Result<Vec<String>, S
         format!("{cy:e}"),
     ]);
     moved.extend(["--scale".to_string(), format!("{:e}", view.scale)]);
-    Ok(moved)
+    moved
 }
 
 /// lab06's modulus: 1009 to 33776, drawn from the grade's `noise`
@@ -848,29 +883,22 @@ fn modulus(noise: u64) -> u64 {
 
 /// `--n N` raised by 1 to 4095, by the grade's `noise`: a submission that prints a sum
 /// learnt from an earlier grade prints a wrong one.
-fn with_unpredictable_n(args: &[String], noise: u64) -> Vec<String> {
-    let mut args = args.to_vec();
-    if let Some(at) = args.iter().position(|a| a == "--n") {
-        if let Some(n) = args.get(at + 1).and_then(|n| n.parse::<u64>().ok()) {
-            args[at + 1] = (n + 1 + noise % 4095).to_string();
-        }
-    }
-    args
+fn with_unpredictable_n(args: rubric::SumArgs, noise: u64) -> Vec<String> {
+    let n = args.n + 1 + noise % 4095;
+    rubric::SumArgs { n, ..args }.args()
 }
 
 /// The grader's clock around the whole process; its image is compared afterwards. The image
 /// goes to a file in the page cache, as cheap to write as anything a process can write to.
-fn cpu_speed(context: &Context, lab: &'static Lab, deadline: Instant, args: &[String]) -> Earned {
+fn cpu_speed(
+    context: &Context,
+    lab: &'static Lab,
+    deadline: Instant,
+    frame: &rubric::Frame,
+) -> Earned {
     // A view of the grade's own choosing, so that no argument list can be recognised.
-    let args = &with_unpredictable_view(args, context.noise)?;
-    let (width, height) = match &args[..] {
-        [w, h, ..] => (w.as_str(), h.as_str()),
-        _ => {
-            return Err(context
-                .grader_failed("the rubric gives no size (not the student's fault)".to_string()))
-        }
-    };
-    let expected = lab01_image(context, (width, height), &args[2..])?;
+    let args = &with_unpredictable_view(frame, context.noise);
+    let expected = lab01_image(context, args)?;
     let mut run_args = args.to_vec();
     run_args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
     let run_args = os(&run_args);
@@ -1052,7 +1080,8 @@ mod tests {
     #[test]
     fn the_length_of_a_sum_changes_and_only_it() {
         let args: Vec<String> = ["--n", "100003", "--reps", "1"].map(String::from).to_vec();
-        let changed = with_unpredictable_n(&args, noise());
+        let typed = rubric::SumArgs::try_from(args.clone()).expect("lab06's arguments");
+        let changed = with_unpredictable_n(typed, noise());
         let n: u64 = changed[1].parse().expect("a number");
         assert!((100_004..100_003 + 4096).contains(&n), "{n}");
         assert_eq!(changed[2..], args[2..]);
@@ -1063,9 +1092,10 @@ mod tests {
         let args: Vec<String> = ["1024", "1024", "--cx", "-0.74364", "--scale", "2e-6"]
             .map(String::from)
             .to_vec();
+        let frame = rubric::Frame::try_from(args.clone()).expect("a frame");
         let views: Vec<Vec<String>> = [0, 1, 64, 0x40_0000, u64::MAX]
             .into_iter()
-            .map(|noise| with_unpredictable_view(&args, noise).expect("a view"))
+            .map(|noise| with_unpredictable_view(&frame, noise))
             .collect();
         for view in &views {
             let moved = mandelbrot_view(view).expect("a view");
@@ -1080,7 +1110,6 @@ mod tests {
         assert_ne!(views[0], views[1]);
         assert_ne!(views[1], views[3]);
         assert_ne!(views[0], args, "the rubric's own view is never run");
-        assert!(with_unpredictable_view(&["x".to_string()], 1).is_err());
     }
 
     #[test]

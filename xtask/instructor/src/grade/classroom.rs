@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use super::rubric::{parse_size, Check, Rubric, Test};
+use super::rubric::{Check, Rubric, Test};
 use xtask::labs;
 
 /// Where GitHub looks for the workflow, inside the repository.
@@ -93,9 +93,9 @@ pub fn steps(rubric: &Rubric) -> Result<Vec<Step>> {
     let mut steps = Vec::new();
     let mut per_lab = std::collections::BTreeMap::<&str, usize>::new();
     for check in rubric.checks.iter().filter(|c| on_runner(c)) {
-        let number = per_lab.entry(check.lab.as_str()).or_insert(0);
+        let number = per_lab.entry(check.lab.name).or_insert(0);
         *number += 1;
-        let id = format!("{}-{number}", check.lab);
+        let id = format!("{}-{number}", check.lab.name);
         if check.points.fract() != 0.0 || check.points < 1.0 {
             bail!(
                 "{}: GitHub Classroom scores whole points, this check has {}",
@@ -140,17 +140,16 @@ fn command(check: &Check, id: &str) -> Result<String> {
             max_differing: 0,
             ..
         } => {
-            let (width, height) = parse_size(size)?;
             let image = |name: &str| -> Vec<String> {
-                let mut args = vec![width.clone(), height.clone()];
-                args.extend(view.iter().cloned());
+                let mut args = size.args().to_vec();
+                args.extend(view.args());
                 args.extend(["-o".to_string(), format!("{id}-{name}.ppm")]);
                 args
             };
             let student = [image("student"), emulate].concat();
             Ok(format!(
                 "{} && {} && cmp {id}-reference.ppm {id}-student.ppm",
-                run(&check.lab, &student)?,
+                run(check.lab.name, &student)?,
                 run("lab01", &image("reference"))?,
             ))
         }
@@ -161,9 +160,12 @@ fn command(check: &Check, id: &str) -> Result<String> {
         } => {
             // lab06 checks each variant's sum against its exact total and exits non-zero
             // on any wrong one.
-            let mut args = args.clone();
-            args.extend(["--variants".to_string(), variants.join(",")]);
-            run(&check.lab, &[args, emulate].concat())
+            let mut args = args.args();
+            args.extend([
+                "--variants".to_string(),
+                super::rubric::SumVariant::list(variants, ","),
+            ]);
+            run(check.lab.name, &[args, emulate].concat())
         }
         Test::Canvas { args, .. } => {
             // The GPU canvas, on the CPU device, must be the CPU backend's, counter for counter.
@@ -180,8 +182,8 @@ fn command(check: &Check, id: &str) -> Result<String> {
             };
             Ok(format!(
                 "{} && {} && cmp {id}-cpu.raw {id}-gpu.raw",
-                run(&check.lab, &canvas("cpu"))?,
-                run(&check.lab, &[canvas("gpu"), emulate].concat())?,
+                run(check.lab.name, &canvas("cpu"))?,
+                run(check.lab.name, &[canvas("gpu"), emulate].concat())?,
             ))
         }
         _ => bail!(

@@ -105,16 +105,30 @@ struct Intake {
     grader_failed: Vec<(String, String)>,
 }
 
+/// `grade`: a class (or one task of a class on a cluster), or one submission.
 pub fn run(args: Args) -> Result<()> {
     if args.class.wanted() {
-        let forward = class::Forward {
-            bin_dir: args.bin_dir,
-            unsandboxed: args.unsandboxed,
-            build_time_limit: args.build_time_limit,
-            no_cpu_device: args.no_cpu_device,
-        };
-        return class::run(args.class, forward);
+        grade_class(args)
+    } else {
+        grade_one(&args)
     }
+}
+
+/// A class, or one Slurm array task of a class (`--class-task`, which [`class::run`] tells
+/// apart): each submission graded by this command in a subprocess, with these options.
+fn grade_class(args: Args) -> Result<()> {
+    let forward = class::Forward {
+        bin_dir: args.bin_dir,
+        unsandboxed: args.unsandboxed,
+        build_time_limit: args.build_time_limit,
+        no_cpu_device: args.no_cpu_device,
+    };
+    class::run(args.class, forward)
+}
+
+/// One submission (or a `--built` folder): build it, run every check, print the table and
+/// write results.json.
+fn grade_one(args: &Args) -> Result<()> {
     let rubric = Rubric::load()?;
     // This grade's scratch folder goes when it returns, however it does.
     let _finish = scratch::Finish;
@@ -128,102 +142,30 @@ pub fn run(args: Args) -> Result<()> {
     };
     // Without Landlock, before any student process starts: what the sandbox must not read
     // is made unreadable to its user, until this grade (and any beside it) ends.
-    let _protection = jail.protect(&protected(&args))?;
+    let _protection = jail.protect(&protected(args))?;
     let graded: Vec<&'static Lab> = LABS
         .iter()
-        .filter(|lab| rubric.checks.iter().any(|c| c.lab == lab.name))
+        .filter(|lab| rubric.checks.iter().any(|c| c.lab == *lab))
         .collect();
 
     let built_dir = scratch.path().join("built");
-    let intake = match (&args.submission, &args.built) {
-        (Some(submission), _) => {
-            let limit = args.build_time_limit.unwrap_or(rubric.build_time_limit_s);
-            let intake = prepare(submission, &jail, &rubric, scratch.path(), &graded, limit)?;
-            if let Some(out) = &args.build_only {
-                keep_build(&built_dir, &intake, out)?;
-                return Ok(());
-            }
-            intake
-        }
-        (None, Some(dir)) => {
-            // The folder is the instructor's (`--build-only`), but it is copied as regular
-            // files only: a link in it is refused, never followed into someone's build.
-            copy_built(dir, &built_dir)?;
-            let text = fs::read_to_string(built_dir.join("intake.json")).with_context(|| {
-                format!("{} was not made by `grade --build-only`", dir.display())
-            })?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("{}/intake.json is not valid", dir.display()))?
-        }
-        (None, None) => bail!("give the student's workspace SUBMISSION"),
+    let Some(intake) = take_in(args, &rubric, &jail, scratch.path(), &graded)? else {
+        return Ok(());
     };
     let built = Built {
         bins: built_dir.join("bin"),
         src: built_dir.join("src"),
     };
-
-    let gpu = gpu::probe();
-    let gpu_info = if gpu.is_ok() {
-        checks::gpu_info()
-    } else {
-        None
-    };
-    // A GPU run sees this grade's GPU alone: every other `/dev/nvidiaN` is left out.
-    let device = gpu_info.as_ref().and_then(|g| g.device.clone());
-    if gpu.is_ok() && device.is_none() {
-        shared::cli::eprint_line(
-            "xtask: warning: this GPU's device file is not known (no /proc/driver/nvidia): \
-             the GPU checks' sandboxes are given every /dev/nvidia*",
-        );
-    }
-    let jail = jail.for_gpu(device);
-    let reference_labs = LABS
-        .iter()
-        .filter(|lab| *lab == REFERENCE.lab || graded.contains(lab));
-    // Absolute: the reference programs run in folders of their own.
-    let bin_dir = args
-        .bin_dir
-        .as_deref()
-        .map(|dir| fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display())))
-        .transpose()?;
-    let reference = Bins::locate(bin_dir, reference_labs)?;
-    // Without a GPU, the CPU device grades every GPU check but the kernels' speed.
-    let cpu_device = match &gpu {
-        Ok(_) => None,
-        Err(why) if args.no_cpu_device => {
-            shared::cli::eprint_line(&format!(
-                "xtask: {}: the GPU checks are listed, not graded (--no-cpu-device)",
-                why.split(';').next().unwrap_or(why)
-            ));
-            None
-        }
-        Err(why) => {
-            let device = checks::cpu_device(reference.dir());
-            let said = match &device {
-                Ok(_) => {
-                    "the GPU checks run on the CPU device; the kernels' speed is listed, not graded"
-                        .to_string()
-                }
-                Err(not) => format!(
-                    "the GPU checks are listed, not graded (and not on the CPU device: {not})"
-                ),
-            };
-            shared::cli::eprint_line(&format!(
-                "xtask: {}: {said}",
-                why.split(';').next().unwrap_or(why)
-            ));
-            device.ok()
-        }
-    };
+    let machine = Machine::find(args, jail, &graded)?;
     let context = checks::Context {
-        jail: &jail,
-        cpu_device: cpu_device.as_ref(),
+        jail: &machine.jail,
+        cpu_device: machine.cpu_device.as_ref(),
         student: &built,
-        reference: &reference,
+        reference: &machine.reference,
         scratch: scratch.path(),
         time_limit: Duration::from_secs(rubric.time_limit_s),
         speed_runs: rubric.speed_runs,
-        gpu: gpu_info.as_ref(),
+        gpu: machine.gpu_info.as_ref(),
         made: Default::default(),
         hosts: Default::default(),
         noise: checks::noise(),
@@ -233,53 +175,183 @@ pub fn run(args: Args) -> Result<()> {
             rubric.gpu_time_factor,
             Duration::from_secs_f64(rubric.gpu_start_up_s),
         ),
-        made_wall: Default::default(),
         reference_wall: Default::default(),
         gpu_reference: Default::default(),
     };
-    let mut graded_checks = Vec::new();
-    for check in &rubric.checks {
-        let name = check.name();
-        shared::cli::eprint_line(&format!("xtask: grading {name}"));
-        let started = std::time::Instant::now();
-        let broken = intake.broken.iter().find(|(lab, _)| lab == &check.lab);
-        let unbuilt = intake
-            .grader_failed
-            .iter()
-            .find(|(lab, _)| lab == &check.lab);
-        let on_cpu_device = cpu_device.is_some() && !check.times_a_kernel();
-        let outcome = match (check.needs_gpu() && !on_cpu_device, &gpu, broken, unbuilt) {
-            (true, Err(_), _, _) => Outcome::NotGraded("not graded here: needs a GPU".to_string()),
-            (_, _, _, Some((_, error))) if check.runs_student_binary() => {
-                Outcome::GraderFailed(format!("the grader could not build the lab: {error}"))
-            }
-            (_, _, Some((_, error)), _) if check.runs_student_binary() => {
-                Outcome::score(0.0, format!("did not build: {error}"))
-            }
-            _ => checks::run(check, &context),
-        };
-        match &outcome {
-            Outcome::Scored { score, .. } => shared::cli::eprint_line(&format!(
-                "xtask:   {} of {} points, {:.1} s",
-                report::round(*score),
-                check.points,
-                started.elapsed().as_secs_f64()
-            )),
-            Outcome::GraderFailed(why) => shared::cli::eprint_line(&format!(
-                "xtask:   not graded: the grader failed (not the student's fault): {}",
-                inert::line(why)
-            )),
-            Outcome::NotGraded(_) => {}
-        }
-        graded_checks.push(Graded {
-            name,
-            max: check.points,
-            hidden: check.hidden,
-            outcome,
-        });
-    }
-
+    let graded_checks: Vec<Graded> = rubric
+        .checks
+        .iter()
+        .map(|check| grade_check(check, &intake, &context, &machine))
+        .collect();
     // Every student process ended with its check; only now is anything reported.
+    report_grade(args, &machine.jail, &intake, &graded_checks, results)
+}
+
+/// The submission built here, or a `--built` folder copied into `scratch/built`; `None`
+/// once `--build-only` has kept the build.
+fn take_in(
+    args: &Args,
+    rubric: &Rubric,
+    jail: &sandbox::Jail,
+    scratch: &Path,
+    graded: &[&'static Lab],
+) -> Result<Option<Intake>> {
+    let built_dir = scratch.join("built");
+    match (&args.submission, &args.built) {
+        (Some(submission), _) => {
+            let limit = args.build_time_limit.unwrap_or(rubric.build_time_limit_s);
+            let intake = prepare(submission, jail, rubric, scratch, graded, limit)?;
+            if let Some(out) = &args.build_only {
+                keep_build(&built_dir, &intake, out)?;
+                return Ok(None);
+            }
+            Ok(Some(intake))
+        }
+        (None, Some(dir)) => {
+            // The folder is the instructor's (`--build-only`), but it is copied as regular
+            // files only: a link in it is refused, never followed into someone's build.
+            copy_built(dir, &built_dir)?;
+            let text = fs::read_to_string(built_dir.join("intake.json")).with_context(|| {
+                format!("{} was not made by `grade --build-only`", dir.display())
+            })?;
+            let intake = serde_json::from_str(&text)
+                .with_context(|| format!("{}/intake.json is not valid", dir.display()))?;
+            Ok(Some(intake))
+        }
+        (None, None) => bail!("give the student's workspace SUBMISSION"),
+    }
+}
+
+/// What this machine grades with: its GPU (or why none opened), the sandbox given that GPU,
+/// the reference binaries, and the CPU device where no GPU opens.
+struct Machine {
+    /// Why no GPU opened, if none did.
+    no_gpu: Option<String>,
+    gpu_info: Option<checks::GpuInfo>,
+    jail: sandbox::Jail,
+    reference: Bins,
+    cpu_device: Option<checks::CpuDevice>,
+}
+
+impl Machine {
+    fn find(args: &Args, jail: sandbox::Jail, graded: &[&'static Lab]) -> Result<Machine> {
+        let no_gpu = gpu::probe().err();
+        let gpu_info = if no_gpu.is_none() {
+            checks::gpu_info()
+        } else {
+            None
+        };
+        // A GPU run sees this grade's GPU alone: every other `/dev/nvidiaN` is left out.
+        let device = gpu_info.as_ref().and_then(|g| g.device.clone());
+        if no_gpu.is_none() && device.is_none() {
+            shared::cli::eprint_line(
+                "xtask: warning: this GPU's device file is not known (no /proc/driver/nvidia): \
+                 the GPU checks' sandboxes are given every /dev/nvidia*",
+            );
+        }
+        let jail = jail.for_gpu(device);
+        let reference_labs = LABS
+            .iter()
+            .filter(|lab| *lab == REFERENCE.lab || graded.contains(lab));
+        // Absolute: the reference programs run in folders of their own.
+        let bin_dir = args
+            .bin_dir
+            .as_deref()
+            .map(|dir| {
+                fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display()))
+            })
+            .transpose()?;
+        let reference = Bins::locate(bin_dir, reference_labs)?;
+        let cpu_device = match &no_gpu {
+            None => None,
+            Some(why) => cpu_device(why, args.no_cpu_device, reference.dir()),
+        };
+        Ok(Machine {
+            no_gpu,
+            gpu_info,
+            jail,
+            reference,
+            cpu_device,
+        })
+    }
+}
+
+/// Without a GPU (`why`), the CPU device grades every GPU check but the kernels' speed,
+/// unless `--no-cpu-device` or it is not there; said on stderr either way.
+fn cpu_device(why: &str, no_cpu_device: bool, reference: &Path) -> Option<checks::CpuDevice> {
+    let why = why.split(';').next().unwrap_or(why);
+    if no_cpu_device {
+        shared::cli::eprint_line(&format!(
+            "xtask: {why}: the GPU checks are listed, not graded (--no-cpu-device)"
+        ));
+        return None;
+    }
+    let device = checks::cpu_device(reference);
+    let said = match &device {
+        Ok(_) => "the GPU checks run on the CPU device; the kernels' speed is listed, not graded"
+            .to_string(),
+        Err(not) => {
+            format!("the GPU checks are listed, not graded (and not on the CPU device: {not})")
+        }
+    };
+    shared::cli::eprint_line(&format!("xtask: {why}: {said}"));
+    device.ok()
+}
+
+/// One check: run, or why not (no GPU, its lab did not build), said on stderr as it goes.
+fn grade_check(
+    check: &rubric::Check,
+    intake: &Intake,
+    context: &checks::Context,
+    machine: &Machine,
+) -> Graded {
+    let name = check.name();
+    shared::cli::eprint_line(&format!("xtask: grading {name}"));
+    let started = std::time::Instant::now();
+    let lab = check.lab.name;
+    let broken = intake.broken.iter().find(|(l, _)| l == lab);
+    let unbuilt = intake.grader_failed.iter().find(|(l, _)| l == lab);
+    let on_cpu_device = machine.cpu_device.is_some() && !check.times_a_kernel();
+    let no_gpu = machine.no_gpu.is_some();
+    let outcome = match (check.needs_gpu() && !on_cpu_device, no_gpu, broken, unbuilt) {
+        (true, true, _, _) => Outcome::NotGraded("not graded here: needs a GPU".to_string()),
+        (_, _, _, Some((_, error))) if check.runs_student_binary() => {
+            Outcome::GraderFailed(format!("the grader could not build the lab: {error}"))
+        }
+        (_, _, Some((_, error)), _) if check.runs_student_binary() => {
+            Outcome::score(0.0, format!("did not build: {error}"))
+        }
+        _ => checks::run(check, context),
+    };
+    match &outcome {
+        Outcome::Scored { score, .. } => shared::cli::eprint_line(&format!(
+            "xtask:   {} of {} points, {:.1} s",
+            report::round(*score),
+            check.points,
+            started.elapsed().as_secs_f64()
+        )),
+        Outcome::GraderFailed(why) => shared::cli::eprint_line(&format!(
+            "xtask:   not graded: the grader failed (not the student's fault): {}",
+            inert::line(why)
+        )),
+        Outcome::NotGraded(_) => {}
+    }
+    Graded {
+        name,
+        max: check.points,
+        hidden: check.hidden,
+        outcome,
+    }
+}
+
+/// The table on stdout, and results.json where `--gradescope` asks for it.
+fn report_grade(
+    args: &Args,
+    jail: &sandbox::Jail,
+    intake: &Intake,
+    graded: &[Graded],
+    results: Option<shared::output::Output>,
+) -> Result<()> {
     let mut notes = vec![format!("Grading: {}.", jail.describe())];
     if !intake.notes.is_empty() {
         notes.push(
@@ -294,9 +366,9 @@ pub fn run(args: Args) -> Result<()> {
                 .map(|n| format!("- {}", inert::markdown(n))),
         );
     }
-    shared::cli::print_line(report::table(&graded_checks, &notes).trim_end())?;
+    shared::cli::print_line(report::table(graded, &notes).trim_end())?;
     if let (Some(path), Some(mut file)) = (&args.gradescope, results) {
-        let json = serde_json::to_string_pretty(&report::gradescope(&graded_checks, &notes))
+        let json = serde_json::to_string_pretty(&report::gradescope(graded, &notes))
             .context("cannot encode the results")?;
         file.write_all(format!("{json}\n").as_bytes())?;
         file.commit()?;
@@ -536,7 +608,7 @@ mod tests {
         let check = rubric
             .checks
             .iter()
-            .find(|c| c.lab == "lab02" && matches!(c.test, rubric::Test::Image { .. }))
+            .find(|c| c.lab.name == "lab02" && matches!(c.test, rubric::Test::Image { .. }))
             .expect("an image check of lab02");
         let jail = sandbox::Jail::detect(true).expect("no sandbox");
         let reference = Bins::locate(Some(bins), &LABS).expect("the reference");
@@ -562,7 +634,6 @@ mod tests {
                 rubric.gpu_time_factor,
                 Duration::from_secs_f64(rubric.gpu_start_up_s),
             ),
-            made_wall: Default::default(),
             reference_wall: Default::default(),
             gpu_reference: Default::default(),
         };

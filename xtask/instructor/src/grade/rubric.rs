@@ -1,11 +1,12 @@
 //! The rubric (`xtask/instructor/rubric.toml`, compiled in): the checks and their points.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
-use serde::Deserialize;
+use anyhow::Result;
+use serde::{Deserialize, Deserializer};
 
-use xtask::labs::{self, Device};
+use xtask::labs::{self, Device, Lab};
 
 /// The rubric file, built into the instructor binary so that `dist/instructor grade` carries it.
 pub const RUBRIC: &str = include_str!("../../rubric.toml");
@@ -35,8 +36,9 @@ pub struct Rubric {
 
 #[derive(Debug, Deserialize)]
 pub struct Check {
-    /// The lab's binary name, e.g. "lab02".
-    pub lab: String,
+    /// The lab, from xtask's table: a name the table does not know fails the rubric's load.
+    #[serde(deserialize_with = "lab")]
+    pub lab: &'static Lab,
     pub points: f64,
     /// Shown to the student only once grades are published.
     #[serde(default)]
@@ -50,9 +52,9 @@ pub struct Check {
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Test {
     Image {
-        size: String,
+        size: Size,
         #[serde(default)]
-        view: Vec<String>,
+        view: View,
         #[serde(default)]
         max_differing: u64,
         /// A GPU lab's kernel file: the image is this workspace's host code running it, and
@@ -67,11 +69,12 @@ pub enum Test {
     Sums {
         #[serde(default)]
         kernel: Option<PathBuf>,
-        args: Vec<String>,
-        variants: Vec<String>,
+        args: SumArgs,
+        variants: Vec<SumVariant>,
     },
     CpuSpeed {
-        args: Vec<String>,
+        /// `WIDTH HEIGHT` and the view's flags, as the lab takes them.
+        args: Frame,
     },
     KernelSpeed {
         kernel: PathBuf,
@@ -95,15 +98,12 @@ impl Rubric {
     }
 
     fn parse(text: &str) -> Result<Rubric> {
-        let rubric: Rubric =
-            toml::from_str(text).context("xtask/instructor/rubric.toml is not valid")?;
+        let rubric: Rubric = toml::from_str(text).map_err(|e| invalid(text, &e))?;
         for check in &rubric.checks {
-            let lab = labs::find(&check.lab).context("xtask/instructor/rubric.toml")?;
-            if let Test::Image { size, kernel, .. } = &check.test {
-                parse_size(size).context("xtask/instructor/rubric.toml")?;
+            if let Test::Image { kernel, .. } = &check.test {
                 // A GPU lab's image must come from its kernel run by this workspace's host
                 // code: the student's binary alone could make it on the CPU.
-                let gpu = lab.first().variant.device == Device::Gpu;
+                let gpu = check.lab.first().variant.device == Device::Gpu;
                 if gpu != kernel.is_some() {
                     anyhow::bail!(
                         "xtask/instructor/rubric.toml: {}: an image check names its kernel file exactly \
@@ -118,7 +118,7 @@ impl Rubric {
                 ..
             } = &check.test
             {
-                if variants.iter().any(|v| v.starts_with("gpu-")) {
+                if variants.iter().any(|v| v.on_gpu()) {
                     anyhow::bail!(
                         "xtask/instructor/rubric.toml: {}: GPU variants need the kernel file",
                         check.name()
@@ -148,11 +148,10 @@ impl Check {
                 max_differing,
                 ..
             } => {
-                let at = [size.as_str()]
-                    .into_iter()
-                    .chain(view.iter().map(String::as_str))
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let at = match view.args().is_empty() {
+                    true => size.to_string(),
+                    false => format!("{size} {}", view.args().join(" ")),
+                };
                 match max_differing {
                     0 => format!("identical to the reference at {at}"),
                     n => format!("the reference's image, up to {n} pixels apart, at {at}"),
@@ -165,20 +164,20 @@ impl Check {
             // The variants' operation is drawn in each grade (`checks::modulus`).
             Test::Sums { variants, .. } => format!(
                 "{} sum exactly, modulo a number drawn in each grade",
-                variants.join(" and ")
+                SumVariant::list(variants, " and ")
             ),
             // The view is moved in each grade (`checks::with_unpredictable_view`): the name
             // gives the rubric's, which is never run as such.
             Test::CpuSpeed { args } => format!(
                 "whole-run time against the solution's near {}, moved in each grade",
-                args.join(" ")
+                args.args().join(" ")
             ),
             Test::KernelSpeed { args, .. } => format!(
                 "kernel time against the solution's kernel with {}",
                 args.join(" ")
             ),
         };
-        format!("{}: {what}", self.lab)
+        format!("{}: {what}", self.lab.name)
     }
 
     /// The kernel file this check takes from the submission, if any.
@@ -195,10 +194,8 @@ impl Check {
         match &self.test {
             Test::KernelSpeed { .. } | Test::Canvas { .. } => true,
             Test::CpuSpeed { .. } => false,
-            Test::Sums { variants, .. } => variants.iter().any(|v| v.starts_with("gpu-")),
-            Test::Image { .. } => {
-                labs::find(&self.lab).is_ok_and(|lab| lab.first().variant.device == Device::Gpu)
-            }
+            Test::Sums { variants, .. } => variants.iter().any(|v| v.on_gpu()),
+            Test::Image { .. } => self.lab.first().variant.device == Device::Gpu,
         }
     }
 
@@ -220,13 +217,286 @@ impl Check {
     }
 }
 
-/// `WIDTHxHEIGHT` as two arguments.
-pub fn parse_size(size: &str) -> Result<(String, String)> {
-    let parsed = size
-        .split_once('x')
-        .filter(|(w, h)| w.parse::<u32>().is_ok() && h.parse::<u32>().is_ok());
-    let (w, h) = parsed.with_context(|| format!("'{size}' is not a size WIDTHxHEIGHT"))?;
-    Ok((w.to_string(), h.to_string()))
+/// One line for a rubric that does not load: the file, the line and what is wrong there
+/// (toml's own message spans several lines, with a drawing of the line). A check's kind
+/// and its fields are read together (`Check::test` is flattened), so what is wrong in them
+/// is given at the check's `[[check]]` line.
+fn invalid(text: &str, error: &toml::de::Error) -> anyhow::Error {
+    let line = error
+        .span()
+        .and_then(|span| text.get(..span.start))
+        .map(|before| before.matches('\n').count() + 1);
+    let at = line.map_or(String::new(), |line| format!(":{line}"));
+    anyhow::anyhow!(
+        "xtask/instructor/rubric.toml{at}: {}",
+        error.message().trim().replace('\n', " ")
+    )
+}
+
+/// A check's lab, looked up in xtask's table once, as the rubric loads.
+fn lab<'de, D: Deserializer<'de>>(deserializer: D) -> Result<&'static Lab, D::Error> {
+    let name = String::deserialize(deserializer)?;
+    labs::find(&name).map_err(|e| serde::de::Error::custom(format!("{e:#}")))
+}
+
+/// An image's size, `WIDTHxHEIGHT` in the rubric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct Size {
+    pub width: u32,
+    pub height: u32,
+}
+
+impl TryFrom<String> for Size {
+    type Error = String;
+
+    fn try_from(size: String) -> Result<Size, String> {
+        let parsed = size
+            .split_once('x')
+            .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)));
+        let (width, height) =
+            parsed.ok_or_else(|| format!("'{size}' is not a size WIDTHxHEIGHT"))?;
+        Ok(Size { width, height })
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{}x{}", self.width, self.height)
+    }
+}
+
+impl Size {
+    /// The size as a Mandelbrot lab's first two arguments.
+    pub fn args(&self) -> [String; 2] {
+        [self.width.to_string(), self.height.to_string()]
+    }
+}
+
+/// An image's size and view, as a Mandelbrot lab's arguments (`WIDTH HEIGHT` and flags).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "Vec<String>")]
+pub struct Frame {
+    pub size: Size,
+    pub view: View,
+}
+
+impl TryFrom<Vec<String>> for Frame {
+    type Error = String;
+
+    fn try_from(args: Vec<String>) -> Result<Frame, String> {
+        let number = |i: usize| args.get(i).and_then(|a| a.parse::<u32>().ok());
+        let (Some(width), Some(height)) = (number(0), number(1)) else {
+            return Err(format!(
+                "'{}' does not start with WIDTH HEIGHT",
+                args.join(" ")
+            ));
+        };
+        let view = View::try_from(args[2..].to_vec())?;
+        Ok(Frame {
+            size: Size { width, height },
+            view,
+        })
+    }
+}
+
+impl Frame {
+    /// The lab's arguments, as the rubric gives them.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = self.size.args().to_vec();
+        args.extend(self.view.args());
+        args
+    }
+
+    /// The view the lab draws, its defaults where the rubric gives none (a Mandelbrot lab's:
+    /// centre -0.6 + 0i, 4 units across).
+    pub fn view(&self) -> shared::view::View {
+        let Size { width, height } = self.size;
+        let or =
+            |number: &Option<Number>, default: f64| number.as_ref().map_or(default, |n| n.value);
+        shared::view::View {
+            width,
+            height,
+            cx: or(&self.view.cx, -0.6),
+            cy: or(&self.view.cy, 0.0),
+            scale: or(&self.view.scale, 4.0 / f64::from(width)),
+        }
+    }
+}
+
+/// lab06's length and repetitions: `--n N --reps R` in the rubric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "Vec<String>")]
+pub struct SumArgs {
+    pub n: u64,
+    pub reps: u32,
+}
+
+impl TryFrom<Vec<String>> for SumArgs {
+    type Error = String;
+
+    fn try_from(args: Vec<String>) -> Result<SumArgs, String> {
+        let (mut n, mut reps) = (None, None);
+        for pair in args.chunks(2) {
+            let value = pair.get(1);
+            let wrong = || format!("lab06's '{}' is not a flag and a number", pair.join(" "));
+            match pair[0].as_str() {
+                "--n" => n = Some(value.and_then(|v| v.parse().ok()).ok_or_else(wrong)?),
+                "--reps" => reps = Some(value.and_then(|v| v.parse().ok()).ok_or_else(wrong)?),
+                flag => return Err(format!("'{flag}' is not lab06's --n or --reps")),
+            }
+        }
+        match (n, reps) {
+            (Some(n), Some(reps)) => Ok(SumArgs { n, reps }),
+            _ => Err("lab06's arguments are --n N --reps R".to_string()),
+        }
+    }
+}
+
+impl SumArgs {
+    /// The arguments lab06 is given.
+    pub fn args(&self) -> Vec<String> {
+        [
+            "--n".to_string(),
+            self.n.to_string(),
+            "--reps".to_string(),
+            self.reps.to_string(),
+        ]
+        .to_vec()
+    }
+}
+
+/// lab06's variants, as its `--variants` names them (lab06-generics-vs-virtual/src/cli.rs):
+/// the grader does not link lab06, so the set is written here, and the rubric checked
+/// against it as it loads.
+const SUM_VARIANTS: [&str; 15] = [
+    "cpu-plain",
+    "cpu-generic",
+    "cpu-dyn",
+    "cpu-box-fn",
+    "cpu-fn-ptr",
+    "cpu-plain-rayon",
+    "cpu-generic-rayon",
+    "cpu-dyn-rayon",
+    "cpu-box-fn-rayon",
+    "cpu-fn-ptr-rayon",
+    "gpu-plain",
+    "gpu-generic",
+    "gpu-virtual",
+    "gpu-fn-ptr-loop",
+    "gpu-fn-ptr-hoisted",
+];
+
+/// One of lab06's variants ([`SUM_VARIANTS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SumVariant(&'static str);
+
+// By hand: serde's derive would borrow the `&'static str` from the rubric's text.
+impl<'de> Deserialize<'de> for SumVariant {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SumVariant, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        SumVariant::try_from(name).map_err(serde::de::Error::custom)
+    }
+}
+
+impl TryFrom<String> for SumVariant {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<SumVariant, String> {
+        let known = SUM_VARIANTS.iter().copied().find(|v| *v == name);
+        known.map(SumVariant).ok_or_else(|| {
+            format!(
+                "'{name}' is not a lab06 variant ({})",
+                SUM_VARIANTS.join(", ")
+            )
+        })
+    }
+}
+
+impl SumVariant {
+    /// The name lab06 takes in `--variants`.
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+
+    /// Whether lab06 runs it on the GPU, with the kernel file.
+    pub fn on_gpu(self) -> bool {
+        self.0.starts_with("gpu-")
+    }
+
+    /// The variants' names joined with `between`.
+    pub fn list(variants: &[SumVariant], between: &str) -> String {
+        let names: Vec<&str> = variants.iter().map(|v| v.name()).collect();
+        names.join(between)
+    }
+}
+
+/// One number of a view: its value, and the rubric's text of it, which the programs are
+/// given and the check's name shows (`1e-5` stays `1e-5`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Number {
+    pub value: f64,
+    text: String,
+}
+
+/// A Mandelbrot view: the flags `--cx`, `--cy`, `--scale` in the rubric, each at most once;
+/// those left out are the lab's defaults.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(try_from = "Vec<String>")]
+pub struct View {
+    pub cx: Option<Number>,
+    pub cy: Option<Number>,
+    pub scale: Option<Number>,
+}
+
+impl TryFrom<Vec<String>> for View {
+    type Error = String;
+
+    fn try_from(flags: Vec<String>) -> Result<View, String> {
+        let mut view = View::default();
+        for pair in flags.chunks(2) {
+            let [flag, text] = pair else {
+                return Err(format!("the view's '{}' has no value", pair[0]));
+            };
+            let slot = match flag.as_str() {
+                "--cx" => &mut view.cx,
+                "--cy" => &mut view.cy,
+                "--scale" => &mut view.scale,
+                _ => return Err(format!("'{flag}' is not a view flag (--cx, --cy, --scale)")),
+            };
+            let value: f64 = text
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| format!("the view's {flag} '{text}' is not a number"))?;
+            if slot.is_some() {
+                return Err(format!("the view gives {flag} twice"));
+            }
+            *slot = Some(Number {
+                value,
+                text: text.clone(),
+            });
+        }
+        if view.scale.as_ref().is_some_and(|s| s.value <= 0.0) {
+            return Err("the view's --scale is not above 0".to_string());
+        }
+        Ok(view)
+    }
+}
+
+impl View {
+    /// The view as a lab's flags, in the order `--cx`, `--cy`, `--scale`.
+    pub fn args(&self) -> Vec<String> {
+        [
+            ("--cx", &self.cx),
+            ("--cy", &self.cy),
+            ("--scale", &self.scale),
+        ]
+        .into_iter()
+        .filter_map(|(flag, number)| Some([flag.to_string(), number.as_ref()?.text.clone()]))
+        .flatten()
+        .collect()
+    }
 }
 
 #[cfg(test)]
@@ -238,7 +508,7 @@ mod tests {
         let rubric = Rubric::load().unwrap();
         assert!(!rubric.checks.is_empty());
         for check in &rubric.checks {
-            assert!(check.name().starts_with(&format!("{}: ", check.lab)));
+            assert!(check.name().starts_with(&format!("{}: ", check.lab.name)));
             assert!(check.points > 0.0, "{}", check.name());
         }
         let names: Vec<String> = rubric.checks.iter().map(Check::name).collect();
@@ -257,12 +527,12 @@ mod tests {
             .iter()
             .filter(|c| matches!(c.test, Test::Image { .. }))
         {
-            let lab = &check.lab;
+            let lab = check.lab.name;
             let off_axis = rubric.checks.iter().any(|c| {
-                &c.lab == lab
+                c.lab.name == lab
                     && !c.hidden
                     && matches!(&c.test, Test::Image { view, .. }
-                        if view.windows(2).any(|w| w[0] == "--cy" && w[1].parse::<f64>().is_ok_and(|y| y != 0.0)))
+                        if view.cy.as_ref().is_some_and(|y| y.value != 0.0))
             });
             assert!(off_axis, "{lab} has no visible view off the real axis");
         }
@@ -302,7 +572,7 @@ mod tests {
             .checks
             .iter()
             .filter(|c| !c.needs_gpu())
-            .map(|c| c.lab.clone())
+            .map(|c| c.lab.name.to_string())
             .collect();
         assert!(
             cpu.iter().all(|lab| lab == "lab02" || lab == "lab06"),
@@ -314,5 +584,84 @@ mod tests {
             .iter()
             .any(|c| matches!(c.test, Test::CpuSpeed { .. }) && !c.needs_gpu()));
         assert!(cpu.contains(&"lab02".to_string()) && cpu.contains(&"lab06".to_string()));
+    }
+
+    /// A rubric whose one check is lab02's image check with these lines.
+    fn one_image_check(lines: &str) -> String {
+        format!(
+            "time_limit_s = 1\nbuild_time_limit_s = 1\nspeed_runs = 1\n\
+             memory_limit_mib = 1\ndisk_limit_mib = 1\nfiles_limit = 1\n\
+             gpu_time_factor = 1\ngpu_start_up_s = 1\n[[check]]\n\
+             kind = \"image\"\npoints = 1\n{lines}"
+        )
+    }
+
+    /// An unknown lab, a malformed size or a bad view fails the load with one line naming
+    /// the rubric's line, never later in a grade.
+    #[test]
+    fn a_wrong_lab_size_or_view_fails_the_load_with_one_line() {
+        let good = "lab = \"lab02\"\nsize = \"8x8\"\nview = [\"--cy\", \"1e-5\"]\n";
+        let rubric = Rubric::parse(&one_image_check(good)).expect("a good rubric");
+        assert_eq!(
+            rubric.checks[0].name(),
+            "lab02: identical to the reference at 8x8 --cy 1e-5"
+        );
+        for (lines, said) in [
+            (
+                "lab = \"lab99\"\nsize = \"8x8\"\n",
+                ":12: no lab called 'lab99'",
+            ),
+            (
+                "lab = \"lab02\"\nsize = \"8by8\"\n",
+                ":9: '8by8' is not a size WIDTHxHEIGHT",
+            ),
+            (
+                "lab = \"lab02\"\nsize = \"8x-1\"\n",
+                ":9: '8x-1' is not a size",
+            ),
+            (
+                "lab = \"lab02\"\nsize = \"8x8\"\nview = [\"--zoom\", \"2\"]\n",
+                ":9: '--zoom' is not a view flag",
+            ),
+            (
+                "lab = \"lab02\"\nsize = \"8x8\"\nview = [\"--cy\", \"up\"]\n",
+                ":9: the view's --cy 'up' is not a number",
+            ),
+            (
+                "lab = \"lab02\"\nsize = \"8x8\"\nview = [\"--cy\"]\n",
+                ":9: the view's '--cy' has no value",
+            ),
+        ] {
+            let error = format!("{:#}", Rubric::parse(&one_image_check(lines)).unwrap_err());
+            assert!(!error.contains('\n'), "{error}");
+            assert!(
+                error.starts_with("xtask/instructor/rubric.toml:"),
+                "{error}"
+            );
+            assert!(error.contains(said), "{error}");
+        }
+        for (args, variant, said) in [
+            (
+                "\"--n\", \"8\", \"--reps\", \"1\"",
+                "cpu-fast",
+                "'cpu-fast' is not a lab06 variant",
+            ),
+            (
+                "\"--n\", \"many\", \"--reps\", \"1\"",
+                "cpu-dyn",
+                "lab06's '--n many' is not",
+            ),
+            (
+                "\"--n\", \"8\"",
+                "cpu-dyn",
+                "lab06's arguments are --n N --reps R",
+            ),
+        ] {
+            let lines = format!("lab = \"lab06\"\nargs = [{args}]\nvariants = [\"{variant}\"]\n");
+            let sums = one_image_check(&lines).replace("kind = \"image\"", "kind = \"sums\"");
+            let error = format!("{:#}", Rubric::parse(&sums).unwrap_err());
+            let want = format!("xtask/instructor/rubric.toml:9: {said}");
+            assert!(error.starts_with(&want), "{error}");
+        }
     }
 }

@@ -399,7 +399,7 @@ fn settings(
         .filter(|lab| {
             *lab == xtask::labs::REFERENCE.lab
                 || *lab == xtask::labs::REFERENCE.stand_in
-                || rubric.checks.iter().any(|c| c.lab == lab.name)
+                || rubric.checks.iter().any(|c| c.lab.name == lab.name)
         })
         .collect();
     let bins = xtask::bins::Bins::locate(bin_dir, labs.iter().copied())?;
@@ -417,7 +417,7 @@ fn settings(
     let labs = rubric
         .checks
         .iter()
-        .map(|c| c.lab.as_str())
+        .map(|c| c.lab.name)
         .collect::<std::collections::BTreeSet<_>>()
         .len() as u64;
     let build = forward
