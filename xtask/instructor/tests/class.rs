@@ -238,7 +238,8 @@ fn scores(results: &Path) -> BTreeMap<String, (f64, f64)> {
 
 /// What each of the five earns on a machine without a GPU, speed aside: a lab02 that is
 /// right earns lab02's checks; nothing else earns anything.
-fn assert_expected(student: &str, scores: &BTreeMap<String, (f64, f64)>, how: &str) {
+/// `report` is the grade's own account, shown when a score is not the one expected.
+fn assert_expected(student: &str, scores: &BTreeMap<String, (f64, f64)>, how: &str, report: &str) {
     let graded: Vec<(&String, &(f64, f64))> = scores
         .iter()
         .filter(|(name, (_, max))| *max > 0.0 && !is_speed(name))
@@ -254,7 +255,7 @@ fn assert_expected(student: &str, scores: &BTreeMap<String, (f64, f64)>, how: &s
             _ => false,
         };
         let expected = if full { max } else { 0.0 };
-        assert_eq!(score, expected, "{how}: {student}: {name}");
+        assert_eq!(score, expected, "{how}: {student}: {name}\n{report}");
     }
 }
 
@@ -335,7 +336,9 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
 
     let by_class = class_scores(&out);
     for (student, scores) in &by_class {
-        assert_expected(student, scores, "--class");
+        let feedback = out.join(format!("students/mandelbrot-{student}/feedback.md"));
+        let report = fs::read_to_string(feedback).unwrap_or_default();
+        assert_expected(student, scores, "--class", &report);
     }
 
     // grades.csv: one row per student, a column per check, the total from results.json.
@@ -457,7 +460,12 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
         );
         let results = root.join("results/results.json");
         let by_autograder = scores(&results);
-        assert_expected(student, &by_autograder, "the autograder");
+        assert_expected(
+            student,
+            &by_autograder,
+            "the autograder",
+            &String::from_utf8_lossy(&output.stderr),
+        );
         assert_eq!(
             comparable(&by_autograder),
             comparable(&by_class[*student]),
@@ -889,7 +897,9 @@ fn slurm_a_class_of_five_grades_alike_as_a_job_array() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("5 tasks, one per submission"), "{stderr}");
     for (student, scores) in class_scores(&out) {
-        assert_expected(&student, &scores, "Slurm");
+        let feedback = out.join(format!("students/mandelbrot-{student}/feedback.md"));
+        let report = fs::read_to_string(feedback).unwrap_or_default();
+        assert_expected(&student, &scores, "Slurm", &report);
     }
     // One task per submission, each with its log.
     for task in 0..STUDENTS.len() {

@@ -71,11 +71,12 @@ impl Cache {
         fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
         // One cache per kind of sandbox (CI grades with bubblewrap and with the fallback).
         let kind: String = jail
-            .kind()
+            .build_kind()
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
             .collect();
-        let dir = root.join(format!("{kind}-{}", key(files, jail)));
+        let key = key(files);
+        let dir = root.join(format!("{kind}-{key}"));
         let lock = fs::File::create(root.join("lock"))
             .with_context(|| format!("cannot create the lock in {}", root.display()))?;
         // SAFETY: flock on a file descriptor this function owns; released when `lock` drops.
@@ -94,12 +95,30 @@ impl Cache {
                     let _ = fs::remove_dir_all(entry.path());
                 }
             }
-            cache.build(files, jail, labs, limit)?;
+            // The ready cache of another kind of sandbox, for the same hand-out and toolchain.
+            let seed = fs::read_dir(&root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|entry| entry.path())
+                .find(|path| {
+                    path.file_name()
+                        .is_some_and(|n| n.to_string_lossy().ends_with(&format!("-{key}")))
+                        && path.join("ready").is_file()
+                });
+            cache.build(files, jail, labs, limit, seed.as_deref())?;
         }
         Ok(cache)
     }
 
-    fn build(&self, files: &[File], jail: &Jail, labs: &[&Lab], limit: Duration) -> Result<()> {
+    fn build(
+        &self,
+        files: &[File],
+        jail: &Jail,
+        labs: &[&Lab],
+        limit: Duration,
+        seed: Option<&Path>,
+    ) -> Result<()> {
         shared::cli::eprint_line(
             "xtask: building the hand-out once as the grader's cache (a few minutes; later grades reuse it)...",
         );
@@ -129,10 +148,16 @@ impl Cache {
             );
         }
         let target = self.dir.join("target");
-        fs::create_dir_all(&target)
-            .with_context(|| format!("cannot create {}", target.display()))?;
         // Not seeded from the instructor's own target folder: it holds the solutions' builds,
-        // which a student's code could read at compile time (include_bytes!).
+        // which a student's code could read at compile time (include_bytes!). Seeded from
+        // another sandbox's cache of the same hand-out, which holds only the hand-out's: the
+        // registry's crates are fresh in it (their fingerprints hold no path), so only the
+        // workspace's crates are built again.
+        match seed {
+            Some(seed) => copy_tree(&seed.join("target"), &target)?,
+            None => fs::create_dir_all(&target)
+                .with_context(|| format!("cannot create {}", target.display()))?,
+        }
         jail.give(&target)?;
         for lab in labs {
             if let Err(error) =
@@ -256,9 +281,9 @@ pub fn first_error(stderr: &str) -> String {
     }
 }
 
-/// What makes one cache differ from another: the hand-out's files, the toolchain, how the
-/// sandbox runs (by root, in a user namespace, or not at all).
-fn key(files: &[File], jail: &Jail) -> String {
+/// What makes one cache differ from another beside the kind of sandbox (which its name
+/// holds): the hand-out's files and the toolchain.
+fn key(files: &[File]) -> String {
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
     for file in files {
@@ -269,7 +294,6 @@ fn key(files: &[File], jail: &Jail) -> String {
     }
     let version = Command::new("rustc").arg("-vV").output().map(|o| o.stdout);
     hash.update(version.unwrap_or_default());
-    hash.update(jail.kind().as_bytes());
     // Caches built before the grader took them back were left to the sandbox's user, who
     // may have changed them: none is used again.
     hash.update(b"owned by the grader");
