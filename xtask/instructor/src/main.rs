@@ -6,9 +6,12 @@
 //! This file only reads the command line and hands it to the command's module;
 //! INSTRUCTORS.md is the guide.
 
+mod files;
 mod grade;
 mod handout;
 mod regions;
+mod sandbox;
+mod scratch;
 mod test;
 
 use std::process::ExitCode;

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use xtask::test::Plan;
 
-use crate::grade;
+use crate::sandbox;
 
 /// The tests that grade, running student code in the sandbox (the sandbox's own unit tests
 /// among them): skipped, with the reason, where no sandbox can start here.
@@ -49,8 +49,8 @@ pub fn run(args: Args) -> xtask::bins::Result<()> {
     };
     // The grading tests need a sandbox: where none starts they are skipped, and the summary
     // says why (as the GPU tests are), never a panic in each of them.
-    let sandbox = grade::sandbox_here();
-    let root = grade::is_root();
+    let sandbox = sandbox::here();
+    let root = sandbox::is_root();
     let sandbox_line = match (&sandbox, root) {
         (Ok(kind), true) => format!("ran in the sandbox here ({kind})"),
         (Ok(kind), false) => format!(

@@ -16,8 +16,8 @@ use shared::view::View;
 
 use super::planted;
 use super::rubric::{self, Check, Size, Test};
-use super::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
 use super::timing;
+use crate::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
 use xtask::bins::Bins;
 use xtask::labs::{self, Lab, Work, REFERENCE};
 use xtask::{ppm, runner};

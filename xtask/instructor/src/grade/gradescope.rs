@@ -41,7 +41,7 @@ pub fn run(args: Args) -> Result<()> {
     let mut output = shared::output::Output::create(&args.out)?;
     let rust = rust_version()?;
     let root = workspace_root();
-    let files = crate::handout::tracked_files(&root)?;
+    let files = crate::files::tracked_files(&root)?;
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let options = |mode: u32| {
         zip::write::SimpleFileOptions::default()

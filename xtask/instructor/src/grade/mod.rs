@@ -32,8 +32,6 @@ mod intake;
 mod planted;
 mod report;
 mod rubric;
-mod sandbox;
-mod scratch;
 mod slurm;
 mod timing;
 
@@ -44,8 +42,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::handout;
+use crate::files;
 use crate::regions::Keep;
+use crate::{sandbox, scratch};
 use checks::{Built, Outcome};
 use report::Graded;
 use rubric::Rubric;
@@ -387,7 +386,7 @@ fn prepare(
     labs: &[&Lab],
     build_limit_s: u64,
 ) -> Result<Intake> {
-    let (files, _) = handout::files(Keep::Stub)?;
+    let (files, _) = files::handout(Keep::Stub)?;
     // The hand-out's own build (the cache) is trusted to take the rubric's time.
     let cache = compile::Cache::open(
         &files,
@@ -531,16 +530,6 @@ fn copy_built(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-pub use sandbox::is_root;
-
-/// Which sandbox a grade would run the student's code in here, or why none can start
-/// (`cargo xtask test` skips the grading tests with that reason).
-pub fn sandbox_here() -> std::result::Result<&'static str, String> {
-    sandbox::Jail::detect(false)
-        .map(|jail| jail.kind())
-        .map_err(|e| format!("{e:#}"))
 }
 
 /// What a grade's student may not read: the instructor's workspace, the references, the

@@ -84,12 +84,12 @@ pub enum Test {
 
 impl Rubric {
     /// The limits of each check's whole process tree.
-    pub fn tree_limits(&self) -> super::sandbox::TreeLimits {
-        super::sandbox::TreeLimits {
+    pub fn tree_limits(&self) -> crate::sandbox::TreeLimits {
+        crate::sandbox::TreeLimits {
             memory: self.memory_limit_mib << 20,
             disk: Some(self.disk_limit_mib << 20),
             files: Some(self.files_limit),
-            ..super::sandbox::TreeLimits::DEFAULT
+            ..crate::sandbox::TreeLimits::DEFAULT
         }
     }
 
