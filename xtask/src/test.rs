@@ -140,11 +140,12 @@ pub fn run_plan(
 
     let env = environment(&nvrtc, compiler.is_some(), c_reference)?;
 
-    // What this machine meets, need by need: NVRTC's kernel checks run with the GPU tests
-    // here, and wherever NVRTC is found, on the CPU device below.
-    let gpu_met = match &gpu {
-        Err(why) if !run_gpu_tests => Err(why.clone()),
-        _ => Ok(()),
+    // What this machine meets, need by need (why not in short: the lines above say it
+    // whole): NVRTC's kernel checks run with the GPU tests here, and wherever NVRTC is
+    // found, on the CPU device below.
+    let gpu_met = match run_gpu_tests {
+        true => Ok(()),
+        false => Err("no GPU opened".to_string()),
     };
     let two_gpus_met = gpu_met.clone().and_then(|()| match gpus {
         0 | 1 => Err(format!("{gpus} GPU(s) opened")),
@@ -193,7 +194,15 @@ pub fn run_plan(
         .filter(|needed| needed.met.is_err() && !(needed.need.on_cpu_device && nvrtc.is_ok()))
         .map(|needed| {
             let why = needed.met.as_ref().err().map_or("", String::as_str);
-            format!("{} \"{}\" ({why})", needed.tests.len(), needed.need.reason)
+            let nor = match needed.need.on_cpu_device {
+                true => ", nor NVRTC for the CPU device",
+                false => "",
+            };
+            format!(
+                "{} \"{}\" ({why}{nor})",
+                needed.tests.len(),
+                needed.need.reason
+            )
         })
         .collect();
 
