@@ -13,9 +13,11 @@
 //! A submission that does not build, hangs or attacks costs its own row; the command fails
 //! only when it cannot grade the class at all.
 
+mod classroom;
 mod entries;
 mod gpus;
 mod gradebook;
+mod gradescope;
 mod one;
 mod unpack;
 
@@ -30,8 +32,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::inert;
-use super::rubric::Rubric;
 use super::slurm;
+use crate::rubric::Rubric;
 use entries::Entry;
 use gpus::{Gpus, Slot};
 use one::Settings;
@@ -376,7 +378,7 @@ fn settings(
     // the reference binaries every output is compared with (--bin-dir's, or this
     // workspace's release build, built now as each grade would).
     hash.update(b"\0rubric\0");
-    hash.update(super::rubric::RUBRIC.as_bytes());
+    hash.update(crate::rubric::RUBRIC.as_bytes());
     hash.update(b"\0hand-out\0");
     let (files, _) = crate::files::handout(crate::regions::Keep::Stub)?;
     for file in &files {

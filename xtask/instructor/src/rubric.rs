@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use xtask::labs::{self, Device, Lab};
 
 /// The rubric file, built into the instructor binary so that `dist/instructor grade` carries it.
-pub const RUBRIC: &str = include_str!("../../rubric.toml");
+pub const RUBRIC: &str = include_str!("../rubric.toml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
