@@ -268,8 +268,9 @@ fn sort_by_need<'a>(
     (by_need, unknown)
 }
 
-/// Run the ignored tests `names` by their exact names (none: nothing to run, where
-/// `--ignored` alone would run every ignored test). Returns how many ran.
+/// Run the ignored tests `names` by their exact names, each named once however many test
+/// executables have a test of that name (none: nothing to run, where `--ignored` alone would
+/// run every ignored test). Returns how many ran.
 fn run_ignored(
     suite: &Suite,
     names: &[&str],
@@ -280,11 +281,11 @@ fn run_ignored(
     if names.is_empty() {
         return Ok(0);
     }
+    let mut names = names.to_vec();
+    names.sort_unstable();
+    names.dedup();
     let mut these = Totals::default();
-    let test_args: Vec<&str> = ["--ignored", "--exact"]
-        .into_iter()
-        .chain(names.iter().copied())
-        .collect();
+    let test_args: Vec<&str> = ["--ignored", "--exact"].into_iter().chain(names).collect();
     suite.run(&test_args, env, &mut these, failed)?;
     totals.add_ignored_that_ran(&these);
     Ok(these.passed + these.failed)
