@@ -24,7 +24,7 @@ fn sanitize(args: &[&str]) -> Command {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs compute-sanitizer and a CUDA GPU"]
 fn every_gpu_lab_is_clean_under_the_sanitizer() {
     let output = sanitize(&[]).output().expect("xtask runs");
     let table = String::from_utf8_lossy(&output.stdout);
@@ -46,7 +46,7 @@ fn every_gpu_lab_is_clean_under_the_sanitizer() {
 }
 
 #[test]
-#[ignore = "needs a CUDA GPU"]
+#[ignore = "needs compute-sanitizer and a CUDA GPU"]
 fn the_sanitizer_finds_the_bug_in_lab06s_exercise() {
     let dir = tempfile::tempdir().expect("a folder");
     let kernel = dir.path().join("exercise-broken.cu");

@@ -21,6 +21,7 @@ pub mod format;
 pub mod gpu;
 pub mod labs;
 pub mod members;
+pub mod needs;
 pub mod nvrtc;
 pub mod ppm;
 pub mod profile;

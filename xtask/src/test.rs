@@ -1,20 +1,23 @@
-//! `cargo xtask test`: the whole test suite, plus what this machine can check beyond it:
-//! - the GPU tests (`#[ignore = "needs a CUDA GPU"]`) where a GPU opens, or always with
-//!   `--require-gpu`, which also fails when none opens;
-//! - among them the tests named `multi_gpu_*`, where two GPUs or more open;
+//! `cargo xtask test`: the whole test suite, plus the tests it ignores whose needs this
+//! machine meets, each test's need declared as the reason it is ignored ([`crate::needs`]):
+//! - the GPU tests (`#[ignore = "needs a CUDA GPU"]`) and compute-sanitizer's where a GPU
+//!   opens, or always with `--require-gpu`, which also fails when none opens;
+//! - with them those that need two GPUs, where two or more open;
 //! - the GPU tests again on the CPU device (`LABS_EMULATE=1`) wherever NVRTC is found, GPU
-//!   or not (all but compute-sanitizer's);
-//! - the kernel checks (tests named `nvrtc_*`, ignored by plain `cargo test`) wherever NVRTC
-//!   is found: on the system, or in `.nvrtc/`, where `.ci/run` installs it from pip;
+//!   or not (all but compute-sanitizer's and those that need two GPUs);
+//! - the kernel checks (those that need NVRTC) with the GPU tests, and on the CPU device:
+//!   wherever NVRTC is found, on the system, or in `.nvrtc/`, where `.ci/run` installs it
+//!   from pip;
 //! - lab01 against the given C program wherever a C compiler is found.
 //!
-//! What was skipped, and why, is in the closing summary: nothing is skipped silently.
+//! The ignored tests and their needs come from libtest's own lines of the first run; they
+//! then run by their exact names. What was skipped, and why, is in the closing summary:
+//! nothing is skipped silently, and a test ignored for a reason that is no need fails the run.
 //!
 //! It tests every package of the workspace but those whose manifest names the command that
 //! tests them (`[package.metadata.xtask] tested-by`, read by [`crate::members`]); the summary
 //! names that command. Such a command reuses this runner with a [`Plan`] of its own: its
-//! package, the tests it skips where this machine cannot run them and why, and the ignored
-//! tests it runs too.
+//! package, and the needs of its own tests with whether this machine meets them.
 //!
 //! With `--bin-dir DIR` it runs the test executables of `cargo xtask dist --tests` instead
 //! of cargo, for a GPU machine without a Rust toolchain.
@@ -28,13 +31,8 @@ use std::process::{Command, Stdio};
 use crate::bins::cargo;
 use crate::gpu;
 use crate::members;
+use crate::needs::{self, Need};
 use crate::nvrtc::Nvrtc;
-
-/// The name prefix of the GPU tests that need two GPUs or more.
-const MULTI_GPU_TESTS: &str = "multi_gpu_";
-
-/// The names of the tests that run compute-sanitizer, which needs a GPU.
-const SANITIZER_TESTS: &str = "sanitizer";
 
 /// lab01's tests compare with the C program unless this says there is no compiler.
 const NO_C_COMPILER: &str = "LAB01_NO_C_COMPILER";
@@ -59,11 +57,9 @@ pub struct Plan {
     /// cargo's choice of packages (`--workspace --exclude P`, `--package P`); unused with
     /// `--bin-dir`, whose executables are the ones `dist --tests` chose.
     pub packages: Vec<String>,
-    /// Name filters of tests this machine cannot run, left out of every pass (`--skip`).
-    pub skips: Vec<String>,
-    /// Name prefixes of ignored tests (ignored by plain `cargo test`: they need a tool) that
-    /// run too, this machine having the tool.
-    pub ignored: Vec<String>,
+    /// The needs its tests declare beyond [`needs::NEEDS`], each with whether this machine
+    /// meets it, or why not.
+    pub needs: Vec<(Need, Result<(), String>)>,
     /// Lines the closing summary ends with: what was skipped and why, what is tested elsewhere.
     pub lines: Vec<String>,
 }
@@ -144,20 +140,71 @@ pub fn run_plan(
 
     let env = environment(&nvrtc, compiler.is_some(), c_reference)?;
 
+    // What this machine meets, need by need (why not in short: the lines above say it
+    // whole): NVRTC's kernel checks run with the GPU tests here, and wherever NVRTC is
+    // found, on the CPU device below.
+    let gpu_met = match run_gpu_tests {
+        true => Ok(()),
+        false => Err("no GPU opened".to_string()),
+    };
+    let two_gpus_met = gpu_met.clone().and_then(|()| match gpus {
+        0 | 1 => Err(format!("{gpus} GPU(s) opened")),
+        _ => Ok(()),
+    });
+    let met: Vec<(Need, Result<(), String>)> = [
+        (needs::GPU, gpu_met.clone()),
+        (needs::COMPUTE_SANITIZER, gpu_met.clone()),
+        (needs::NVRTC, gpu_met),
+        (needs::TWO_GPUS, two_gpus_met),
+    ]
+    .into_iter()
+    .chain(plan.needs.iter().cloned())
+    .collect();
+
     let mut totals = Totals::default();
-    run_suite(
-        &suite,
-        plan,
-        run_gpu_tests,
-        gpus,
-        &env,
-        &mut totals,
-        &mut failed,
-    )?;
+    suite.run(&[], &env, &mut totals, &mut failed)?;
+    let ignored = std::mem::take(&mut totals.ignored_tests);
+    let (by_need, unknown) = sort_by_need(&ignored, &met);
+    failed.extend(unknown);
+
+    let here: Vec<&str> = by_need
+        .iter()
+        .filter(|needed| needed.met.is_ok())
+        .flat_map(|needed| needed.tests.iter().copied())
+        .collect();
+    run_ignored(&suite, &here, &env, &mut totals, &mut failed)?;
+
+    let on_cpu_device: Vec<&str> = by_need
+        .iter()
+        .filter(|needed| needed.need.on_cpu_device)
+        .flat_map(|needed| needed.tests.iter().copied())
+        .collect();
     let cpu_device_line = match &nvrtc {
-        Ok(_) => on_cpu_device(&suite, plan, &env, &mut totals, &mut failed)?,
+        Ok(_) => {
+            let mut env = env.clone();
+            env.push((shared::gpu::EMULATE_VARIABLE, "1".into()));
+            suite.build_cpu_device()?;
+            let ran = run_ignored(&suite, &on_cpu_device, &env, &mut totals, &mut failed)?;
+            format!("{ran} ran on the CPU device (LABS_EMULATE=1)")
+        }
         Err(why) => format!("skipped: {why}"),
     };
+    let not_run: Vec<String> = by_need
+        .iter()
+        .filter(|needed| needed.met.is_err() && !(needed.need.on_cpu_device && nvrtc.is_ok()))
+        .map(|needed| {
+            let why = needed.met.as_ref().err().map_or("", String::as_str);
+            let nor = match needed.need.on_cpu_device {
+                true => ", nor NVRTC for the CPU device",
+                false => "",
+            };
+            format!(
+                "{} \"{}\" ({why}{nor})",
+                needed.tests.len(),
+                needed.need.reason
+            )
+        })
+        .collect();
 
     // The closing summary, its first line in the form CI tools read.
     let summary: Vec<String> = [
@@ -173,6 +220,9 @@ pub fn run_plan(
     ]
     .into_iter()
     .chain(plan.lines.iter().cloned())
+    .chain(
+        (!not_run.is_empty()).then(|| format!("skipped for their needs: {}", not_run.join("; "))),
+    )
     .collect();
     shared::cli::print_line(&summary.join("\n  ")).map_err(|e| e.to_string())?;
     if failed.is_empty() {
@@ -182,76 +232,63 @@ pub fn run_plan(
     }
 }
 
-/// Run `suite` with `plan`'s skips, and the tests that need two GPUs only where `gpus` are
-/// two or more: every ignored test too (the kernel checks among them) where the GPU tests
-/// run, else the plan's ignored tests whose tool is here.
-fn run_suite(
-    suite: &Suite,
-    plan: &Plan,
-    run_gpu_tests: bool,
-    gpus: usize,
-    env: &[(&'static str, OsString)],
-    totals: &mut Totals,
-    failed: &mut Vec<String>,
-) -> crate::bins::Result<()> {
-    let mut skips: Vec<&str> = plan
-        .skips
-        .iter()
-        .flat_map(|test| ["--skip", test.as_str()])
-        .collect();
-    if gpus < 2 {
-        skips.extend(["--skip", MULTI_GPU_TESTS]);
-    }
-    if run_gpu_tests {
-        // Every ignored test, the kernel checks among them.
-        let test_args: Vec<&str> = ["--include-ignored"]
-            .into_iter()
-            .chain(skips.iter().copied())
-            .collect();
-        suite.run(&test_args, env, totals, failed)?;
-    } else {
-        suite.run(&skips, env, totals, failed)?;
-        // The plan's ignored tests whose tool is here, with the plan's skips.
-        for prefix in &plan.ignored {
-            let mut these = Totals::default();
-            let test_args: Vec<&str> = ["--ignored", prefix.as_str()]
-                .into_iter()
-                .chain(skips.iter().copied())
-                .collect();
-            suite.run(&test_args, env, &mut these, failed)?;
-            totals.add_ignored_that_ran(&these);
-        }
-    }
-    Ok(())
+/// The ignored tests that declare one need, and whether this machine meets it, or why not.
+struct Needed<'a> {
+    need: Need,
+    met: Result<(), String>,
+    tests: Vec<&'a str>,
 }
 
-/// The GPU tests again on the CPU device, NVRTC being here: all of them where no GPU opened
-/// (the kernel checks among them), and where one did, to hold the two to the same tests.
-/// compute-sanitizer's tests need a GPU's tools: not on the CPU device. The summary's line.
-fn on_cpu_device(
+/// The ignored tests of `ignored` (name, reason) sorted by the need their reason declares,
+/// each need with whether this machine meets it (from `met`). The second list says which
+/// tests declare a reason that is no need's (the run fails).
+fn sort_by_need<'a>(
+    ignored: &'a [(String, Option<String>)],
+    met: &[(Need, Result<(), String>)],
+) -> (Vec<Needed<'a>>, Vec<String>) {
+    let mut by_need: Vec<Needed> = Vec::new();
+    let mut unknown = Vec::new();
+    for (name, reason) in ignored {
+        // Without a reason (a doc-test's `ignore`) a test declares no need: it stays skipped.
+        let Some(reason) = reason else { continue };
+        match met.iter().find(|(need, _)| need.reason == reason) {
+            Some((need, meets)) => match by_need.iter_mut().find(|n| n.need == *need) {
+                Some(needed) => needed.tests.push(name),
+                None => by_need.push(Needed {
+                    need: *need,
+                    met: meets.clone(),
+                    tests: vec![name],
+                }),
+            },
+            None => unknown.push(format!(
+                "{name}: ignored for \"{reason}\", which is no need of xtask::needs"
+            )),
+        }
+    }
+    (by_need, unknown)
+}
+
+/// Run the ignored tests `names` by their exact names, each named once however many test
+/// executables have a test of that name (none: nothing to run, where `--ignored` alone would
+/// run every ignored test). Returns how many ran.
+fn run_ignored(
     suite: &Suite,
-    plan: &Plan,
+    names: &[&str],
     env: &[(&'static str, OsString)],
     totals: &mut Totals,
     failed: &mut Vec<String>,
-) -> crate::bins::Result<String> {
-    let mut env = env.to_vec();
-    env.push((shared::gpu::EMULATE_VARIABLE, "1".into()));
-    let mut test_args = vec!["--ignored", "--skip", MULTI_GPU_TESTS];
-    test_args.extend(["--skip", SANITIZER_TESTS]);
-    // The plan's own ignored tests need a tool, not a GPU: they ran above.
-    for prefix in &plan.ignored {
-        test_args.extend(["--skip", prefix.as_str()]);
+) -> crate::bins::Result<u64> {
+    if names.is_empty() {
+        return Ok(0);
     }
-    test_args.extend(plan.skips.iter().flat_map(|test| ["--skip", test.as_str()]));
-    let mut on_cpu_device = Totals::default();
-    suite.build_cpu_device()?;
-    suite.run(&test_args, &env, &mut on_cpu_device, failed)?;
-    totals.add_ignored_that_ran(&on_cpu_device);
-    Ok(format!(
-        "{} ran on the CPU device (LABS_EMULATE=1)",
-        on_cpu_device.passed + on_cpu_device.failed
-    ))
+    let mut names = names.to_vec();
+    names.sort_unstable();
+    names.dedup();
+    let mut these = Totals::default();
+    let test_args: Vec<&str> = ["--ignored", "--exact"].into_iter().chain(names).collect();
+    suite.run(&test_args, env, &mut these, failed)?;
+    totals.add_ignored_that_ran(&these);
+    Ok(these.passed + these.failed)
 }
 
 /// A dist folder carries the given C program for lab01's tests; say where, since the path
@@ -371,12 +408,14 @@ fn c_compiler() -> Option<String> {
     })
 }
 
-/// Test counts summed over every `test result:` line.
+/// Test counts summed over every `test result:` line, and the ignored tests with their
+/// reasons.
 #[derive(Default)]
 struct Totals {
     passed: u64,
     failed: u64,
     ignored: u64,
+    ignored_tests: Vec<(String, Option<String>)>,
 }
 
 impl Totals {
@@ -399,6 +438,11 @@ fn run_counting(command: &mut Command, totals: &mut Totals) -> crate::bins::Resu
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
             shared::cli::print_line(&line).map_err(|e| e.to_string())?;
+            if let Some((name, reason)) = needs::ignored(&line) {
+                totals
+                    .ignored_tests
+                    .push((name.to_string(), reason.map(str::to_string)));
+            }
             if let Some(counts) = line.strip_prefix("test result: ") {
                 for part in counts.split([';', '.']) {
                     let mut words = part.split_whitespace();
@@ -436,4 +480,56 @@ fn test_executables(deps: &Path) -> crate::bins::Result<Vec<PathBuf>> {
         .collect();
     executables.sort();
     Ok(executables)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ignored tests run by what they declare, whatever their names: here a GPU test
+    /// named like a kernel check, on a machine with one GPU and a sandbox.
+    #[test]
+    fn ignored_tests_are_chosen_by_their_declared_need() {
+        let sandbox = Need {
+            reason: "needs a sandbox",
+            on_cpu_device: false,
+        };
+        let output = [
+            "running 6 tests",
+            "test a::nvrtc_looking_gpu_test ... ignored, needs a CUDA GPU",
+            "test multi_gpu_canvas ... ignored, needs two CUDA GPUs (cargo xtask test runs it where two open)",
+            "test b::grades_in_the_sandbox ... ignored, needs a sandbox",
+            "test typo ... ignored, needs a CUDA GUP",
+            "test src/lib.rs - f (line 3) ... ignored",
+            "test plain ... ok",
+            "test result: ok. 1 passed; 0 failed; 5 ignored; 0 measured; 0 filtered out",
+        ];
+        let ignored: Vec<(String, Option<String>)> = output
+            .iter()
+            .filter_map(|line| needs::ignored(line))
+            .map(|(name, reason)| (name.to_string(), reason.map(str::to_string)))
+            .collect();
+        let met = [
+            (needs::GPU, Ok(())),
+            (needs::TWO_GPUS, Err("1 GPU(s) opened".to_string())),
+            (sandbox, Ok(())),
+        ];
+        let (by_need, unknown) = sort_by_need(&ignored, &met);
+        let run: Vec<&str> = by_need
+            .iter()
+            .filter(|needed| needed.met.is_ok())
+            .flat_map(|needed| needed.tests.iter().copied())
+            .collect();
+        assert_eq!(
+            run,
+            ["a::nvrtc_looking_gpu_test", "b::grades_in_the_sandbox"]
+        );
+        let skipped: Vec<(&str, &str)> = by_need
+            .iter()
+            .filter_map(|needed| Some((needed.need.reason, needed.met.as_ref().err()?.as_str())))
+            .collect();
+        assert_eq!(skipped, [(needs::TWO_GPUS.reason, "1 GPU(s) opened")]);
+        assert_eq!(unknown.len(), 1);
+        assert!(unknown[0].starts_with("typo: "), "{unknown:?}");
+    }
 }

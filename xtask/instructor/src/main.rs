@@ -6,9 +6,15 @@
 //! This file only reads the command line and hands it to the command's module;
 //! INSTRUCTORS.md is the guide.
 
+mod autograder;
+mod classroom;
+mod files;
 mod grade;
 mod handout;
 mod regions;
+mod rubric;
+mod sandbox;
+mod scratch;
 mod test;
 
 use std::process::ExitCode;
@@ -30,9 +36,9 @@ enum Command {
     // Boxed: grade's options outweigh every other command's.
     Grade(Box<grade::Args>),
     /// Write Gradescope's autograder zip: setup.sh, run_autograder and this workspace
-    Autograder(grade::gradescope::Args),
+    Autograder(autograder::Args),
     /// Write GitHub Classroom's autograding workflow into a hand-out's folder
-    Classroom(grade::classroom::Args),
+    Classroom(classroom::Args),
     /// The instructor's tests: the grader's, the class grader's, the coursework loop
     Test(test::Args),
 }
@@ -45,8 +51,8 @@ fn main() -> ExitCode {
     cli::exit_code(match command {
         Command::Handout(args) => handout::run(args).map(|()| ExitCode::SUCCESS),
         Command::Grade(args) => grade::run(*args).map(|()| ExitCode::SUCCESS),
-        Command::Autograder(args) => grade::gradescope::run(args).map(|()| ExitCode::SUCCESS),
-        Command::Classroom(args) => grade::classroom::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Autograder(args) => autograder::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Classroom(args) => classroom::run(args).map(|()| ExitCode::SUCCESS),
         Command::Test(args) => test::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),

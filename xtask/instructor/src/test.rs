@@ -1,39 +1,41 @@
 //! `cargo instructor test`: this crate's tests, through the student's test runner
-//! (`xtask::test`), with what grading needs on top of what it probes (a GPU, NVRTC for the
-//! CPU device, a C compiler):
+//! (`xtask::test`), with the needs grading adds to what it probes (a GPU, NVRTC for the CPU
+//! device, a C compiler), each declared by a test as the reason it is ignored, as there:
 //! - the grading tests, which run student code in the sandbox (the sandbox's own unit tests
 //!   among them), wherever a sandbox starts; those of the fallback without Landlock only as
 //!   root (only root gives the student a user of its own);
-//! - the class grader's tests that start a one-node Slurm cluster of their own (tests named
-//!   `slurm_*`, ignored by plain `cargo test`) wherever Slurm's daemons and `sbatch` are
-//!   found.
+//! - the class grader's tests that start a one-node Slurm cluster of their own wherever
+//!   Slurm's daemons and `sbatch` are found.
 //!
 //! What was skipped, and why, is in the closing summary, as in `cargo xtask test`, which
 //! leaves this crate's tests to this command (its manifest says so).
 
 use std::path::PathBuf;
 
+use xtask::needs::Need;
 use xtask::test::Plan;
 
-use crate::grade;
+use crate::sandbox;
 
-/// The tests that grade, running student code in the sandbox (the sandbox's own unit tests
-/// among them): skipped, with the reason, where no sandbox can start here.
-const SANDBOX_TESTS: &[&str] = &[
-    "grade::sandbox::tests::",
-    "the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing",
-    "two_grades_at_once_both_get_every_mark",
-    "a_class_of_five_grades_alike_through_class_and_the_autograder",
-    "an_archive_that_attacks_costs_its_own_row",
-    "an_entry_decides_nothing_of_how_the_class_is_read",
-    "hand_out_grade_and_put_the_solutions_back",
-];
+/// The tests that grade, running student code in the sandbox (the sandbox's own tests among
+/// them): they run wherever a sandbox starts.
+const SANDBOX: Need = Need {
+    reason: "needs a sandbox (cargo instructor test runs it where one starts)",
+    on_cpu_device: false,
+};
 
-/// The sandbox's tests of the fallback without Landlock, which only root can run.
-const ROOT_SANDBOX_TESTS: &str = "without_landlock_";
+/// The sandbox's tests of the fallback without Landlock: only root gives the student a user
+/// of its own.
+const ROOT: Need = Need {
+    reason: "needs root and a sandbox (cargo instructor test runs it as root where one starts)",
+    on_cpu_device: false,
+};
 
-/// The name prefix of the tests that need Slurm's daemons and client commands.
-const SLURM_TESTS: &str = "slurm_";
+/// The class grader's tests that start a one-node Slurm cluster of their own.
+const SLURM: Need = Need {
+    reason: "needs Slurm's daemons and sbatch (cargo instructor test runs it where they are found)",
+    on_cpu_device: false,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -43,14 +45,10 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> xtask::bins::Result<()> {
-    let mut plan = Plan {
-        packages: vec!["--package".to_string(), env!("CARGO_PKG_NAME").to_string()],
-        ..Plan::default()
-    };
     // The grading tests need a sandbox: where none starts they are skipped, and the summary
     // says why (as the GPU tests are), never a panic in each of them.
-    let sandbox = grade::sandbox_here();
-    let root = grade::is_root();
+    let sandbox = sandbox::here();
+    let root = sandbox::is_root();
     let sandbox_line = match (&sandbox, root) {
         (Ok(kind), true) => format!("ran in the sandbox here ({kind})"),
         (Ok(kind), false) => format!(
@@ -59,27 +57,28 @@ pub fn run(args: Args) -> xtask::bins::Result<()> {
         ),
         (Err(why), _) => format!("skipped: {why}"),
     };
-    if sandbox.is_err() {
-        plan.skips
-            .extend(SANDBOX_TESTS.iter().map(|test| test.to_string()));
-    }
-    if !root {
-        plan.skips.push(ROOT_SANDBOX_TESTS.to_string());
-    }
-    let slurm_line = match find_slurm() {
-        Ok(dir) => {
-            plan.ignored.push(SLURM_TESTS.to_string());
-            format!("ran with Slurm from {}", dir.display())
-        }
-        Err(why) => {
-            plan.skips.push(SLURM_TESTS.to_string());
-            format!("skipped: {why}")
-        }
+    let as_root = match (&sandbox, root) {
+        (Ok(_), true) => Ok(()),
+        (Ok(_), false) => Err("not root".to_string()),
+        (Err(why), _) => Err(why.clone()),
     };
-    plan.lines = vec![
-        format!("Slurm tests (a one-node cluster of their own): {slurm_line}"),
-        format!("grading tests (student code in the sandbox): {sandbox_line}"),
-    ];
+    let slurm = find_slurm();
+    let slurm_line = match &slurm {
+        Ok(dir) => format!("ran with Slurm from {}", dir.display()),
+        Err(why) => format!("skipped: {why}"),
+    };
+    let plan = Plan {
+        packages: vec!["--package".to_string(), env!("CARGO_PKG_NAME").to_string()],
+        needs: vec![
+            (SANDBOX, sandbox.map(|_| ())),
+            (ROOT, as_root),
+            (SLURM, slurm.map(|_| ())),
+        ],
+        lines: vec![
+            format!("Slurm tests (a one-node cluster of their own): {slurm_line}"),
+            format!("grading tests (student code in the sandbox): {sandbox_line}"),
+        ],
+    };
     xtask::test::run_plan(None, args.require_gpu, &plan)
 }
 
@@ -95,5 +94,39 @@ fn find_slurm() -> Result<PathBuf, String> {
         _ => Err("Slurm not found (slurmctld, slurmd and sbatch); \
              `sudo apt-get install slurmctld slurmd slurm-client` installs them"
             .to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reason this crate's tests declare is a need of xtask's or of this command's: a
+    /// test whose reason is no need's would never run. (The corpus's submissions are
+    /// students' code, not this crate's tests.)
+    #[test]
+    fn every_declared_reason_is_a_need() {
+        let needs: Vec<Need> = xtask::needs::NEEDS
+            .iter()
+            .copied()
+            .chain([SANDBOX, ROOT, SLURM])
+            .collect();
+        let crate_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let declared = xtask::needs::declared(crate_dir, &|dir| dir.ends_with("submissions"));
+        for need in [SANDBOX, ROOT, SLURM] {
+            let declares =
+                |(_, reason): &&(PathBuf, Option<String>)| reason.as_deref() == Some(need.reason);
+            assert!(declared.iter().any(|d| declares(&d)), "{need:?}");
+        }
+        for (file, reason) in &declared {
+            let known = needs
+                .iter()
+                .any(|need| Some(need.reason) == reason.as_deref());
+            assert!(
+                known,
+                "{}: ignored for {reason:?}, no need's",
+                file.display()
+            );
+        }
     }
 }

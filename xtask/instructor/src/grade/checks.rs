@@ -15,9 +15,9 @@ use shared::timing::LabReport;
 use shared::view::View;
 
 use super::planted;
-use super::rubric::{self, Check, Size, Test};
-use super::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
 use super::timing;
+use crate::rubric::{self, Check, Size, Test};
+use crate::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
 use xtask::bins::Bins;
 use xtask::labs::{self, Lab, Work, REFERENCE};
 use xtask::{ppm, runner};

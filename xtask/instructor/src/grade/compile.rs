@@ -17,8 +17,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 
-use super::sandbox::{self, Jail, Limits, Mount, Spec};
-use crate::handout::File;
+use crate::files::File;
+use crate::sandbox::{self, Jail, Limits, Mount, Spec};
 use xtask::bins::target_dir;
 use xtask::labs::Lab;
 

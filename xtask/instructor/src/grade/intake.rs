@@ -14,7 +14,7 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
-use crate::handout::File;
+use crate::files::File;
 
 /// A student's source file is text of a sensible size.
 const MAX_FILE_BYTES: u64 = 1 << 20;

@@ -4,7 +4,7 @@
 //!    into a fresh copy of the hand-out, and build each graded lab `--locked` in the sandbox
 //!    ([`compile`], [`sandbox`]), starting from a prebuilt copy of the hand-out so that only
 //!    what the student changed compiles.
-//! 2. Run every check of the rubric (`xtask/instructor/rubric.toml`, [`rubric`]) in the sandbox, each
+//! 2. Run every check of the rubric (`xtask/instructor/rubric.toml`, [`crate::rubric`]) in the sandbox, each
 //!    process tree killed when its check ends, and compare what it wrote with what this
 //!    workspace's own programs write, here, out of the sandbox's sight ([`checks`]); speed
 //!    by the grader's clock or this workspace's CUDA events ([`timing`]).
@@ -15,25 +15,19 @@
 //! folder: a GPU machine without Rust grades what a machine with Rust built.
 //!
 //! `--class DIR --out OUT` grades every submission of a class, each by this command in a
-//! subprocess ([`class`]); `autograder` and `classroom` write Gradescope's and GitHub
-//! Classroom's files ([`gradescope`], [`classroom`]); `--slurm` grades on a cluster
-//! ([`slurm`]).
+//! subprocess ([`class`]), Gradescope's export and GitHub Classroom's clones among the forms
+//! it reads; `--slurm` grades on a cluster ([`slurm`]).
 //!
 //! A score is not an error: the command exits 0 whenever grading ran, and non-zero only when
 //! it could not (no sandbox, no submission, the hand-out does not build).
 
 mod checks;
 mod class;
-pub mod classroom;
 mod compile;
-pub mod gradescope;
 mod inert;
 mod intake;
 mod planted;
 mod report;
-mod rubric;
-mod sandbox;
-mod scratch;
 mod slurm;
 mod timing;
 
@@ -44,11 +38,12 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::handout;
+use crate::files;
 use crate::regions::Keep;
+use crate::rubric::{self, Rubric};
+use crate::{sandbox, scratch};
 use checks::{Built, Outcome};
 use report::Graded;
-use rubric::Rubric;
 use xtask::bins::Bins;
 use xtask::gpu;
 use xtask::labs::{Lab, LABS, REFERENCE};
@@ -401,7 +396,7 @@ fn prepare(
     labs: &[&Lab],
     build_limit_s: u64,
 ) -> Result<Intake> {
-    let (files, _) = handout::files(Keep::Stub)?;
+    let (files, _) = files::handout(Keep::Stub)?;
     // The hand-out's own build (the cache) is trusted to take the rubric's time.
     let cache = compile::Cache::open(
         &files,
@@ -545,16 +540,6 @@ fn copy_built(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-pub use sandbox::is_root;
-
-/// Which sandbox a grade would run the student's code in here, or why none can start
-/// (`cargo xtask test` skips the grading tests with that reason).
-pub fn sandbox_here() -> std::result::Result<&'static str, String> {
-    sandbox::Jail::detect(false)
-        .map(|jail| jail.kind())
-        .map_err(|e| format!("{e:#}"))
 }
 
 /// What a grade's student may not read: the instructor's workspace, the references, the

@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
-use super::File;
+use crate::files::File;
 
 /// Where the list lives, from the workspace's root. Instructor-only.
 pub const LIST: &str = "xtask/instructor/answers.toml";
@@ -158,7 +158,7 @@ mod tests {
     fn the_hand_out_gives_no_answer_away_and_a_planted_one_is_refused() {
         let exercises = load(&workspace_root()).unwrap();
         assert!(exercises.len() >= 3);
-        let (mut files, _) = super::super::files(Keep::Stub).unwrap();
+        let (mut files, _) = crate::files::handout(Keep::Stub).unwrap();
         check(&files, &exercises).unwrap();
         let readme = files
             .iter()

@@ -27,7 +27,7 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use super::File;
+use crate::files::File;
 
 /// File names worth resolving, by their extension: sources, READMEs and recorded data. (An
 /// image or a PPM in backticks is usually one the reader's command writes.)
@@ -597,7 +597,7 @@ mod tests {
     #[test]
     fn every_reference_in_the_hand_out_resolves_and_a_planted_one_is_refused() {
         for keep in [Keep::Stub, Keep::Solution] {
-            let (mut files, _) = super::super::files(keep).unwrap();
+            let (mut files, _) = crate::files::handout(keep).unwrap();
             check(&files).unwrap();
             let readme = files
                 .iter()

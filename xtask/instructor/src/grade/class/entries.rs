@@ -26,8 +26,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::unpack::{self, Kind};
+use super::{classroom, gradescope};
 use crate::grade::inert;
-use crate::grade::{classroom, gradescope};
 
 /// Entries of a class folder looked at, at most.
 const MAX_ENTRIES: usize = 10_000;

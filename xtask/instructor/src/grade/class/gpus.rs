@@ -10,7 +10,7 @@ use std::str::FromStr;
 
 use anyhow::{bail, Result};
 
-use crate::grade::sandbox;
+use crate::sandbox;
 
 /// How many GPUs to grade on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,9 +13,11 @@
 //! A submission that does not build, hangs or attacks costs its own row; the command fails
 //! only when it cannot grade the class at all.
 
+mod classroom;
 mod entries;
 mod gpus;
 mod gradebook;
+mod gradescope;
 mod one;
 mod unpack;
 
@@ -30,8 +32,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::inert;
-use super::rubric::Rubric;
 use super::slurm;
+use crate::rubric::Rubric;
 use entries::Entry;
 use gpus::{Gpus, Slot};
 use one::Settings;
@@ -133,7 +135,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
         (Vec::new(), "a Slurm cluster".to_string(), None)
     } else {
         // A sandbox that cannot start fails every submission alike: say so once, now.
-        let jail = super::sandbox::Jail::detect(forward.unsandboxed)?;
+        let jail = crate::sandbox::Jail::detect(forward.unsandboxed)?;
         // Without Landlock, the class folder, OUT (every student's copy and results), the
         // workspace and the references are unreadable to every sandbox of the class until
         // its last grade ends (each grade protects its own paths too).
@@ -225,7 +227,7 @@ fn lay_out(dir: &Path, out: &Path) -> Result<(PathBuf, Output, Output)> {
 
 /// This machine's slots for the class's grades (`gpus` of them, all by default), said on
 /// the class log with the sandbox each grade runs in.
-fn local_slots(jail: &super::sandbox::Jail, gpus: Option<Gpus>) -> Result<Vec<Slot>> {
+fn local_slots(jail: &crate::sandbox::Jail, gpus: Option<Gpus>) -> Result<Vec<Slot>> {
     let (slots, line) = gpus::slots(gpus.unwrap_or(Gpus::All))?;
     shared::cli::eprint_line(&format!("xtask: {line}"));
     // Which sandbox, and what it lacks next to bubblewrap: the class log says it once
@@ -376,9 +378,9 @@ fn settings(
     // the reference binaries every output is compared with (--bin-dir's, or this
     // workspace's release build, built now as each grade would).
     hash.update(b"\0rubric\0");
-    hash.update(super::rubric::RUBRIC.as_bytes());
+    hash.update(crate::rubric::RUBRIC.as_bytes());
     hash.update(b"\0hand-out\0");
-    let (files, _) = crate::handout::files(crate::regions::Keep::Stub)?;
+    let (files, _) = crate::files::handout(crate::regions::Keep::Stub)?;
     for file in &files {
         hash.update(file.path.as_os_str().as_encoded_bytes());
         hash.update([0]);

@@ -202,7 +202,7 @@ fn run(
     let limit = Duration::from_secs(settings.limit_s);
     let ran = runner::run(&mut command, limit);
     // The fallback sandbox has no PID namespace to die with a grade that was stopped.
-    crate::grade::sandbox::end_user(slot.user);
+    crate::sandbox::end_user(slot.user);
     let finished = match ran {
         Ok(finished) => finished,
         Err(runner::Failure::TimedOut(_)) => {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use xtask::labs::{self, Device, Lab};
 
 /// The rubric file, built into the instructor binary so that `dist/instructor grade` carries it.
-pub const RUBRIC: &str = include_str!("../../rubric.toml");
+pub const RUBRIC: &str = include_str!("../rubric.toml");
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -84,12 +84,12 @@ pub enum Test {
 
 impl Rubric {
     /// The limits of each check's whole process tree.
-    pub fn tree_limits(&self) -> super::sandbox::TreeLimits {
-        super::sandbox::TreeLimits {
+    pub fn tree_limits(&self) -> crate::sandbox::TreeLimits {
+        crate::sandbox::TreeLimits {
             memory: self.memory_limit_mib << 20,
             disk: Some(self.disk_limit_mib << 20),
             files: Some(self.files_limit),
-            ..super::sandbox::TreeLimits::DEFAULT
+            ..crate::sandbox::TreeLimits::DEFAULT
         }
     }
 

@@ -1,22 +1,20 @@
-//! GitHub Classroom, both ways round:
-//! - `cargo instructor classroom --out DIR`: the hand-out's `.github/workflows/classroom.yml`,
-//!   GitHub Classroom's autograding workflow. One `autograding-command-grader` step per
-//!   visible check of the rubric that a student's runner can make (its GPU labs on the CPU
-//!   device, with NVRTC from pip; no speed against a solution the student does not have),
-//!   worth the check's points, and the `autograding-grading-reporter` step that adds them
-//!   up. Each command compares the student's lab with the hand-out's own lab01 (or lab05's
-//!   GPU canvas with its CPU one), or lets lab06 check its sums: feedback on every push.
-//!   The hidden and speed checks, and the grade that counts, come from `cargo instructor grade
-//!   --class` on the instructor's machine, which trusts nothing of the student's.
-//! - Its clone of every student repository (`gh classroom clone student-repos`), graded as a
-//!   class: `ASSIGNMENT-submissions/ASSIGNMENT-USERNAME/` ([`clone_student`]).
+//! `cargo instructor classroom --out DIR`: the hand-out's `.github/workflows/classroom.yml`,
+//! GitHub Classroom's autograding workflow. One `autograding-command-grader` step per
+//! visible check of the rubric that a student's runner can make (its GPU labs on the CPU
+//! device, with NVRTC from pip; no speed against a solution the student does not have),
+//! worth the check's points, and the `autograding-grading-reporter` step that adds them
+//! up. Each command compares the student's lab with the hand-out's own lab01 (or lab05's
+//! GPU canvas with its CPU one), or lets lab06 check its sums: feedback on every push.
+//! The hidden and speed checks, and the grade that counts, come from `cargo instructor grade
+//! --class` on the instructor's machine, which trusts nothing of the student's (which grades
+//! Classroom's clone of every student repository as a class).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 
-use super::rubric::{Check, Rubric, Test};
+use crate::rubric::{Check, Rubric, Test};
 use xtask::labs;
 
 /// Where GitHub looks for the workflow, inside the repository.
@@ -28,9 +26,6 @@ const REPORTER: &str = "classroom-resources/autograding-grading-reporter@v1";
 
 /// Minutes each step may take: the first one compiles the labs' dependencies.
 const TIMEOUT_MINUTES: u32 = 30;
-
-/// The suffix `gh classroom clone student-repos` gives the folder of an assignment's clones.
-pub const CLONE_SUFFIX: &str = "-submissions";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -56,14 +51,6 @@ pub fn run(args: Args) -> Result<()> {
         steps.iter().map(|s| s.points).sum::<u64>()
     ));
     Ok(())
-}
-
-/// The student's user name in a clone of `gh classroom clone student-repos`: the folder
-/// `ASSIGNMENT-submissions` holds `ASSIGNMENT-USERNAME` for each student.
-pub fn clone_student<'a>(class_dir: &str, entry: &'a str) -> Option<&'a str> {
-    let assignment = class_dir.strip_suffix(CLONE_SUFFIX)?;
-    let user = entry.strip_prefix(assignment)?.strip_prefix('-')?;
-    (!user.is_empty()).then_some(user)
 }
 
 /// One grader step.
@@ -163,7 +150,7 @@ fn command(check: &Check, id: &str) -> Result<String> {
             let mut args = args.args();
             args.extend([
                 "--variants".to_string(),
-                super::rubric::SumVariant::list(variants, ","),
+                crate::rubric::SumVariant::list(variants, ","),
             ]);
             run(check.lab.name, &[args, emulate].concat())
         }
@@ -370,20 +357,5 @@ mod tests {
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert_eq!(yaml("say \"hi\"\\\n"), r#""say \"hi\"\\\u000a""#);
-    }
-
-    #[test]
-    fn clone_folders_name_their_students() {
-        assert_eq!(
-            clone_student("mandelbrot-submissions", "mandelbrot-ada"),
-            Some("ada")
-        );
-        assert_eq!(
-            clone_student("mandelbrot-submissions", "mandelbrot-two-part"),
-            Some("two-part")
-        );
-        assert_eq!(clone_student("mandelbrot-submissions", "other-ada"), None);
-        assert_eq!(clone_student("mandelbrot-submissions", "mandelbrot-"), None);
-        assert_eq!(clone_student("downloads", "mandelbrot-ada"), None);
     }
 }
