@@ -95,30 +95,12 @@ impl Cache {
                     let _ = fs::remove_dir_all(entry.path());
                 }
             }
-            // The ready cache of another kind of sandbox, for the same hand-out and toolchain.
-            let seed = fs::read_dir(&root)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .map(|entry| entry.path())
-                .find(|path| {
-                    path.file_name()
-                        .is_some_and(|n| n.to_string_lossy().ends_with(&format!("-{key}")))
-                        && path.join("ready").is_file()
-                });
-            cache.build(files, jail, labs, limit, seed.as_deref())?;
+            cache.build(files, jail, labs, limit)?;
         }
         Ok(cache)
     }
 
-    fn build(
-        &self,
-        files: &[File],
-        jail: &Jail,
-        labs: &[&Lab],
-        limit: Duration,
-        seed: Option<&Path>,
-    ) -> Result<()> {
+    fn build(&self, files: &[File], jail: &Jail, labs: &[&Lab], limit: Duration) -> Result<()> {
         shared::cli::eprint_line(
             "xtask: building the hand-out once as the grader's cache (a few minutes; later grades reuse it)...",
         );
@@ -148,16 +130,10 @@ impl Cache {
             );
         }
         let target = self.dir.join("target");
+        fs::create_dir_all(&target)
+            .with_context(|| format!("cannot create {}", target.display()))?;
         // Not seeded from the instructor's own target folder: it holds the solutions' builds,
-        // which a student's code could read at compile time (include_bytes!). Seeded from
-        // another sandbox's cache of the same hand-out, which holds only the hand-out's: the
-        // registry's crates are fresh in it (their fingerprints hold no path), so only the
-        // workspace's crates are built again.
-        match seed {
-            Some(seed) => copy_tree(&seed.join("target"), &target)?,
-            None => fs::create_dir_all(&target)
-                .with_context(|| format!("cannot create {}", target.display()))?,
-        }
+        // which a student's code could read at compile time (include_bytes!).
         jail.give(&target)?;
         for lab in labs {
             if let Err(error) =

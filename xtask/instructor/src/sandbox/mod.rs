@@ -375,7 +375,7 @@ impl Jail {
 
     /// The kind of sandbox a build's outputs depend on, which names the grader's cache: the
     /// fallback builds alike with Landlock and without (the same paths, run by root), so
-    /// both share one cache (its build took CI 2 minutes more).
+    /// both share one cache (a second one took CI 2 minutes more to build).
     pub fn build_kind(&self) -> &'static str {
         match &self.kind {
             Kind::Fallback { landlock: None, .. } => "fallback, run by root",
