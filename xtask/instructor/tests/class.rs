@@ -748,6 +748,13 @@ fn the_classroom_workflow_passes_the_solution_and_fails_the_hand_out() {
         Some(graders.len())
     );
 
+    // This workspace's release build, which seeds theirs (a no-op once built).
+    succeed(
+        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["build", "--release", "--workspace", "--locked"])
+            .current_dir(workspace()),
+        "this workspace's release build",
+    );
     for (dir, passes) in [(&solution, true), (&handout, false)] {
         // Each workspace builds in a target folder of its own, seeded with this one's release
         // dependencies so that only the workspace's own crates compile. Not one for both:

@@ -594,6 +594,7 @@ fn every_lock_is_free(base: &Path) -> bool {
 /// A grade killed with -9 mid-grade cannot remove its folder: the next grade to start does
 /// (a lock file says which grades are alive), and nothing of either is left.
 #[test]
+#[ignore = "needs a sandbox (cargo instructor test runs it where one starts)"]
 fn a_grade_killed_with_9_leaves_no_scratch_once_another_starts() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let handout = scratch.path().join("handout");
@@ -611,7 +612,8 @@ fn a_grade_killed_with_9_leaves_no_scratch_once_another_starts() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("xtask runs");
-    // Its files are laid out for the build: killed now, mid-grade.
+    // Its files are laid out for the build: killed now, mid-grade. The first grade on a
+    // fresh machine builds the grader's cache first (2 minutes on 2 cores).
     let started = Instant::now();
     let laid_out = || {
         fs::read_dir(&base)
@@ -626,7 +628,7 @@ fn a_grade_killed_with_9_leaves_no_scratch_once_another_starts() {
                     .any(|folder| folder.path().join("work").is_dir())
             })
     };
-    while !laid_out() && started.elapsed() < Duration::from_secs(120) {
+    while !laid_out() && started.elapsed() < Duration::from_secs(600) {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(

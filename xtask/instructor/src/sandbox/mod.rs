@@ -50,9 +50,18 @@ pub const NOBODY: u32 = 65534;
 const CLASS_USERS: u32 = 0x7000_0000;
 
 /// The user of the `n`th grade of a class that may run beside others (a GPU's slot, a Slurm
-/// task).
+/// task), this process's own: every process of it is killed when its grade ends, and another
+/// class graded at once on the machine (two tests, two Slurm jobs on one node) lost its
+/// builds to that while the users were the slot's number alone. Below `CLASS_USERS +
+/// 0x0080_0000`, where the fallback's users of one grade start.
 pub fn class_user(n: usize) -> u32 {
-    CLASS_USERS + (n % 0x0100_0000) as u32
+    let run = std::process::id() as usize % 0x4000;
+    CLASS_USERS + ((run << 9) | (n % 0x200)) as u32
+}
+
+/// The user of a grade run on its own (not a class's slot), this process's own.
+fn grade_user() -> u32 {
+    CLASS_USERS + 0x0080_0000 + std::process::id() % 0x0080_0000
 }
 
 /// The kernel's Landlock ABI, or None.
@@ -271,7 +280,10 @@ impl Jail {
             (Some(program), _) => {
                 let jail = Jail {
                     kind: Kind::Bwrap { program, as_root },
-                    user: NOBODY,
+                    // Run by root, a uid of this grade's own, not nobody's: the process limit
+                    // counts every process of a user, so a fork bomb in one grade would stop
+                    // the builds of any other grade beside it.
+                    user: if as_root { grade_user() } else { NOBODY },
                     gpu: None,
                     gpu_uuid: None,
                 };
@@ -301,7 +313,7 @@ impl Jail {
             },
             // A uid of this grade's own, never nobody's: every process of it is killed after
             // each check.
-            user: class_user(0x0080_0000 + std::process::id() as usize % 0x0080_0000),
+            user: grade_user(),
             gpu: None,
             gpu_uuid: None,
         };
@@ -1409,7 +1421,7 @@ mod tests {
                 landlock: None,
                 bwrap: "a test of the fallback without Landlock".to_string(),
             },
-            user: class_user(0x0090_0000 + std::process::id() as usize % 0x0010_0000),
+            user: grade_user(),
             gpu: None,
             gpu_uuid: None,
         }
