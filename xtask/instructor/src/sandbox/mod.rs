@@ -1421,7 +1421,9 @@ mod tests {
                 landlock: None,
                 bwrap: "a test of the fallback without Landlock".to_string(),
             },
-            user: grade_user(),
+            // Not `grade_user()`, which the bubblewrap tests beside it run as: every process
+            // of this user is killed after each run.
+            user: class_user(0x1ff),
             gpu: None,
             gpu_uuid: None,
         }
