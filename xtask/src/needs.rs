@@ -95,6 +95,16 @@ pub fn declared(dir: &Path, leave_out: &dyn Fn(&Path) -> bool) -> Vec<(PathBuf, 
     found
 }
 
+/// Each declaration of `declared` whose reason is no need of `needs`, as `FILE: REASON`: a
+/// test ignored for it would never run.
+pub fn unknown(declared: &[(PathBuf, Option<String>)], needs: &[Need]) -> Vec<String> {
+    declared
+        .iter()
+        .filter(|(_, reason)| !needs.iter().any(|n| Some(n.reason) == reason.as_deref()))
+        .map(|(file, reason)| format!("{}: {reason:?}", file.display()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,15 +140,9 @@ mod tests {
             .iter()
             .filter(|(_, r)| r.as_deref() == Some(GPU.reason));
         assert!(gpu_tests.count() > 10, "{declared:?}");
-        for (file, reason) in &declared {
-            let known = NEEDS
-                .iter()
-                .any(|need| Some(need.reason) == reason.as_deref());
-            assert!(
-                known,
-                "{}: ignored for {reason:?}, no need's",
-                file.display()
-            );
-        }
+        assert_eq!(unknown(&declared, NEEDS), Vec::<String>::new());
+        // A misspelt need is caught.
+        let misspelt = [(PathBuf::from("t.rs"), Some("needs a CUDA GUP".to_string()))];
+        assert_eq!(unknown(&misspelt, NEEDS).len(), 1);
     }
 }
