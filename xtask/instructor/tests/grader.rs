@@ -11,9 +11,10 @@
 //! an attack: "used more than 4 GiB of memory"); `cores = N` grades it pinned to the first N
 //! cores, as a class slot is (skipped on a machine without more). `layer` is the defence it
 //! attacks, which decides the passes that grade it ([`Layer`]). `CORPUS_ONLY=a,b` grades
-//! those entries alone. `points_on_cpu_device`, where given, is what it earns graded with
-//! the CPU device (its GPU checks, the kernels' speed aside, count then): such an entry is
-//! graded so where NVRTC is found, else as the others are and must earn `points_here`.
+//! those entries alone. `on_cpu_device`, where given, names the GPU lab an entry attacks and
+//! what it earns when that lab alone is graded with the CPU device (`grade --only LAB`: a
+//! minute less than a whole grade's CPU device runs): such an entry is graded so where NVRTC
+//! is found, else as the others are and must earn `points_here`.
 //! Every process an attack starts carries `corpus-attack` in its command line, and every
 //! file it writes outside its output has `corpus-attack` in its name, so that the checks
 //! below find what a failed defence would have left.
@@ -49,9 +50,10 @@ struct Submission {
     base: String,
     /// Points earned on a machine without a GPU, speed checks left out.
     points_here: f64,
-    /// The same, graded with the CPU device: for attacks on the GPU labs' checks.
+    /// The attacked GPU lab's points graded alone with the CPU device: for attacks on the
+    /// GPU labs' checks.
     #[serde(default)]
-    points_on_cpu_device: Option<f64>,
+    on_cpu_device: Option<OnCpuDevice>,
     /// The speed check: "earned" (the honest part's credit, more than none), "none", or
     /// "any" (an attack that slows its own runs).
     #[serde(default)]
@@ -87,6 +89,14 @@ enum Layer {
     /// What the fallback guards with Landlock (files, /proc, signals): graded in every
     /// sandbox, and by the fallback without Landlock, which guards them with file modes.
     Landlock,
+}
+
+/// The GPU lab an entry attacks, and what it earns graded alone on the CPU device.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OnCpuDevice {
+    only: String,
+    points: f64,
 }
 
 #[derive(Deserialize)]
@@ -232,14 +242,14 @@ fn workspace_state(bin_dir: &Path) -> (String, Vec<(String, String)>) {
 }
 
 /// Grade `dir` with the reference binaries in `bin_dir`, pinned to the first `cores` cores
-/// where given, the GPU checks on the CPU device only where `cpu_device`: results.json's
-/// tests, the stdout, and the time it took.
+/// where given; with the CPU device only where `only` names a lab, that lab alone:
+/// results.json's tests, the stdout, and the time it took.
 fn grade(
     dir: &Path,
     bin_dir: &Path,
     results: &Path,
     cores: Option<usize>,
-    cpu_device: bool,
+    only: Option<&str>,
 ) -> (Vec<Value>, String, Duration) {
     let started = Instant::now();
     let mut command = instructor();
@@ -261,11 +271,13 @@ fn grade(
         }
     }
     command.arg("grade").arg(dir);
-    // The GPU checks on the CPU device are the coursework test's, and the GPU attacks' here:
-    // for every entry they would add a minute to each of the corpus's grades.
-    if !cpu_device {
-        command.arg("--no-cpu-device");
-    }
+    // The GPU checks on the CPU device are the coursework test's, and the GPU attacks' here
+    // (their own lab's): for every entry they would add a minute to each of the corpus's
+    // grades.
+    match only {
+        Some(lab) => command.args(["--only", lab]),
+        None => command.arg("--no-cpu-device"),
+    };
     let mut child = command
         .args(["--build-time-limit", BUILD_LIMIT_S, "--bin-dir"])
         .arg(bin_dir)
@@ -422,11 +434,11 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
             shared::cli::eprint_line(&format!("corpus: {name} skipped: no core to spare here"));
             continue;
         }
-        let expected = match submission.points_on_cpu_device {
-            Some(points) if on_cpu_device => (points, true),
-            _ => (submission.points_here, false),
+        let (expected, only) = match &submission.on_cpu_device {
+            Some(lab) if on_cpu_device => (lab.points, Some(lab.only.as_str())),
+            _ => (submission.points_here, None),
         };
-        let (tests, stdout, took) = grade(&dir, &bin_dir, &results, cores, expected.1);
+        let (tests, stdout, took) = grade(&dir, &bin_dir, &results, cores, only);
         let graded = |test: &&Value| {
             !test["output"]
                 .as_str()
@@ -451,14 +463,17 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
         table.push_str(&row);
         table.push('\n');
         let mut wrong = Vec::new();
-        if (points - expected.0).abs() > 1e-9 {
+        if (points - expected).abs() > 1e-9 {
             wrong.push(format!(
-                "earned {points} (speed aside), expected {}{}",
-                expected.0,
-                if expected.1 { " on the CPU device" } else { "" }
+                "earned {points} (speed aside), expected {expected}{}",
+                only.map_or(String::new(), |lab| format!(
+                    " for {lab} alone on the CPU device"
+                ))
             ));
         }
-        match submission.speed.as_deref() {
+        // A GPU lab graded alone has no speed check that runs here: the speed is a whole
+        // grade's.
+        match submission.speed.as_deref().filter(|_| only.is_none()) {
             Some("earned") if speed <= 0.0 => {
                 wrong.push("no speed credit for the honest part".into())
             }

@@ -81,6 +81,10 @@ pub struct Args {
     /// grade of the CPU labs alone, in seconds instead of a minute)
     #[arg(long)]
     no_cpu_device: bool,
+    /// Grade only this lab's checks (give it again for more labs): a lab regraded, its own
+    /// total
+    #[arg(long, value_name = "LAB", value_parser = lab, conflicts_with_all = ["class", "build_only"])]
+    only: Vec<&'static Lab>,
     /// The uid the student's code runs as (run by root): each grade of a class running at
     /// once has its own, given by `--class`
     #[arg(long, value_name = "UID", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
@@ -100,17 +104,19 @@ struct Intake {
     grader_failed: Vec<(String, String)>,
 }
 
-/// `grade`: a class (or one task of a class on a cluster), or one submission.
+/// `grade`: its three modes, each a function of its own: one task of a class's Slurm array,
+/// a class, or one submission.
 pub fn run(args: Args) -> Result<()> {
-    if args.class.wanted() {
+    if let Some(plan) = &args.class.class_task {
+        class::task(plan)
+    } else if args.class.class.is_some() {
         grade_class(args)
     } else {
         grade_one(&args)
     }
 }
 
-/// A class, or one Slurm array task of a class (`--class-task`, which [`class::run`] tells
-/// apart): each submission graded by this command in a subprocess, with these options.
+/// A class: each submission graded by this command in a subprocess, with these options.
 fn grade_class(args: Args) -> Result<()> {
     let forward = class::Forward {
         bin_dir: args.bin_dir,
@@ -124,7 +130,8 @@ fn grade_class(args: Args) -> Result<()> {
 /// One submission (or a `--built` folder): build it, run every check, print the table and
 /// write results.json.
 fn grade_one(args: &Args) -> Result<()> {
-    let rubric = Rubric::load()?;
+    let mut rubric = Rubric::load()?;
+    let only_note = only(&mut rubric, &args.only)?;
     // This grade's scratch folder goes when it returns, however it does.
     let _finish = scratch::Finish;
     // Every path is checked before the work: a results file that cannot be written fails now.
@@ -195,7 +202,42 @@ fn grade_one(args: &Args) -> Result<()> {
         .map(|check| grade_check(check, &intake, &context, &machine))
         .collect();
     // Every student process ended with its check; only now is anything reported.
-    report_grade(args, &machine.jail, &intake, &graded_checks, results)
+    report_grade(
+        args,
+        &machine.jail,
+        &intake,
+        &graded_checks,
+        only_note,
+        results,
+    )
+}
+
+/// A lab named on the command line, from xtask's table.
+fn lab(name: &str) -> Result<&'static Lab> {
+    xtask::labs::find(name)
+}
+
+/// Keep the checks of the `--only` labs (all where none is given), and say so for the report.
+fn only(rubric: &mut Rubric, labs: &[&'static Lab]) -> Result<Option<String>> {
+    if labs.is_empty() {
+        return Ok(None);
+    }
+    if let Some(lab) = labs
+        .iter()
+        .find(|lab| !rubric.checks.iter().any(|c| c.lab == **lab))
+    {
+        bail!(
+            "--only {}: the rubric has no check of {}; give a lab it grades",
+            lab.name,
+            lab.name
+        );
+    }
+    rubric.checks.retain(|check| labs.contains(&check.lab));
+    let names: Vec<&str> = labs.iter().map(|lab| lab.name).collect();
+    Ok(Some(format!(
+        "Graded: {} alone (--only); the total is theirs, not the whole rubric's.",
+        names.join(" and ")
+    )))
 }
 
 /// The submission's `labs` built here, or a `--built` folder copied into `scratch/built`.
@@ -359,9 +401,11 @@ fn report_grade(
     jail: &sandbox::Jail,
     intake: &Intake,
     graded: &[Graded],
+    only: Option<String>,
     results: Option<shared::output::Output>,
 ) -> Result<()> {
     let mut notes = vec![format!("Grading: {}.", jail.describe())];
+    notes.extend(only);
     if !intake.notes.is_empty() {
         notes.push(
             "Taken from the submission: only the files with solution regions. Differences:"
@@ -664,6 +708,34 @@ mod tests {
         };
         assert_eq!(*score, 0.0);
         assert!(output.contains("(not the student's fault)"), "{output}");
+    }
+
+    /// `--only lab04` kept every lab's checks, or kept lab04's and said nothing of the total
+    /// being lab04's alone; a lab the rubric does not grade (lab01, the given program) was an
+    /// empty table of 0 of 0 points.
+    #[test]
+    fn only_keeps_the_named_labs_checks_and_says_so() {
+        let lab04 = xtask::labs::find("lab04").expect("lab04");
+        let mut rubric = Rubric::load().expect("the rubric");
+        let all = rubric.checks.len();
+        let note = only(&mut rubric, &[lab04]).expect("lab04 is graded");
+        assert!(rubric.checks.len() > 1 && rubric.checks.len() < all);
+        assert!(rubric.checks.iter().all(|check| check.lab == lab04));
+        assert_eq!(
+            note.as_deref(),
+            Some("Graded: lab04 alone (--only); the total is theirs, not the whole rubric's.")
+        );
+
+        let mut whole = Rubric::load().expect("the rubric");
+        assert_eq!(only(&mut whole, &[]).expect("no --only"), None);
+        assert_eq!(whole.checks.len(), all);
+
+        let lab01 = xtask::labs::find("lab01").expect("lab01");
+        let error = only(&mut whole, &[lab04, lab01]).expect_err("lab01 has no check");
+        assert_eq!(
+            format!("{error:#}"),
+            "--only lab01: the rubric has no check of lab01; give a lab it grades"
+        );
     }
 
     /// The attack: a `--built` folder whose `bin/lab02` links to the instructor's own build

@@ -93,13 +93,6 @@ pub struct ClassArgs {
     pub class_task: Option<PathBuf>,
 }
 
-impl ClassArgs {
-    /// Whether this grade is a class's (or one task of a class's).
-    pub fn wanted(&self) -> bool {
-        self.class.is_some() || self.class_task.is_some()
-    }
-}
-
 /// What the one-submission grade's own options pass on to each grade of the class.
 pub struct Forward {
     pub bin_dir: Option<PathBuf>,
@@ -115,10 +108,8 @@ struct Plan {
     tasks: Vec<(Entry, String)>,
 }
 
+/// Grade a class: read its folder, grade what is not graded yet, write the gradebook.
 pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
-    if let Some(plan) = &args.class_task {
-        return task(plan);
-    }
     let (Some(dir), Some(out)) = (&args.class, &args.out) else {
         bail!("--class needs --out OUT");
     };
@@ -532,7 +523,7 @@ fn on_slurm(settings: &Settings, pending: Vec<(Entry, String)>, args: &ClassArgs
 }
 
 /// One task of a Slurm array: grade its submission; exit 0 once its record is written.
-fn task(plan: &Path) -> Result<()> {
+pub fn task(plan: &Path) -> Result<()> {
     let text = std::fs::read_to_string(plan)
         .with_context(|| format!("cannot read the plan {}", plan.display()))?;
     let plan: Plan = serde_json::from_str(&text)
