@@ -157,8 +157,7 @@ fn command(check: &Check, id: &str) -> Result<String> {
         Test::Canvas { args, .. } => {
             // The GPU canvas, on the CPU device, must be the CPU backend's, counter for counter.
             let canvas = |backend: &str| -> Vec<String> {
-                let mut all = vec!["--backend".to_string(), backend.to_string()];
-                all.extend(args.iter().cloned());
+                let mut all = args.args_on(backend);
                 all.extend([
                     "--raw".to_string(),
                     format!("{id}-{backend}.raw"),
@@ -348,6 +347,27 @@ mod tests {
              lab02-1-student.ppm && cargo run --release --locked --quiet -p lab01-cpu-baseline \
              -- 333 517 --cy 0.25 -o lab02-1-reference.ppm && cmp lab02-1-reference.ppm \
              lab02-1-student.ppm"
+        );
+    }
+
+    /// The canvas check's command line, as it was before the rubric's arguments were typed.
+    #[test]
+    fn a_canvas_check_compares_the_gpu_canvas_with_the_cpu_one() {
+        let rubric = Rubric::load().expect("the rubric");
+        let steps = steps(&rubric).expect("steps");
+        let canvas = steps
+            .iter()
+            .find(|s| s.id == "lab05-1")
+            .expect("lab05's first");
+        let run = "cargo run --release --locked --quiet -p lab05-buddhabrot --";
+        let args = "--samples 4000000 --seed 7";
+        assert_eq!(
+            canvas.command,
+            format!(
+                "{run} --backend cpu {args} --raw lab05-1-cpu.raw -o lab05-1-cpu.png && \
+                 {run} --backend gpu {args} --raw lab05-1-gpu.raw -o lab05-1-gpu.png \
+                 --emulate && cmp lab05-1-cpu.raw lab05-1-gpu.raw"
+            )
         );
     }
 

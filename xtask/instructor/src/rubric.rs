@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use serde::{Deserialize, Deserializer};
 
-use xtask::labs::{self, Device, Lab};
+use xtask::labs::{self, Device, Lab, Work};
 
 /// The rubric file, built into the instructor binary so that `dist/instructor grade` carries it.
 pub const RUBRIC: &str = include_str!("../rubric.toml");
@@ -64,7 +64,7 @@ pub enum Test {
     },
     Canvas {
         kernel: PathBuf,
-        args: Vec<String>,
+        args: Buddhabrot,
     },
     Sums {
         #[serde(default)]
@@ -78,7 +78,7 @@ pub enum Test {
     },
     KernelSpeed {
         kernel: PathBuf,
-        args: Vec<String>,
+        args: KernelWork,
     },
 }
 
@@ -100,6 +100,16 @@ impl Rubric {
     fn parse(text: &str) -> Result<Rubric> {
         let rubric: Rubric = toml::from_str(text).map_err(|e| invalid(text, &e))?;
         for check in &rubric.checks {
+            // The arguments are read by their shape alone: the lab's table says what it takes.
+            let work = check.test.work();
+            if work != check.lab.work {
+                anyhow::bail!(
+                    "xtask/instructor/rubric.toml: {}: its arguments are for {work:?} work, its \
+                     lab does {:?} work",
+                    check.name(),
+                    check.lab.work
+                );
+            }
             if let Test::Image { kernel, .. } = &check.test {
                 // A GPU lab's image must come from its kernel run by this workspace's host
                 // code: the student's binary alone could make it on the CPU.
@@ -159,7 +169,7 @@ impl Check {
             }
             Test::Canvas { args, .. } => format!(
                 "GPU canvas identical to the CPU reference with {}",
-                args.join(" ")
+                args.args().join(" ")
             ),
             // The variants' operation is drawn in each grade (`checks::modulus`).
             Test::Sums { variants, .. } => format!(
@@ -174,7 +184,7 @@ impl Check {
             ),
             Test::KernelSpeed { args, .. } => format!(
                 "kernel time against the solution's kernel with {}",
-                args.join(" ")
+                args.args().join(" ")
             ),
         };
         format!("{}: {what}", self.lab.name)
@@ -213,6 +223,25 @@ impl Check {
             Test::Image { .. } | Test::CpuSpeed { .. } => true,
             Test::Sums { kernel, .. } => kernel.is_none(),
             Test::Canvas { .. } | Test::KernelSpeed { .. } => false,
+        }
+    }
+}
+
+impl Test {
+    /// The work the check's arguments describe, which its lab must do (xtask's table).
+    fn work(&self) -> Work {
+        match self {
+            Test::Image { .. } | Test::CpuSpeed { .. } => Work::Mandelbrot,
+            Test::Canvas { .. } => Work::Buddhabrot,
+            Test::Sums { .. } => Work::Reduction,
+            Test::KernelSpeed {
+                args: KernelWork::Mandelbrot(_),
+                ..
+            } => Work::Mandelbrot,
+            Test::KernelSpeed {
+                args: KernelWork::Buddhabrot(_),
+                ..
+            } => Work::Buddhabrot,
         }
     }
 }
@@ -320,6 +349,152 @@ impl Frame {
             cx: or(&self.view.cx, -0.6),
             cy: or(&self.view.cy, 0.0),
             scale: or(&self.view.scale, 4.0 / f64::from(width)),
+        }
+    }
+}
+
+/// lab05's flags that say what its canvas holds (lab05-buddhabrot/src/config.rs), each at
+/// most once; those left out are lab05's defaults. The grader does not link lab05, so the
+/// set is written here. The backend is no part of it: each check picks its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "Vec<String>")]
+pub struct Buddhabrot {
+    pub samples: u64,
+    pub seed: Option<u32>,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    pub symmetry: bool,
+    pub stratify: bool,
+}
+
+/// The flags [`Buddhabrot`] takes, for its errors.
+const BUDDHABROT_FLAGS: &str = "--samples, --seed, --width, --height, --no-symmetry, --no-stratify";
+
+impl TryFrom<Vec<String>> for Buddhabrot {
+    type Error = String;
+
+    fn try_from(args: Vec<String>) -> Result<Buddhabrot, String> {
+        let (mut samples, mut seed, mut width, mut height) = (None, None, None, None);
+        let (mut symmetry, mut stratify) = (true, true);
+        let mut args = args.iter();
+        while let Some(flag) = args.next() {
+            match flag.as_str() {
+                "--samples" => once(&mut samples, flag, args.next())?,
+                "--seed" => once(&mut seed, flag, args.next())?,
+                "--width" => once(&mut width, flag, args.next())?,
+                "--height" => once(&mut height, flag, args.next())?,
+                "--no-symmetry" => off(&mut symmetry, flag)?,
+                "--no-stratify" => off(&mut stratify, flag)?,
+                _ => return Err(format!("'{flag}' is not a lab05 flag ({BUDDHABROT_FLAGS})")),
+            }
+        }
+        let samples = samples.ok_or("lab05's flags give no --samples")?;
+        let sizes = [
+            ("--samples", Some(samples)),
+            ("--width", width.map(u64::from)),
+            ("--height", height.map(u64::from)),
+        ];
+        if let Some((flag, _)) = sizes.iter().find(|(_, n)| *n == Some(0)) {
+            return Err(format!("lab05's {flag} is 0"));
+        }
+        Ok(Buddhabrot {
+            samples,
+            seed,
+            width,
+            height,
+            symmetry,
+            stratify,
+        })
+    }
+}
+
+/// A lab05 flag's whole number, given once.
+fn once<T: std::str::FromStr>(
+    slot: &mut Option<T>,
+    flag: &str,
+    value: Option<&String>,
+) -> Result<(), String> {
+    let value = value.ok_or_else(|| format!("lab05's {flag} has no value"))?;
+    let number = value
+        .parse()
+        .map_err(|_| format!("lab05's {flag} '{value}' is not a whole number"))?;
+    match slot.replace(number) {
+        Some(_) => Err(format!("lab05's flags give {flag} twice")),
+        None => Ok(()),
+    }
+}
+
+/// A lab05 flag that turns something off, given once.
+fn off(on: &mut bool, flag: &str) -> Result<(), String> {
+    if !*on {
+        return Err(format!("lab05's flags give {flag} twice"));
+    }
+    *on = false;
+    Ok(())
+}
+
+impl Buddhabrot {
+    /// lab05's flags, in the order of [`BUDDHABROT_FLAGS`], without the backend.
+    pub fn args(&self) -> Vec<String> {
+        let numbers = [
+            ("--samples", Some(self.samples)),
+            ("--seed", self.seed.map(u64::from)),
+            ("--width", self.width.map(u64::from)),
+            ("--height", self.height.map(u64::from)),
+        ];
+        let switches = [
+            ("--no-symmetry", !self.symmetry),
+            ("--no-stratify", !self.stratify),
+        ];
+        numbers
+            .into_iter()
+            .filter_map(|(flag, n)| Some([flag.to_string(), n?.to_string()]))
+            .flatten()
+            .chain(
+                switches
+                    .into_iter()
+                    .filter(|s| s.1)
+                    .map(|s| s.0.to_string()),
+            )
+            .collect()
+    }
+
+    /// lab05's arguments on `backend` (`cpu` or `gpu`).
+    pub fn args_on(&self, backend: &str) -> Vec<String> {
+        let mut args = vec!["--backend".to_string(), backend.to_string()];
+        args.extend(self.args());
+        args
+    }
+}
+
+/// What a kernel speed check times, read from the shape of its arguments: a Mandelbrot frame
+/// starts with its size, lab05's flags with a flag (the load checks it against the lab's work).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "Vec<String>")]
+pub enum KernelWork {
+    Mandelbrot(Frame),
+    Buddhabrot(Buddhabrot),
+}
+
+impl TryFrom<Vec<String>> for KernelWork {
+    type Error = String;
+
+    fn try_from(args: Vec<String>) -> Result<KernelWork, String> {
+        match args.first() {
+            Some(first) if first.starts_with("--") => {
+                Buddhabrot::try_from(args).map(KernelWork::Buddhabrot)
+            }
+            _ => Frame::try_from(args).map(KernelWork::Mandelbrot),
+        }
+    }
+}
+
+impl KernelWork {
+    /// The lab's arguments: a Buddhabrot's kernel runs on lab05's GPU backend.
+    pub fn args(&self) -> Vec<String> {
+        match self {
+            KernelWork::Mandelbrot(frame) => frame.args(),
+            KernelWork::Buddhabrot(buddhabrot) => buddhabrot.args_on("gpu"),
         }
     }
 }
@@ -514,6 +689,233 @@ mod tests {
         let names: Vec<String> = rubric.checks.iter().map(Check::name).collect();
         assert!(
             names.contains(&"lab02: identical to the reference at 333x517 --cy 0.25".to_string())
+        );
+    }
+
+    /// Today's check names: the report, Gradescope's results and tests match on them, so
+    /// typing the arguments must leave every one as it was.
+    #[test]
+    fn every_check_name_of_the_rubric_is_unchanged() {
+        let rubric = Rubric::load().unwrap();
+        let names: Vec<String> = rubric.checks.iter().map(Check::name).collect();
+        let at = "lab02: identical to the reference at";
+        let near = "the reference's image, up to 100 pixels apart, at";
+        let lab04 = "lab04: identical to the reference at";
+        let canvas = "lab05: GPU canvas identical to the CPU reference with";
+        let sum = "sum exactly, modulo a number drawn in each grade";
+        let want = [
+            format!("{at} 333x517 --cy 0.25"),
+            format!("{at} 1x1"),
+            format!("{at} 1031x7 --cy -0.1 --scale 0.003"),
+            format!("{at} 257x1999 --cx -0.74364 --cy 0.13182 --scale 1e-5"),
+            "lab02: whole-run time against the solution's near 1024 1024 --cx -0.74364 \
+             --cy 0.13182 --scale 2e-6, moved in each grade"
+                .to_string(),
+            format!("lab03: {near} 1024x1024 --cy 0.3"),
+            format!("lab03: {near} 999x333 --cx -0.74364 --cy 0.13182 --scale 1e-6"),
+            format!("{lab04} 1024x1024"),
+            format!("{lab04} 3001x2001 --cx -0.74364 --cy 0.13182 --scale 1e-9"),
+            format!("{lab04} 1024x1024 --cx -0.74364 --cy 0.13182 --scale 1e-6"),
+            format!("{lab04} 4097x3 --cx -0.7436439 --cy 0.1318259 --scale 1e-12"),
+            format!("{lab04} 777x1555 --cx -0.7436447 --cy 0.1318252 --scale 2e-9"),
+            "lab04: kernel time against the solution's kernel with 8192 8192".to_string(),
+            format!("{canvas} --samples 4000000 --seed 7"),
+            format!(
+                "{canvas} --samples 3000000 --seed 11 --width 301 --height 499 \
+                 --no-symmetry --no-stratify"
+            ),
+            "lab05: kernel time against the solution's kernel with --backend gpu \
+             --samples 200000000"
+                .to_string(),
+            format!("lab06: cpu-generic and cpu-generic-rayon {sum}"),
+            format!("lab06: cpu-dyn and cpu-dyn-rayon {sum}"),
+            format!("lab06: cpu-box-fn and cpu-box-fn-rayon {sum}"),
+            format!("lab06: cpu-fn-ptr and cpu-fn-ptr-rayon {sum}"),
+            format!("lab06: gpu-generic and gpu-virtual {sum}"),
+            format!("lab06: gpu-fn-ptr-loop and gpu-fn-ptr-hoisted {sum}"),
+        ];
+        assert_eq!(names, want);
+    }
+
+    /// The typed arguments give the lab back exactly what the rubric wrote: no flag lost,
+    /// reordered or reformatted on the way in.
+    #[test]
+    fn typed_arguments_give_back_the_rubric_s_own() {
+        let rubric = Rubric::load().unwrap();
+        let text: toml::Table = RUBRIC.parse().unwrap();
+        let written: Vec<Vec<String>> = text["check"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|check| match check.get("args") {
+                Some(args) => args.clone().try_into().unwrap(),
+                None => Vec::new(),
+            })
+            .collect();
+        let typed: Vec<Vec<String>> = rubric
+            .checks
+            .iter()
+            .map(|check| match &check.test {
+                Test::Canvas { args, .. }
+                | Test::KernelSpeed {
+                    args: KernelWork::Buddhabrot(args),
+                    ..
+                } => args.args(),
+                Test::KernelSpeed {
+                    args: KernelWork::Mandelbrot(frame),
+                    ..
+                }
+                | Test::CpuSpeed { args: frame } => frame.args(),
+                Test::Sums { args, .. } => args.args(),
+                Test::Image { .. } => Vec::new(),
+            })
+            .collect();
+        assert_eq!(typed, written);
+        let canvases = rubric.checks.iter().filter_map(|c| match &c.test {
+            Test::Canvas { args, .. } => Some(*args),
+            _ => None,
+        });
+        let default = Buddhabrot {
+            samples: 4_000_000,
+            seed: Some(7),
+            width: None,
+            height: None,
+            symmetry: true,
+            stratify: true,
+        };
+        let odd = Buddhabrot {
+            samples: 3_000_000,
+            seed: Some(11),
+            width: Some(301),
+            height: Some(499),
+            symmetry: false,
+            stratify: false,
+        };
+        assert_eq!(canvases.collect::<Vec<_>>(), [default, odd]);
+    }
+
+    /// A frame's view is the lab's default where the rubric gives none.
+    #[test]
+    fn a_frame_s_view_has_the_lab_s_defaults() {
+        let args = ["8192", "4096", "--cy", "0.5"].map(String::from).to_vec();
+        let view = Frame::try_from(args).unwrap().view();
+        assert_eq!(
+            (view.width, view.height, view.cx, view.cy),
+            (8192, 4096, -0.6, 0.5)
+        );
+        assert_eq!(view.scale, 4.0 / 8192.0);
+    }
+
+    /// A canvas or kernel speed check whose lab05 flags are wrong, or whose arguments are not
+    /// of its lab's work, fails the load with one line naming the check, never in a grade.
+    #[test]
+    fn wrong_lab05_flags_fail_the_load_with_one_line() {
+        let check = |kind: &str, lab: &str, args: &str| {
+            one_image_check(&format!(
+                "lab = \"{lab}\"\nkernel = \"lab05-buddhabrot/kernels/buddhabrot.cu\"\n\
+                 args = [{args}]\n"
+            ))
+            .replace("kind = \"image\"", &format!("kind = \"{kind}\""))
+        };
+        let good = "\"--samples\", \"8\", \"--height\", \"3\", \"--no-stratify\"";
+        let rubric = Rubric::parse(&check("canvas", "lab05", good)).expect("a good rubric");
+        assert_eq!(
+            rubric.checks[0].name(),
+            "lab05: GPU canvas identical to the CPU reference with --samples 8 --height 3 \
+             --no-stratify"
+        );
+        let rubric = Rubric::parse(&check("kernel_speed", "lab05", good)).expect("a good rubric");
+        assert_eq!(
+            rubric.checks[0].name(),
+            "lab05: kernel time against the solution's kernel with --backend gpu --samples 8 \
+             --height 3 --no-stratify"
+        );
+        for kind in ["canvas", "kernel_speed"] {
+            for (args, said) in [
+                (
+                    "\"--samples\", \"8\", \"--backend\", \"gpu\"",
+                    "'--backend' is not a lab05 flag (--samples, --seed",
+                ),
+                (
+                    "\"--samples\", \"8\", \"--zoom\"",
+                    "'--zoom' is not a lab05 flag",
+                ),
+                (
+                    "\"--samples\", \"8\", \"--seed\"",
+                    "lab05's --seed has no value",
+                ),
+                (
+                    "\"--samples\", \"many\"",
+                    "lab05's --samples 'many' is not a whole number",
+                ),
+                (
+                    "\"--samples\", \"8\", \"--width\", \"-3\"",
+                    "lab05's --width '-3' is not a whole number",
+                ),
+                (
+                    "\"--samples\", \"8\", \"--seed\", \"1\", \"--seed\", \"2\"",
+                    "lab05's flags give --seed twice",
+                ),
+                (
+                    "\"--samples\", \"8\", \"--no-symmetry\", \"--no-symmetry\"",
+                    "lab05's flags give --no-symmetry twice",
+                ),
+                ("\"--seed\", \"1\"", "lab05's flags give no --samples"),
+                ("\"--samples\", \"0\"", "lab05's --samples is 0"),
+                (
+                    "\"--samples\", \"8\", \"--height\", \"0\"",
+                    "lab05's --height is 0",
+                ),
+            ] {
+                let error = format!(
+                    "{:#}",
+                    Rubric::parse(&check(kind, "lab05", args)).unwrap_err()
+                );
+                let want = format!("xtask/instructor/rubric.toml:9: {said}");
+                assert!(error.starts_with(&want), "{kind}: {error}");
+                assert!(!error.contains('\n'), "{error}");
+            }
+        }
+        // A lab's arguments are read by their shape: a shape its lab does not take is refused.
+        for (kind, lab, args, said) in [
+            (
+                "kernel_speed",
+                "lab04",
+                good,
+                "its arguments are for Buddhabrot work, its lab does Mandelbrot",
+            ),
+            (
+                "kernel_speed",
+                "lab05",
+                "\"64\", \"64\"",
+                "its arguments are for Mandelbrot work, its lab does Buddhabrot",
+            ),
+            (
+                "canvas",
+                "lab04",
+                good,
+                "its arguments are for Buddhabrot work, its lab does Mandelbrot",
+            ),
+        ] {
+            let error = format!("{:#}", Rubric::parse(&check(kind, lab, args)).unwrap_err());
+            assert!(
+                error.starts_with("xtask/instructor/rubric.toml: "),
+                "{error}"
+            );
+            assert!(
+                error.contains(&format!("{lab}: ")) && error.contains(said),
+                "{error}"
+            );
+        }
+        let error = format!(
+            "{:#}",
+            Rubric::parse(&check("kernel_speed", "lab04", "\"64\"")).unwrap_err()
+        );
+        assert!(
+            error.starts_with(
+                "xtask/instructor/rubric.toml:9: '64' does not start with WIDTH HEIGHT"
+            ),
+            "{error}"
         );
     }
 

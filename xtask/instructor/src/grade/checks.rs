@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use shared::timing::LabReport;
-use shared::view::View;
 
 use super::planted;
 use super::timing;
@@ -712,21 +711,26 @@ fn kernel_output(lab: &Lab) -> (Vec<String>, &'static str) {
     }
 }
 
+/// A canvas check's runs: this workspace's CPU backend, and its GPU backend with the
+/// student's kernel.
+fn canvas_args(lab: &Lab, args: &rubric::Buddhabrot) -> (Vec<String>, Vec<String>) {
+    let mut reference = args.args_on("cpu");
+    reference.extend(["--raw", "canvas.raw", "-o", "canvas.png"].map(String::from));
+    let mut gpu = args.args_on("gpu");
+    gpu.extend(kernel_output(lab).0);
+    (reference, gpu)
+}
+
 fn canvas(
     context: &Context,
     lab: &'static Lab,
     deadline: Instant,
     kernel: &Path,
-    args: &[String],
+    args: &rubric::Buddhabrot,
 ) -> Earned {
-    let mut reference_args = vec!["--backend".to_string(), "cpu".to_string()];
-    reference_args.extend(args.iter().cloned());
-    reference_args.extend(["--raw", "canvas.raw", "-o", "canvas.png"].map(String::from));
+    let (reference_args, gpu_args) = canvas_args(lab, args);
     let expected = made(context, lab, &reference_args, "canvas.raw")?;
-    let mut gpu_args = vec!["--backend".to_string(), "gpu".to_string()];
-    gpu_args.extend(args.iter().cloned());
-    let (output, file) = kernel_output(lab);
-    gpu_args.extend(output);
+    let file = kernel_output(lab).1;
     let run = sandboxed(
         context,
         lab,
@@ -927,22 +931,27 @@ fn cpu_speed(
     credit(&times, "whole run", context.speed_runs)
 }
 
+/// A kernel speed check's run, the solution's and the student's kernel alike.
+fn kernel_speed_args(lab: &Lab, work: &rubric::KernelWork) -> Vec<String> {
+    let mut args = work.args();
+    args.extend(kernel_output(lab).0);
+    args.push("--json".to_string());
+    args
+}
+
 /// This workspace's host code launches and times the student's kernel and the solution's.
 fn kernel_speed(
     context: &Context,
     lab: &'static Lab,
     deadline: Instant,
     kernel: &Path,
-    args: &[String],
+    work: &rubric::KernelWork,
 ) -> Earned {
     let gpu = context.gpu.ok_or_else(|| {
         context.grader_failed("no GPU information (not the student's fault)".to_string())
     })?;
-    let (output, file) = kernel_output(lab);
-    let mut run_args = args.to_vec();
-    run_args.extend(output);
-    run_args.push("--json".to_string());
-    let run_args = os(&run_args);
+    let file = kernel_output(lab).1;
+    let run_args = os(&kernel_speed_args(lab, work));
     let kernel_ms = |run: &Sandboxed| -> Result<f64, String> {
         let report: LabReport = serde_json::from_slice(&run.stdout)
             .map_err(|e| format!("no report from the timing run: {e}"))?;
@@ -989,16 +998,14 @@ fn kernel_speed(
         times.1.push(theirs);
     }
     // The least the GPU's arithmetic needs for this work: below it, a time is implausible.
-    let floor = match lab.work {
-        Work::Mandelbrot => {
-            let view = mandelbrot_view(args).map_err(|e| context.grader_failed(e))?;
-            timing::fp64_floor_ms(timing::loop_bodies(&view), gpu.sms, gpu.clock_khz)
+    let floor = match work {
+        rubric::KernelWork::Mandelbrot(frame) => {
+            timing::fp64_floor_ms(timing::loop_bodies(&frame.view()), gpu.sms, gpu.clock_khz)
         }
-        Work::Buddhabrot => {
+        rubric::KernelWork::Buddhabrot(_) => {
             let canvas = expected.as_deref().unwrap_or_default();
             timing::fp32_floor_ms(timing::canvas_total(canvas), gpu.sms, gpu.clock_khz)
         }
-        Work::Reduction => 0.0,
     };
     let theirs = timing::median(&times.1);
     if theirs < floor {
@@ -1008,27 +1015,6 @@ fn kernel_speed(
         ));
     }
     credit(&times, "kernel", context.speed_runs)
-}
-
-/// The view of a Mandelbrot check's arguments (`WIDTH HEIGHT` and the view flags).
-fn mandelbrot_view(args: &[String]) -> Result<View, String> {
-    let number = |i: usize| args.get(i).and_then(|a| a.parse::<u32>().ok());
-    let (Some(width), Some(height)) = (number(0), number(1)) else {
-        return Err("the rubric gives no size (not the student's fault)".to_string());
-    };
-    let flag = |name: &str, default: f64| {
-        args.windows(2)
-            .find(|w| w[0] == name)
-            .and_then(|w| w[1].parse::<f64>().ok())
-            .unwrap_or(default)
-    };
-    Ok(View {
-        width,
-        height,
-        cx: flag("--cx", -0.6),
-        cy: flag("--cy", 0.0),
-        scale: flag("--scale", 4.0 / f64::from(width)),
-    })
 }
 
 fn credit(times: &(Vec<f64>, Vec<f64>), what: &str, runs: usize) -> Earned {
@@ -1098,7 +1084,9 @@ mod tests {
             .map(|noise| with_unpredictable_view(&frame, noise))
             .collect();
         for view in &views {
-            let moved = mandelbrot_view(view).expect("a view");
+            let moved = rubric::Frame::try_from(view.clone())
+                .expect("a frame")
+                .view();
             assert_eq!((moved.width, moved.height, moved.scale), (1024, 1024, 2e-6));
             // At most an eighth of the image away, in each direction.
             assert!(
@@ -1123,15 +1111,41 @@ mod tests {
         assert_ne!(moduli[1], moduli[2]);
     }
 
+    /// The command lines the canvas and kernel speed checks run, as they were before the
+    /// rubric's arguments were typed.
     #[test]
-    fn a_mandelbrot_view_is_read_from_the_arguments() {
-        let args: Vec<String> = ["8192", "4096", "--cy", "0.5"].map(String::from).to_vec();
-        let view = mandelbrot_view(&args).expect("a view");
+    fn the_canvas_and_kernel_speed_checks_run_the_same_command_lines() {
+        let rubric = rubric::Rubric::load().expect("the rubric");
+        let words = |line: &str| -> Vec<String> {
+            line.split(' ').map(|w| w.replace("OUT", OUT)).collect()
+        };
+        let (mut canvases, mut speeds) = (Vec::new(), Vec::new());
+        for check in &rubric.checks {
+            match &check.test {
+                Test::Canvas { args, .. } => canvases.push(canvas_args(check.lab, args)),
+                Test::KernelSpeed { args, .. } => speeds.push(kernel_speed_args(check.lab, args)),
+                _ => {}
+            }
+        }
+        let raw = "--raw OUT/out.raw -o OUT/out.png";
+        let first = "--samples 4000000 --seed 7";
+        let second =
+            "--samples 3000000 --seed 11 --width 301 --height 499 --no-symmetry --no-stratify";
         assert_eq!(
-            (view.width, view.height, view.cx, view.cy),
-            (8192, 4096, -0.6, 0.5)
+            canvases,
+            [first, second].map(|args| (
+                words(&format!(
+                    "--backend cpu {args} --raw canvas.raw -o canvas.png"
+                )),
+                words(&format!("--backend gpu {args} {raw}")),
+            ))
         );
-        assert_eq!(view.scale, 4.0 / 8192.0);
-        assert!(mandelbrot_view(&["x".to_string()]).is_err());
+        assert_eq!(
+            speeds,
+            [
+                words("8192 8192 -o OUT/out.ppm --json"),
+                words(&format!("--backend gpu --samples 200000000 {raw} --json")),
+            ]
+        );
     }
 }
