@@ -8,8 +8,6 @@
 //! time the machine of the moment. And GitHub Classroom's workflow: each step's command
 //! passes on the solution and fails on the hand-out.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{Read, Write};
@@ -18,7 +16,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{copy_dir, fields, instructor, target_dir, workspace};
+use xtask_test_support::{copy_dir, fields, instructor, target_dir, workspace};
 
 /// The tests that build into copies of this workspace's release folder, or into it, one at a
 /// time: a copy taken while another build writes would be half old, half new.

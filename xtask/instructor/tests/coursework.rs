@@ -6,14 +6,12 @@
 //! One test, in this order, so that the builds are shared: the student's workspaces compile
 //! in one grader target folder, where the registry dependencies compile once.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
 use assert_cmd::assert::OutputAssertExt;
 use serde_json::Value;
-use support::{instructor, target_dir};
+use xtask_test_support::{instructor, target_dir};
 
 fn cargo_in(dir: &Path) -> Command {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));

@@ -18,8 +18,6 @@
 //! file it writes outside its output has `corpus-attack` in its name, so that the checks
 //! below find what a failed defence would have left.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
@@ -30,7 +28,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use support::{copy_dir, instructor, workspace, xtask};
+use xtask_test_support::{cargo_xtask, copy_dir, instructor, workspace};
 
 /// The build limit the corpus grades with: a lab builds in well under it (6 s at most on a
 /// busy 2-core machine), a compile-time loop is cut off at it.
@@ -320,7 +318,7 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
     let bases: BTreeMap<&str, PathBuf> = [("handout", handout), ("solved", solved)].into();
     // The reference binaries, built once: the grades use these, and nothing may change them.
     let bin_dir = scratch.path().join("dist");
-    run_into(xtask(), &["dist", "--out"], &bin_dir);
+    run_into(cargo_xtask(), &["dist", "--out"], &bin_dir);
     // A server on the loopback that no sandboxed process may reach.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     listener.set_nonblocking(true).expect("non-blocking");
@@ -549,7 +547,7 @@ fn two_grades_at_once_both_get_every_mark() {
     let second = scratch.path().join("solved-again");
     copy_dir(&solved, &second);
     let bin_dir = scratch.path().join("dist");
-    run_into(xtask(), &["dist", "--out"], &bin_dir);
+    run_into(cargo_xtask(), &["dist", "--out"], &bin_dir);
     let grades: Vec<_> = [solved, second]
         .into_iter()
         .enumerate()
