@@ -7,12 +7,10 @@
 //! `cargo xtask dist --tests`, run by `xtask test --bin-dir`), the labs are read from the
 //! folder that holds xtask, where `dist` put them.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use support::{fields, xtask};
+use xtask_test_support::{fields, xtask};
 
 /// Run `xtask bench` with `args`, the lab binaries and `out`; return its stdout.
 fn bench(out: &Path, args: &[&str]) -> String {

@@ -1,12 +1,10 @@
 //! `cargo xtask dist --out DIR` never empties a folder it did not make, and says so before
 //! building anything.
 
-mod support;
-
 use std::fs;
 use std::time::{Duration, Instant};
 
-use support::xtask;
+use xtask_test_support::xtask;
 
 #[test]
 fn a_folder_with_foreign_files_is_refused_untouched() {

@@ -4,14 +4,12 @@
 //! the same on every machine.
 #![cfg(unix)]
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use support::xtask;
+use xtask_test_support::xtask;
 
 /// A Mandelbrot lab's arguments, read as the labs read them: flags, WIDTH HEIGHT, `-o FILE`.
 const ARGS: &str = r#"

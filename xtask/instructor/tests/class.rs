@@ -8,8 +8,6 @@
 //! time the machine of the moment. And GitHub Classroom's workflow: each step's command
 //! passes on the solution and fails on the hand-out.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{Read, Write};
@@ -18,7 +16,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{copy_dir, fields, instructor, target_dir, workspace};
+use xtask_test_support::{binary, copy_dir, fields, target_dir, workspace};
 
 /// The tests that build into copies of this workspace's release folder, or into it, one at a
 /// time: a copy taken while another build writes would be half old, half new.
@@ -93,11 +91,13 @@ fn class_of_five() -> Five {
     let handout = made.join("handout");
     let solution = made.join("solution");
     succeed(
-        instructor().args(["handout", "--out"]).arg(&handout),
+        binary("instructor")
+            .args(["handout", "--out"])
+            .arg(&handout),
         "handout",
     );
     succeed(
-        instructor()
+        binary("instructor")
             .args(["handout", "--solved", "--out"])
             .arg(&solution),
         "handout --solved",
@@ -272,7 +272,7 @@ fn comparable(scores: &BTreeMap<String, (f64, f64)>) -> Vec<(String, f64)> {
 fn grade_class(five: &Five, out: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Output {
     // A line on the terminal while a class is graded (libtest keeps `eprintln!` back).
     shared::cli::eprint_line(&format!("class: grading the class of five {extra:?}"));
-    let mut command = instructor();
+    let mut command = binary("instructor");
     command
         .args(["grade", "--class"])
         .arg(&five.class)
@@ -424,7 +424,9 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
     // Gradescope: the autograder zip, unpacked into a root laid out like /autograder.
     let zip_file = five.root.join("autograder.zip");
     succeed(
-        instructor().args(["autograder", "--out"]).arg(&zip_file),
+        binary("instructor")
+            .args(["autograder", "--out"])
+            .arg(&zip_file),
         "autograder",
     );
     let root = five.root.join("autograder");
@@ -531,7 +533,7 @@ fn an_archive_that_attacks_costs_its_own_row() {
 
     let out = scratch.path().join("out");
     let output = succeed(
-        instructor()
+        binary("instructor")
             .args(["grade", "--class"])
             .arg(&class)
             .arg("--out")
@@ -617,7 +619,7 @@ fn an_entry_decides_nothing_of_how_the_class_is_read() {
 
     let out = scratch.path().join("out");
     let output = succeed(
-        instructor()
+        binary("instructor")
             .args(["grade", "--class"])
             .arg(&class)
             .arg("--out")
@@ -656,7 +658,7 @@ fn an_out_that_cannot_be_used_is_refused_before_anything_is_made() {
     let class = scratch.path().join("class");
     fs::create_dir_all(class.join("ada")).expect("created");
     let refused = |out: &Path| {
-        let mut child = instructor()
+        let mut child = binary("instructor")
             .args(["grade", "--class"])
             .arg(&class)
             .arg("--out")
@@ -706,17 +708,21 @@ fn the_classroom_workflow_passes_the_solution_and_fails_the_hand_out() {
     let handout = scratch.path().join("handout");
     let solution = scratch.path().join("solution");
     succeed(
-        instructor().args(["handout", "--out"]).arg(&handout),
+        binary("instructor")
+            .args(["handout", "--out"])
+            .arg(&handout),
         "handout",
     );
     succeed(
-        instructor()
+        binary("instructor")
             .args(["handout", "--solved", "--out"])
             .arg(&solution),
         "handout --solved",
     );
     succeed(
-        instructor().args(["classroom", "--out"]).arg(&handout),
+        binary("instructor")
+            .args(["classroom", "--out"])
+            .arg(&handout),
         "classroom",
     );
     let text =

@@ -6,14 +6,12 @@
 //! One test, in this order, so that the builds are shared: the student's workspaces compile
 //! in one grader target folder, where the registry dependencies compile once.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 
 use assert_cmd::assert::OutputAssertExt;
 use serde_json::Value;
-use support::{instructor, target_dir};
+use xtask_test_support::{binary, target_dir};
 
 fn cargo_in(dir: &Path) -> Command {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
@@ -23,7 +21,7 @@ fn cargo_in(dir: &Path) -> Command {
 
 /// Grade, check the run succeeded, and return results.json's tests.
 fn grade(args: &[&str], results: &Path) -> Vec<Value> {
-    let output = instructor()
+    let output = binary("instructor")
         .arg("grade")
         .args(args)
         .arg("--gradescope")
@@ -112,17 +110,17 @@ fn hand_out_grade_and_put_the_solutions_back() {
     let grader_target = target_dir().join("grade");
 
     step("writing the hand-out and the solved hand-out");
-    instructor()
+    binary("instructor")
         .args(["handout", "--out"])
         .arg(&handout)
         .assert()
         .success();
-    instructor()
+    binary("instructor")
         .args(["handout", "--solved", "--out"])
         .arg(&solved)
         .assert()
         .success();
-    let refused = instructor()
+    let refused = binary("instructor")
         .args(["handout", "--out"])
         .arg(&handout)
         .assert()
@@ -304,7 +302,7 @@ fn hand_out_grade_and_put_the_solutions_back() {
     assert!(!readme.contains("For instructors") && !readme.contains("INSTRUCTOR"));
 
     // Grading that cannot run is an error, not a score.
-    let not_a_workspace = instructor()
+    let not_a_workspace = binary("instructor")
         .args(["grade"])
         .arg(scratch.path().join("nothing"))
         .assert()
@@ -321,7 +319,7 @@ fn a_missing_argument_is_named() {
         (&["classroom"], "--out <DIR>"),
         (&["grade"], "<SUBMISSION>"),
     ] {
-        let output = instructor().args(args).output().expect("it runs");
+        let output = binary("instructor").args(args).output().expect("it runs");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
@@ -338,7 +336,7 @@ fn a_missing_argument_is_named() {
 fn a_grade_that_cannot_run_says_why_first() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let started = std::time::Instant::now();
-    let output = instructor()
+    let output = binary("instructor")
         .env("TMPDIR", "/nonexistent")
         .arg("grade")
         .arg(scratch.path())
@@ -351,7 +349,7 @@ fn a_grade_that_cannot_run_says_why_first() {
             && stderr.contains("set TMPDIR"),
         "{stderr}"
     );
-    let output = instructor()
+    let output = binary("instructor")
         .arg("grade")
         .arg(scratch.path())
         .args(["--gradescope", "/dev/full"])

@@ -19,8 +19,6 @@
 //! file it writes outside its output has `corpus-attack` in its name, so that the checks
 //! below find what a failed defence would have left.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
@@ -31,7 +29,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use support::{copy_dir, instructor, workspace, xtask};
+use xtask_test_support::{binary, cargo_run, copy_dir, workspace};
 
 /// The build limit the corpus grades with: a lab builds in well under it (6 s at most on a
 /// busy 2-core machine), a compile-time loop is cut off at it.
@@ -252,7 +250,7 @@ fn grade(
     only: Option<&str>,
 ) -> (Vec<Value>, String, Duration) {
     let started = Instant::now();
-    let mut command = instructor();
+    let mut command = binary("instructor");
     if let Some(cores) = cores {
         use std::os::unix::process::CommandExt;
         // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET stays below CPU_SETSIZE; the
@@ -327,12 +325,16 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let handout = scratch.path().join("handout");
     let solved = scratch.path().join("solved");
-    run_into(instructor(), &["handout", "--out"], &handout);
-    run_into(instructor(), &["handout", "--solved", "--out"], &solved);
+    run_into(binary("instructor"), &["handout", "--out"], &handout);
+    run_into(
+        binary("instructor"),
+        &["handout", "--solved", "--out"],
+        &solved,
+    );
     let bases: BTreeMap<&str, PathBuf> = [("handout", handout), ("solved", solved)].into();
     // The reference binaries, built once: the grades use these, and nothing may change them.
     let bin_dir = scratch.path().join("dist");
-    run_into(xtask(), &["dist", "--out"], &bin_dir);
+    run_into(cargo_run("xtask"), &["dist", "--out"], &bin_dir);
     // A server on the loopback that no sandboxed process may reach.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port");
     listener.set_nonblocking(true).expect("non-blocking");
@@ -560,11 +562,15 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
 fn two_grades_at_once_both_get_every_mark() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let solved = scratch.path().join("solved");
-    run_into(instructor(), &["handout", "--solved", "--out"], &solved);
+    run_into(
+        binary("instructor"),
+        &["handout", "--solved", "--out"],
+        &solved,
+    );
     let second = scratch.path().join("solved-again");
     copy_dir(&solved, &second);
     let bin_dir = scratch.path().join("dist");
-    run_into(xtask(), &["dist", "--out"], &bin_dir);
+    run_into(cargo_run("xtask"), &["dist", "--out"], &bin_dir);
     let grades: Vec<_> = [solved, second]
         .into_iter()
         .enumerate()
@@ -613,12 +619,12 @@ fn every_lock_is_free(base: &Path) -> bool {
 fn a_grade_killed_with_9_leaves_no_scratch_once_another_starts() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let handout = scratch.path().join("handout");
-    run_into(instructor(), &["handout", "--out"], &handout);
+    run_into(binary("instructor"), &["handout", "--out"], &handout);
     let tmp = scratch.path().join("tmp");
     fs::create_dir(&tmp).expect("created");
     // SAFETY: geteuid has no preconditions.
     let base = tmp.join(format!("xtask-grader-{}", unsafe { libc::geteuid() }));
-    let mut grade = instructor()
+    let mut grade = binary("instructor")
         .arg("grade")
         .arg(&handout)
         .arg("--no-cpu-device")
@@ -666,7 +672,7 @@ fn a_grade_killed_with_9_leaves_no_scratch_once_another_starts() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // The next grade starts (and stops at once: there is no such submission).
-    let next = instructor()
+    let next = binary("instructor")
         .arg("grade")
         .arg(scratch.path().join("no-such-submission"))
         .env("TMPDIR", &tmp)
