@@ -577,7 +577,7 @@ fn two_grades_at_once_both_get_every_mark() {
         .map(|(i, dir)| {
             let results = scratch.path().join(format!("{i}.json"));
             let bin_dir = bin_dir.clone();
-            std::thread::spawn(move || grade(&dir, &bin_dir, &results, None, false))
+            std::thread::spawn(move || grade(&dir, &bin_dir, &results, None, None))
         })
         .collect();
     for grade in grades {
