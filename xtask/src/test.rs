@@ -102,31 +102,9 @@ pub fn run_plan(
     let c_reference = bin_dir.as_deref().and_then(c_reference_in);
     let suite = Suite::new(bin_dir, &plan.packages)?;
     let mut failed = Vec::new();
-
-    // The probe is the labs' own `Gpu::open`. With --require-gpu its answer decides nothing:
-    // the GPU tests run anyway, so a broken `Gpu::open` fails them instead of hiding them.
-    let gpu = gpu::probe();
-    let run_gpu_tests = require_gpu || gpu.is_ok();
-    let gpu_line = match (&gpu, require_gpu) {
-        (Ok(name), _) => format!("ran on {name}"),
-        (Err(why), true) => {
-            failed.push(format!("--require-gpu: no GPU opened ({why})"));
-            format!("ran, but no GPU opened: {why}")
-        }
-        (Err(why), false) => {
-            format!("skipped: {why} (--require-gpu fails instead)")
-        }
-    };
-
-    let gpus = gpu::count();
-    let multi_gpu_line = match (run_gpu_tests, gpus) {
-        (false, _) => "skipped with the GPU tests".to_string(),
-        (true, 0 | 1) => format!("skipped: {gpus} GPU(s) opened, and they need 2"),
-        (true, _) => format!("ran on {gpus} GPUs"),
-    };
-
-    let nvrtc = crate::nvrtc::find();
-    let nvrtc_line = match &nvrtc {
+    let machine = Machine::probe(require_gpu, plan, &mut failed);
+    let nvrtc = &machine.nvrtc;
+    let nvrtc_line = match nvrtc {
         Ok(Nvrtc::Folder(dir)) => format!("ran with NVRTC from {}", dir.display()),
         Ok(Nvrtc::System) => "ran with the system's NVRTC".to_string(),
         Err(why) => format!("skipped: {why}"),
@@ -138,33 +116,12 @@ pub fn run_plan(
         None => format!("skipped: no C compiler ($CC, cc or gcc); {NO_C_COMPILER}=1 was set"),
     };
 
-    let env = environment(&nvrtc, compiler.is_some(), c_reference)?;
-
-    // What this machine meets, need by need (why not in short: the lines above say it
-    // whole): NVRTC's kernel checks run with the GPU tests here, and wherever NVRTC is
-    // found, on the CPU device below.
-    let gpu_met = match run_gpu_tests {
-        true => Ok(()),
-        false => Err("no GPU opened".to_string()),
-    };
-    let two_gpus_met = gpu_met.clone().and_then(|()| match gpus {
-        0 | 1 => Err(format!("{gpus} GPU(s) opened")),
-        _ => Ok(()),
-    });
-    let met: Vec<(Need, Result<(), String>)> = [
-        (needs::GPU, gpu_met.clone()),
-        (needs::COMPUTE_SANITIZER, gpu_met.clone()),
-        (needs::NVRTC, gpu_met),
-        (needs::TWO_GPUS, two_gpus_met),
-    ]
-    .into_iter()
-    .chain(plan.needs.iter().cloned())
-    .collect();
+    let env = environment(nvrtc, compiler.is_some(), c_reference)?;
 
     let mut totals = Totals::default();
     suite.run(&[], &env, &mut totals, &mut failed)?;
     let ignored = std::mem::take(&mut totals.ignored_tests);
-    let (by_need, unknown) = sort_by_need(&ignored, &met);
+    let (by_need, unknown) = sort_by_need(&ignored, &machine.met);
     failed.extend(unknown);
 
     let here: Vec<&str> = by_need
@@ -179,7 +136,7 @@ pub fn run_plan(
         .filter(|needed| needed.need.on_cpu_device)
         .flat_map(|needed| needed.tests.iter().copied())
         .collect();
-    let cpu_device_line = match &nvrtc {
+    let cpu_device_line = match nvrtc {
         Ok(_) => {
             let mut env = env.clone();
             env.push((shared::gpu::EMULATE_VARIABLE, "1".into()));
@@ -212,8 +169,8 @@ pub fn run_plan(
             "tests: {} passed, {} failed, {} skipped",
             totals.passed, totals.failed, totals.ignored
         ),
-        format!("GPU tests: {gpu_line}"),
-        format!("multi-GPU tests: {multi_gpu_line}"),
+        format!("GPU tests: {}", machine.gpu_line),
+        format!("multi-GPU tests: {}", machine.multi_gpu_line),
         format!("GPU tests on the CPU device: {cpu_device_line}"),
         format!("kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}"),
         format!("C reference: {c_line}"),
@@ -229,6 +186,70 @@ pub fn run_plan(
         Ok(())
     } else {
         Err(format!("tests failed in: {}", failed.join(", ")))
+    }
+}
+
+/// What this machine meets, need by need, and the summary's lines on its GPUs.
+struct Machine {
+    gpu_line: String,
+    multi_gpu_line: String,
+    nvrtc: Result<Nvrtc, String>,
+    met: Vec<(Need, Result<(), String>)>,
+}
+
+impl Machine {
+    /// Probe the GPUs and NVRTC; `--require-gpu` without a GPU is a failure, said in `failed`.
+    fn probe(require_gpu: bool, plan: &Plan, failed: &mut Vec<String>) -> Machine {
+        // The probe is the labs' own `Gpu::open`. With --require-gpu its answer decides nothing:
+        // the GPU tests run anyway, so a broken `Gpu::open` fails them instead of hiding them.
+        let gpu = gpu::probe();
+        let run_gpu_tests = require_gpu || gpu.is_ok();
+        let gpu_line = match (&gpu, require_gpu) {
+            (Ok(name), _) => format!("ran on {name}"),
+            (Err(why), true) => {
+                failed.push(format!("--require-gpu: no GPU opened ({why})"));
+                format!("ran, but no GPU opened: {why}")
+            }
+            (Err(why), false) => {
+                format!("skipped: {why} (--require-gpu fails instead)")
+            }
+        };
+
+        let gpus = gpu::count();
+        let multi_gpu_line = match (run_gpu_tests, gpus) {
+            (false, _) => "skipped with the GPU tests".to_string(),
+            (true, 0 | 1) => format!("skipped: {gpus} GPU(s) opened, and they need 2"),
+            (true, _) => format!("ran on {gpus} GPUs"),
+        };
+
+        let nvrtc = crate::nvrtc::find();
+
+        // What this machine meets, need by need (why not in short: the lines above say it
+        // whole): NVRTC's kernel checks run with the GPU tests here, and wherever NVRTC is
+        // found, on the CPU device (`run_plan`).
+        let gpu_met = match run_gpu_tests {
+            true => Ok(()),
+            false => Err("no GPU opened".to_string()),
+        };
+        let two_gpus_met = gpu_met.clone().and_then(|()| match gpus {
+            0 | 1 => Err(format!("{gpus} GPU(s) opened")),
+            _ => Ok(()),
+        });
+        let met: Vec<(Need, Result<(), String>)> = [
+            (needs::GPU, gpu_met.clone()),
+            (needs::COMPUTE_SANITIZER, gpu_met.clone()),
+            (needs::NVRTC, gpu_met),
+            (needs::TWO_GPUS, two_gpus_met),
+        ]
+        .into_iter()
+        .chain(plan.needs.iter().cloned())
+        .collect();
+        Machine {
+            gpu_line,
+            multi_gpu_line,
+            nvrtc,
+            met,
+        }
     }
 }
 
