@@ -41,6 +41,13 @@ enum Command {
     Classroom(classroom::Args),
     /// The instructor's tests: the grader's, the class grader's, the coursework loop
     Test(test::Args),
+    /// One task of a class's Slurm job array, run by the job script `grade --class --slurm`
+    /// writes: grade the plan's submission number SLURM_ARRAY_TASK_ID
+    #[command(hide = true)]
+    ClassTask {
+        #[arg(value_name = "PLAN")]
+        plan: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -53,6 +60,7 @@ fn main() -> ExitCode {
         Command::Grade(args) => grade::run(*args).map(|()| ExitCode::SUCCESS),
         Command::Autograder(args) => autograder::run(args).map(|()| ExitCode::SUCCESS),
         Command::Classroom(args) => classroom::run(args).map(|()| ExitCode::SUCCESS),
+        Command::ClassTask { plan } => grade::task(&plan).map(|()| ExitCode::SUCCESS),
         Command::Test(args) => test::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),

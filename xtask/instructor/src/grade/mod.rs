@@ -53,7 +53,7 @@ pub struct Args {
     /// The student's workspace: their copy of the hand-out, with their work in it
     #[arg(
         value_name = "SUBMISSION",
-        required_unless_present_any = ["built", "class", "class_task"]
+        required_unless_present_any = ["built", "class"]
     )]
     submission: Option<PathBuf>,
     /// Build only, into this new folder, for `--built` on another machine (a GPU machine
@@ -104,16 +104,18 @@ struct Intake {
     grader_failed: Vec<(String, String)>,
 }
 
-/// `grade`: its three modes, each a function of its own: one task of a class's Slurm array,
-/// a class, or one submission.
+/// `grade`: a class, or one submission, each a function of its own.
 pub fn run(args: Args) -> Result<()> {
-    if let Some(plan) = &args.class.class_task {
-        class::task(plan)
-    } else if args.class.class.is_some() {
+    if args.class.class.is_some() {
         grade_class(args)
     } else {
         grade_one(&args)
     }
+}
+
+/// `class-task PLAN`: one task of a class's Slurm array, the third mode, a command of its own.
+pub fn task(plan: &Path) -> Result<()> {
+    class::task(plan)
 }
 
 /// A class: each submission graded by this command in a subprocess, with these options.

@@ -3,9 +3,9 @@
 //! `grade --class DIR --out OUT --slurm` writes the class's plan (`OUT/.class/plan.json`:
 //! each submission and its digest, and how to grade) and a job script, submits the array
 //! with `sbatch --wait`, and gathers the gradebook when the array ends. Each task runs this
-//! same instructor binary as `grade --class-task PLAN`: it grades the submission of its
-//! `SLURM_ARRAY_TASK_ID` into its own folder `OUT/students/KEY/`, in the sandbox, exactly as
-//! a grade on one machine does. So the binary, OUT and the class folder must be at the same
+//! same instructor binary as `class-task PLAN`, a hidden command: it grades the submission
+//! of its `SLURM_ARRAY_TASK_ID` into its own folder `OUT/students/KEY/`, in the sandbox,
+//! exactly as a grade on one machine does. So the binary, OUT and the class folder must be at the same
 //! paths on every node (a shared file system), and each node needs bubblewrap and, to build
 //! the submissions, the Rust toolchain.
 
@@ -133,7 +133,7 @@ fn job_script(exe: &Path, plan: &Path) -> String {
     format!(
         "#!/bin/sh\n# One task of a class graded by `instructor grade --class --slurm`: the submission\n\
          # of $SLURM_ARRAY_TASK_ID in the plan, graded into its own folder.\n\
-         exec {} grade --class-task {}\n",
+         exec {} class-task {}\n",
         quote(exe),
         quote(plan)
     )
@@ -147,7 +147,7 @@ fn quote(path: &Path) -> String {
 /// The task this process is, in its array.
 pub fn task_index() -> Result<usize> {
     let text = std::env::var("SLURM_ARRAY_TASK_ID")
-        .context("--class-task runs as a task of a Slurm job array (no SLURM_ARRAY_TASK_ID)")?;
+        .context("class-task runs as a task of a Slurm job array (no SLURM_ARRAY_TASK_ID)")?;
     text.trim()
         .parse()
         .with_context(|| format!("SLURM_ARRAY_TASK_ID is not a task number: {text}"))
@@ -198,8 +198,7 @@ mod tests {
         );
         assert!(script.starts_with("#!/bin/sh\n"));
         assert!(
-            script
-                .ends_with("exec '/opt/x task/xtask' grade --class-task '/o/it'\\''s/plan.json'\n"),
+            script.ends_with("exec '/opt/x task/xtask' class-task '/o/it'\\''s/plan.json'\n"),
             "{script}"
         );
         let output = Command::new("sh")

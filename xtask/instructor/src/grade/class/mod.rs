@@ -88,9 +88,6 @@ pub struct ClassArgs {
     /// The Slurm generic resources each task asks for, e.g. gpu:1
     #[arg(long, value_name = "GRES", requires = "slurm")]
     pub gres: Option<String>,
-    /// One task of a Slurm job array: grade the plan's submission number SLURM_ARRAY_TASK_ID
-    #[arg(long, value_name = "PLAN", hide = true, conflicts_with_all = ["submission", "built", "build_only", "gradescope", "class"])]
-    pub class_task: Option<PathBuf>,
 }
 
 /// What the one-submission grade's own options pass on to each grade of the class.
