@@ -1111,8 +1111,9 @@ mod tests {
         assert_ne!(moduli[1], moduli[2]);
     }
 
-    /// The command lines the canvas and kernel speed checks run, as they were before the
-    /// rubric's arguments were typed.
+    /// The command lines the canvas and kernel speed checks run, word for word: a flag of the
+    /// rubric's lost or moved on its way through the typed arguments, a backend wrong, or an
+    /// output or `--json` missing fails here, not on the GPU machine.
     #[test]
     fn the_canvas_and_kernel_speed_checks_run_the_same_command_lines() {
         let rubric = rubric::Rubric::load().expect("the rubric");

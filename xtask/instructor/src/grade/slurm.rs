@@ -5,9 +5,9 @@
 //! with `sbatch --wait`, and gathers the gradebook when the array ends. Each task runs this
 //! same instructor binary as `class-task PLAN`, a hidden command: it grades the submission
 //! of its `SLURM_ARRAY_TASK_ID` into its own folder `OUT/students/KEY/`, in the sandbox,
-//! exactly as a grade on one machine does. So the binary, OUT and the class folder must be at the same
-//! paths on every node (a shared file system), and each node needs bubblewrap and, to build
-//! the submissions, the Rust toolchain.
+//! exactly as a grade on one machine does. So the binary, OUT and the class folder must be at
+//! the same paths on every node (a shared file system), and each node needs bubblewrap and,
+//! to build the submissions, the Rust toolchain.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
