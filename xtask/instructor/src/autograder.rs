@@ -39,11 +39,12 @@ pub fn run(args: Args) -> Result<()> {
             .unix_permissions(mode)
     };
     let scripts = [
-        ("setup.sh", setup_script(&rust)),
-        ("run_autograder", RUN_AUTOGRADER.to_string()),
+        ("setup.sh", setup_script(&rust), 0o755),
+        ("run_autograder", RUN_AUTOGRADER.to_string(), 0o755),
+        (FILE_LIST, file_list(&files), 0o644),
     ];
-    for (name, text) in scripts {
-        zip.start_file(name, options(0o755))
+    for (name, text, mode) in scripts {
+        zip.start_file(name, options(mode))
             .and_then(|()| Ok(zip.write_all(text.as_bytes())?))
             .with_context(|| format!("cannot add {name} to the zip"))?;
     }
@@ -95,6 +96,19 @@ fn rust_version() -> Result<String> {
     Ok(version.to_string())
 }
 
+/// The zip's list of the workspace's files, beside the scripts: `setup.sh` tracks these and
+/// nothing else, whatever else lies in the workspace by then (NVRTC's own headers, which
+/// `install` unpacks into `.nvrtc/`, say `fmad`, and a hand-out that holds them is refused).
+const FILE_LIST: &str = "workspace-files";
+
+/// One path a line: the tracked paths are this workspace's own names, none with a newline.
+fn file_list(files: &[PathBuf]) -> String {
+    files
+        .iter()
+        .map(|path| format!("{}\n", path.display()))
+        .collect()
+}
+
 fn setup_script(rust: &str) -> String {
     SETUP.replace("@RUST_VERSION@", rust)
 }
@@ -135,10 +149,11 @@ install() {
 build() {
   export PATH="$HOME/.cargo/bin:$PATH"
   cd "$WORKSPACE"
-  # The grader makes the hand-out from the files git tracks: track the zip's files.
+  # The grader makes the hand-out from the files git tracks: track the zip's files, as its
+  # list names them, and nothing else (not NVRTC's files in .nvrtc/, nor a build's).
   if [ ! -d .git ]; then
     git init -q
-    git add -A -f
+    git --literal-pathspecs add -f --pathspec-from-file="$ROOT/source/workspace-files"
   fi
   cargo build --release --locked --workspace
   local instructor="${CARGO_TARGET_DIR:-$WORKSPACE/target}/release/instructor"
