@@ -97,6 +97,23 @@ impl Rubric {
         Rubric::parse(RUBRIC)
     }
 
+    /// As wide as the widest of `lab`'s image checks and as tall as the tallest: a GPU lab's
+    /// planted kernel runs at least this large, so that the student's host code is proven
+    /// over every column and row its images are graded at (`None`: no image check).
+    pub fn image_extent(&self, lab: &Lab) -> Option<Size> {
+        self.checks
+            .iter()
+            .filter(|check| check.lab == lab)
+            .filter_map(|check| match &check.test {
+                Test::Image { size, .. } => Some(*size),
+                _ => None,
+            })
+            .reduce(|a, b| Size {
+                width: a.width.max(b.width),
+                height: a.height.max(b.height),
+            })
+    }
+
     fn parse(text: &str) -> Result<Rubric> {
         let rubric: Rubric = toml::from_str(text).map_err(|e| invalid(text, &e))?;
         for check in &rubric.checks {

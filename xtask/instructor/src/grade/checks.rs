@@ -592,7 +592,11 @@ fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
 fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
     // Each lab its own key, from the grade's number.
     let key = context.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
-    let (source, mut args) = planted::kernel(lab.name, key).ok_or_else(|| {
+    let extent = rubric::Rubric::load()
+        .ok()
+        .and_then(|rubric| rubric.image_extent(lab));
+    let planted = extent.and_then(|extent| planted::kernel(lab.name, key, extent));
+    let (source, mut args) = planted.ok_or_else(|| {
         context.grader_failed(format!(
             "the grader has no kernel to plant in {} (not the student's fault)",
             lab.name
@@ -619,7 +623,7 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
             file: &file,
         };
         sandboxed(context, lab, &program, &os(args), deadline)
-            .and_then(|run| output_file(run.out.path(), "image.ppm", 1 << 20))
+            .and_then(|run| output_file(run.out.path(), "image.ppm", ppm_bytes(args)))
     };
     let solution = |args: &[String]| {
         planted(false, args).map_err(|e| {
@@ -653,6 +657,12 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
          solution's host code writes with it ({differing}): its launch, arguments or copy \
          back do not run the kernel they are given, so its images are not counted"
     ))
+}
+
+/// The most a PPM image of the size `args` begin with takes, its header included.
+fn ppm_bytes(args: &[String]) -> u64 {
+    let number = |i: usize| args.get(i).and_then(|a| a.parse::<u64>().ok()).unwrap_or(0);
+    3 * number(0) * number(1) + 64
 }
 
 /// Byte-identical, or how many pixels differ and the first one.

@@ -6,21 +6,27 @@
 //! workspace's host code writes with that kernel. A host that computes the image another way
 //! (on the CPU, from an embedded file) cannot know that kernel's output.
 
+use crate::rubric::Size;
+
 /// The planted kernel of `lab`, for the grade's `key`, and the arguments both hosts run it
-/// with (a small image, its size drawn from the key too); `None` for a lab without one.
-pub fn kernel(lab: &str, key: u64) -> Option<(String, Vec<String>)> {
+/// with; `None` for a lab without one. The image is as wide as `extent`, the widest image the
+/// lab is graded at, and a few rows taller than the tallest (drawn from the key): a launch
+/// that covers only part of a graded image (a cap on its columns, a grid that stops short)
+/// writes other bytes than this workspace's host code.
+pub fn kernel(lab: &str, key: u64, extent: Size) -> Option<(String, Vec<String>)> {
     let template = match lab {
         "lab03" => include_str!("planted/lab03.cu"),
         "lab04" => include_str!("planted/lab04.cu"),
         _ => return None,
     };
-    // Small enough to cost a fraction of a second on the CPU device; the default view, which
-    // is symmetric about the real axis (lab04's mirror rows) and crosses the near-set box.
-    let height = 21 + (key >> 8) % 48;
-    // Never square: a launch with its grid and block swapped (lab03) covers a square alike.
-    let width = match 33 + key % 64 {
-        square if square == height => square + 1,
-        width => width,
+    // Not wider than the widest graded image: lab03 takes at most 1024 columns, which its
+    // rubric grades. 1 to 16 rows more, odd or even by the key: the default view is
+    // symmetric about the real axis (lab04's mirror rows) and crosses the near-set box.
+    let width = extent.width;
+    let height = match extent.height + 1 + (key >> 8) as u32 % 16 {
+        // Never square: a launch with its grid and block swapped (lab03) covers a square alike.
+        square if square == width => square + 1,
+        height => height,
     };
     // Of the size of the products x * y in the default view, so that rounding the product
     // before the add (lab01's way) and fusing the two give different bits at most pixels.
@@ -36,21 +42,77 @@ pub fn kernel(lab: &str, key: u64) -> Option<(String, Vec<String>)> {
 mod tests {
     use super::*;
 
+    const EXTENT: Size = Size {
+        width: 1024,
+        height: 1024,
+    };
+
     #[test]
     fn each_gpu_lab_with_host_code_has_a_planted_kernel_that_changes_with_the_key() {
         for lab in ["lab03", "lab04"] {
-            let (a, args) = kernel(lab, 1).expect("a planted kernel");
-            let (b, _) = kernel(lab, 0x1234_5678_9abc).expect("a planted kernel");
+            let (a, _) = kernel(lab, 1, EXTENT).expect("a planted kernel");
+            let (b, _) = kernel(lab, 0x1234_5678_9abc, EXTENT).expect("a planted kernel");
             assert_ne!(a, b, "{lab}");
             assert!(a.starts_with("#define PLANTED_KEY 0x00000001u\n"), "{a}");
-            let width: u32 = args[0].parse().expect("a width");
-            assert!((33..=97).contains(&width), "{args:?}");
         }
-        for key in (0..1 << 16).map(|k: u64| k.wrapping_mul(0x9e37_79b9_7f4a_7c15)) {
-            let (_, args) = kernel("lab03", key).expect("a planted kernel");
-            assert_ne!(args[0], args[1], "a square image for key {key:#x}");
+        assert!(kernel("lab05", 1, EXTENT).is_none());
+    }
+
+    /// The planted image covers every column and row of the largest graded image, and is
+    /// never square (where a swapped grid and block would cover it alike).
+    #[test]
+    fn the_planted_image_covers_the_largest_graded_image() {
+        let mut heights = std::collections::BTreeSet::new();
+        for key in (0..1 << 12).map(|k: u64| k.wrapping_mul(0x9e37_79b9_7f4a_7c15)) {
+            for extent in [
+                EXTENT,
+                Size {
+                    width: 4097,
+                    height: 2001,
+                },
+            ] {
+                let (_, args) = kernel("lab03", key, extent).expect("a planted kernel");
+                let width: u32 = args[0].parse().expect("a width");
+                let height: u32 = args[1].parse().expect("a height");
+                assert_eq!(width, extent.width, "{key:#x}");
+                assert!(
+                    (extent.height + 1..=extent.height + 16).contains(&height),
+                    "{args:?}"
+                );
+                assert_ne!(width, height, "a square image for key {key:#x}");
+                heights.insert(height - extent.height);
+            }
         }
-        assert!(kernel("lab05", 1).is_none());
+        assert!(heights.len() >= 16, "drawn from the key: {heights:?}");
+    }
+
+    /// The extent comes from the rubric: lab04's widest image is 4097 columns, its tallest
+    /// 2001 rows; lab03's at most 1024 columns, the most its launch takes.
+    #[test]
+    fn the_rubric_gives_each_gpu_lab_its_largest_graded_image() {
+        let rubric = crate::rubric::Rubric::load().expect("the rubric");
+        let extent = |name| {
+            let lab = xtask::labs::LABS
+                .iter()
+                .find(|lab| lab.name == name)
+                .expect("a lab");
+            rubric.image_extent(lab)
+        };
+        assert_eq!(
+            extent("lab04"),
+            Some(Size {
+                width: 4097,
+                height: 2001
+            })
+        );
+        assert_eq!(
+            extent("lab03"),
+            Some(Size {
+                width: 1024,
+                height: 1024
+            })
+        );
+        assert_eq!(extent("lab05"), None);
     }
 
     /// Each planted kernel compiles with NVRTC (where it is found), and its product-and-sum
@@ -63,7 +125,7 @@ mod tests {
             return;
         }
         for lab in ["lab03", "lab04"] {
-            let (source, _) = kernel(lab, 0xfeed_beef_cafe).expect("a planted kernel");
+            let (source, _) = kernel(lab, 0xfeed_beef_cafe, EXTENT).expect("a planted kernel");
             let compile = |options: &[&str]| {
                 shared::nvrtc::KernelFile {
                     name: "planted.cu",
