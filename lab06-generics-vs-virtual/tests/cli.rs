@@ -221,7 +221,7 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
 
 #[test]
 #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
-fn nvrtc_compiles_the_kernels_for_sm80_and_sm90() {
+fn nvrtc_compiles_the_kernels_for_sm60_sm75_sm80_and_sm90() {
     assert_kernels_compile(&[kernel_file()]);
 }
 

@@ -13,8 +13,10 @@ use cudarc::nvrtc;
 
 use crate::{Error, Result};
 
-/// The architectures the tests compile every kernel for: Ampere (A100) and Hopper (H100).
-pub const CHECKED_ARCHES: [&str; 2] = ["sm_80", "sm_90"];
+/// The architectures the tests compile every kernel for: Pascal (P100, Kaggle's free GPU),
+/// Turing (T4, Colab's and Kaggle's), Ampere (A100) and Hopper (H100). sm_60 is the labs'
+/// floor: every kernel keeps to what it has (`atomicAdd` on doubles is sm_60's, among them).
+pub const CHECKED_ARCHES: [&str; 4] = ["sm_60", "sm_75", "sm_80", "sm_90"];
 
 /// One kernel file of a lab and the NVRTC options the lab compiles it with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -339,6 +341,23 @@ mod tests {
             error.ends_with("is not UTF-8 text: give a CUDA C++ source file"),
             "{error}"
         );
+    }
+
+    /// The floor is NVRTC's to enforce: a kernel that calls what only sm_70 has
+    /// (`__nanosleep`) compiles for sm_75 and is refused for sm_60, so the kernel checks
+    /// catch a lab kernel that raises the floor.
+    #[test]
+    #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+    fn a_kernel_beyond_sm60_is_refused_for_sm60() {
+        let kernel = KernelFile::new(
+            "sleeps.cu",
+            "extern \"C\" __global__ void sleeps() { __nanosleep(100); }",
+            &[],
+        );
+        assert_eq!(CHECKED_ARCHES[..2], ["sm_60", "sm_75"]);
+        assert!(kernel.cubin("sm_75").is_ok());
+        let refused = kernel.cubin("sm_60").map(drop).unwrap_err().to_string();
+        assert!(refused.contains("__nanosleep"), "{refused}");
     }
 
     #[test]

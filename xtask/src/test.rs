@@ -172,7 +172,10 @@ pub fn run_plan(
         format!("GPU tests: {}", machine.gpu_line),
         format!("multi-GPU tests: {}", machine.multi_gpu_line),
         format!("GPU tests on the CPU device: {cpu_device_line}"),
-        format!("kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}"),
+        format!(
+            "kernel checks (NVRTC, {}): {nvrtc_line}",
+            shared::nvrtc::CHECKED_ARCHES.join(", ")
+        ),
         format!("C reference: {c_line}"),
     ]
     .into_iter()
