@@ -115,6 +115,15 @@ mod tests {
     }
 
     #[test]
+    fn test_takes_one_lab_but_not_with_a_dist_folder() {
+        let Ok(Command::Test(_)) = Command::try_parse_from(["cargo xtask", "test", "lab05"]) else {
+            panic!("test LAB parses");
+        };
+        let both = Command::try_parse_from(["cargo xtask", "test", "lab05", "--bin-dir", "d"]);
+        assert!(both.is_err(), "a dist folder's executables are every lab's");
+    }
+
+    #[test]
     fn usage_lines_name_the_command_a_reader_types() {
         use clap::CommandFactory;
         let mut command = Command::command();
