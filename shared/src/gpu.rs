@@ -271,14 +271,17 @@ fn load_libraries() -> Result<()> {
 }
 
 /// What is wrong with NVRTC and what to do. The CPU device (`emulated`) needs it as a GPU
-/// does: under `--emulate` the message says so, not "add --emulate".
+/// does: the message never offers `--emulate` as the way out.
 fn no_nvrtc(what: &str, emulated: bool) -> Error {
     let fix = crate::nvrtc::INSTALL_HINT;
     match emulated {
         true => Error::NoGpu(format!(
             "the CPU device compiles the kernels with NVRTC, as a GPU does: {what}; {fix}"
         )),
-        false => no_gpu(what, fix),
+        // Not "add --emulate": the CPU device would miss NVRTC as well.
+        false => Error::NoGpu(format!(
+            "no usable GPU: {what}; {fix} (the CPU device, --emulate, needs it too)"
+        )),
     }
 }
 
@@ -399,8 +402,7 @@ mod tests {
     use super::*;
 
     /// A lab given `--emulate` is told what the CPU device lacks and where to put it, never
-    /// to add the flag it was given; without it, a GPU machine's message still names the
-    /// CPU device.
+    /// to add the flag it was given; without it, that the CPU device needs NVRTC too.
     #[test]
     fn missing_nvrtc_says_what_to_set_and_offers_emulate_only_without_it() {
         let emulated = no_nvrtc("NVRTC was not found", true).to_string();
@@ -417,6 +419,10 @@ mod tests {
             on_gpu.starts_with("no usable GPU: NVRTC was not found"),
             "{on_gpu}"
         );
-        assert!(on_gpu.contains("add --emulate"), "{on_gpu}");
+        assert!(
+            on_gpu.ends_with("(the CPU device, --emulate, needs it too)"),
+            "{on_gpu}"
+        );
+        assert!(!on_gpu.contains("add --emulate"), "{on_gpu}");
     }
 }
