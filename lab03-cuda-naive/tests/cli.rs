@@ -28,7 +28,7 @@ fn without_a_gpu_says_what_is_missing_and_what_still_runs() {
 
 #[test]
 #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
-fn nvrtc_compiles_the_kernel_for_sm80_and_sm90() {
+fn nvrtc_compiles_the_kernel_for_sm60_sm75_sm80_and_sm90() {
     assert_kernels_compile(&[kernel_file()]);
 }
 

@@ -22,7 +22,7 @@ fn kernel_builds() -> [shared::nvrtc::KernelFile; 3] {
 
 #[test]
 #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
-fn nvrtc_compiles_every_build_for_sm80_and_sm90() {
+fn nvrtc_compiles_every_build_for_sm60_sm75_sm80_and_sm90() {
     assert_kernels_compile(&kernel_builds());
 }
 

@@ -233,7 +233,7 @@ fn json_report_has_the_statistics() {
 
 #[test]
 #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
-fn nvrtc_compiles_the_kernel_for_sm80_and_sm90() {
+fn nvrtc_compiles_the_kernel_for_sm60_sm75_sm80_and_sm90() {
     assert_kernels_compile(&[kernel_file()]);
 }
 

@@ -180,6 +180,11 @@ impl GpuBench {
         &self.gpu.name
     }
 
+    /// Whether this is the CPU device, whose times say nothing of a GPU.
+    pub fn emulated(&self) -> bool {
+        self.gpu.emulated
+    }
+
     /// Time `kernel` at every launch shape of the sweep: one warm-up batch, then `reps`
     /// timed batches, every launch's sum checked. The result is the shape with the best
     /// median, and a sum that differs from `expected` if any launch got one.

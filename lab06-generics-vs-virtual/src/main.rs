@@ -75,7 +75,10 @@ fn run(args: Args) -> Result<()> {
     }
 
     if let Some(mut bench) = gpu {
-        let mut table = Table::new(bench.name().to_string());
+        let mut table = match bench.emulated() {
+            true => Table::untimed(bench.name().to_string()),
+            false => Table::new(bench.name().to_string()),
+        };
         table
             .rows
             .push(("gpu-peak", bench.measure(Kernel::Peak, reps, expected)?));

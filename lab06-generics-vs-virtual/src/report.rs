@@ -16,13 +16,29 @@ pub struct Measured {
 pub struct Table {
     pub device: String,
     pub rows: Vec<(&'static str, Measured)>,
+    /// Whether its times are the device's own: not on the CPU device, whose times are an
+    /// interpreter's, so that its GB/s and shares of a peak say nothing of a GPU.
+    pub timed: bool,
 }
+
+/// What the table says in place of a figure only a GPU can give.
+const NEEDS_A_GPU: &str = "needs a GPU";
 
 impl Table {
     pub fn new(device: String) -> Self {
         Table {
             device,
             rows: Vec::new(),
+            timed: true,
+        }
+    }
+
+    /// The table of a device whose times say nothing of a GPU (the CPU device): its sums
+    /// are checked, its figures shown as [`NEEDS_A_GPU`] and left out of the report.
+    pub fn untimed(device: String) -> Self {
+        Table {
+            timed: false,
+            ..Table::new(device)
         }
     }
 
@@ -36,15 +52,37 @@ impl Table {
     /// underscores).
     /// Returns how many sums were wrong.
     pub fn report(&self, expected: u64, timer: &mut Timer) -> usize {
+        let (lines, wrong) = self.lines(expected);
+        for line in lines {
+            shared::cli::eprint_line(&line);
+        }
+        for (name, m) in &self.rows {
+            let key = name.replace('-', "_");
+            if self.timed {
+                let pct = 100.0 * m.gbps / self.peak_gbps();
+                timer.metric(&format!("{key}_gbps"), round1(m.gbps));
+                timer.metric(&format!("{key}_pct_of_peak"), round1(pct));
+            }
+            if let Some(sum) = m.sum {
+                // The sum itself, so that a grader can check it rather than take `sums_ok`.
+                timer.metric(&format!("{key}_sum"), f64::from(sum));
+            }
+        }
+        wrong
+    }
+
+    /// The table's lines, and how many sums were wrong.
+    fn lines(&self, expected: u64) -> (Vec<String>, usize) {
         let peak = self.peak_gbps();
         let mut wrong = 0;
-        shared::cli::eprint_line(&self.device);
-        shared::cli::eprint_line(&format!(
-            "  {:<20} {:>10} {:>10}  {:<6} launch (GPU: blocks x threads, registers)",
-            "variant", "GB/s", "% of peak", "sum"
-        ));
+        let mut lines = vec![
+            self.device.clone(),
+            format!(
+                "  {:<20} {:>11} {:>11}  {:<6} launch (GPU: blocks x threads, registers)",
+                "variant", "GB/s", "% of peak", "sum"
+            ),
+        ];
         for (name, m) in &self.rows {
-            let pct = 100.0 * m.gbps / peak;
             let sum = match m.sum {
                 None => "-".to_string(),
                 Some(s) if is_exact(s, expected) => "ok".to_string(),
@@ -53,21 +91,20 @@ impl Table {
                     format!("WRONG: {s}, expected {expected}")
                 }
             };
+            let (gbps, pct) = match self.timed {
+                true => (
+                    format!("{:.1}", m.gbps),
+                    format!("{:.1}", 100.0 * m.gbps / peak),
+                ),
+                false => (NEEDS_A_GPU.to_string(), NEEDS_A_GPU.to_string()),
+            };
             let line = format!(
-                "  {name:<20} {:>10.1} {pct:>10.1}  {sum:<6} {}",
-                m.gbps,
+                "  {name:<20} {gbps:>11} {pct:>11}  {sum:<6} {}",
                 m.launch.as_deref().unwrap_or("")
             );
-            shared::cli::eprint_line(line.trim_end());
-            let key = name.replace('-', "_");
-            timer.metric(&format!("{key}_gbps"), round1(m.gbps));
-            timer.metric(&format!("{key}_pct_of_peak"), round1(pct));
-            if let Some(sum) = m.sum {
-                // The sum itself, so that a grader can check it rather than take `sums_ok`.
-                timer.metric(&format!("{key}_sum"), f64::from(sum));
-            }
+            lines.push(line.trim_end().to_string());
         }
-        wrong
+        (lines, wrong)
     }
 }
 
@@ -99,6 +136,41 @@ pub fn median(values: &mut [f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On the CPU device a GPU's figures are "needs a GPU", never an interpreter's GB/s or
+    /// a share of its peak (238.8% once); its sums are still checked.
+    #[test]
+    fn the_cpu_device_shows_no_gpu_figures_but_checks_its_sums() {
+        let row = |gbps, sum| Measured {
+            gbps,
+            sum,
+            launch: None,
+        };
+        let mut table = Table::untimed("CPU device".to_string());
+        table.rows = vec![
+            ("gpu-peak", row(0.4, None)),
+            ("gpu-plain", row(0.9, Some(16.0))),
+            ("gpu-generic", row(0.0, Some(15.0))),
+        ];
+        let (lines, wrong) = table.lines(16);
+        assert_eq!(wrong, 1);
+        let plain = &lines[3];
+        assert!(plain.contains("needs a GPU needs a GPU  ok"), "{plain}");
+        assert!(
+            !lines[2..]
+                .iter()
+                .any(|l| l.contains("225.0") || l.contains("0.9")),
+            "{lines:?}"
+        );
+        assert!(
+            lines[4].contains("WRONG: 15, expected 16"),
+            "{:?}",
+            lines[4]
+        );
+        table.timed = true;
+        let (lines, _) = table.lines(16);
+        assert!(lines[3].contains("0.9       225.0  ok"), "{:?}", lines[3]);
+    }
 
     #[test]
     fn median_of_odd_and_even_counts() {

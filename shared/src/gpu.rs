@@ -235,9 +235,6 @@ pub fn device_count() -> Result<usize> {
 fn load_libraries() -> Result<()> {
     const DRIVER: &str = "install the NVIDIA driver (CUDA 12.0 or newer) and check that \
                           libcuda.so.1 is on the library path";
-    const NVRTC: &str = "install NVRTC (it comes with the CUDA toolkit, or `pip install \
-                         nvidia-cuda-nvrtc-cu12`) and put the folder of libnvrtc.so \
-                         on LD_LIBRARY_PATH";
     // SAFETY: only tries to dlopen the library by its usual names.
     if !unsafe { sys::is_culib_present() } {
         return Err(no_gpu(
@@ -256,22 +253,36 @@ fn load_libraries() -> Result<()> {
             DRIVER,
         ));
     }
-    // SAFETY: as above.
-    if !unsafe { nvrtc::sys::is_culib_present() } {
-        return Err(no_gpu(
-            "NVRTC, CUDA's run-time compiler (libnvrtc.so), was not found",
-            NVRTC,
+    if !crate::nvrtc::is_present() {
+        return Err(no_nvrtc(
+            "NVRTC, CUDA's run-time compiler (libnvrtc.so.12), was not found",
+            EMULATED.load(Ordering::Relaxed),
         ));
     }
-    // SAFETY: as above.
+    // SAFETY: the library is present (just checked); this loads it as cudarc will.
     let compiler = unsafe { nvrtc::sys::culib() };
     if let Some(name) = missing_symbol(compiler, NVRTC_FUNCTIONS) {
-        return Err(no_gpu(
+        return Err(no_nvrtc(
             &format!("NVRTC (libnvrtc.so) has no function {name}: it is incomplete or too old"),
-            NVRTC,
+            EMULATED.load(Ordering::Relaxed),
         ));
     }
     Ok(())
+}
+
+/// What is wrong with NVRTC and what to do. The CPU device (`emulated`) needs it as a GPU
+/// does: the message never offers `--emulate` as the way out.
+fn no_nvrtc(what: &str, emulated: bool) -> Error {
+    let fix = crate::nvrtc::INSTALL_HINT;
+    match emulated {
+        true => Error::NoGpu(format!(
+            "the CPU device compiles the kernels with NVRTC, as a GPU does: {what}; {fix}"
+        )),
+        // Not "add --emulate": the CPU device would miss NVRTC as well.
+        false => Error::NoGpu(format!(
+            "no usable GPU: {what}; {fix} (the CPU device, --emulate, needs it too)"
+        )),
+    }
 }
 
 /// Milliseconds between two recorded events, once the second has completed.
@@ -384,4 +395,34 @@ fn find_cpu_device() -> Result<PathBuf> {
             dir.display()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lab given `--emulate` is told what the CPU device lacks and where to put it, never
+    /// to add the flag it was given; without it, that the CPU device needs NVRTC too.
+    #[test]
+    fn missing_nvrtc_says_what_to_set_and_offers_emulate_only_without_it() {
+        let emulated = no_nvrtc("NVRTC was not found", true).to_string();
+        assert!(
+            emulated.starts_with("the CPU device compiles the kernels with NVRTC"),
+            "{emulated}"
+        );
+        for says in ["cargo xtask install-nvrtc", ".nvrtc", "LD_LIBRARY_PATH"] {
+            assert!(emulated.contains(says), "{says}: {emulated}");
+        }
+        assert!(!emulated.contains("--emulate"), "{emulated}");
+        let on_gpu = no_nvrtc("NVRTC was not found", false).to_string();
+        assert!(
+            on_gpu.starts_with("no usable GPU: NVRTC was not found"),
+            "{on_gpu}"
+        );
+        assert!(
+            on_gpu.ends_with("(the CPU device, --emulate, needs it too)"),
+            "{on_gpu}"
+        );
+        assert!(!on_gpu.contains("add --emulate"), "{on_gpu}");
+    }
 }

@@ -13,8 +13,10 @@ use cudarc::nvrtc;
 
 use crate::{Error, Result};
 
-/// The architectures the tests compile every kernel for: Ampere (A100) and Hopper (H100).
-pub const CHECKED_ARCHES: [&str; 2] = ["sm_80", "sm_90"];
+/// The architectures the tests compile every kernel for: Pascal (P100, Kaggle's free GPU),
+/// Turing (T4, Colab's and Kaggle's), Ampere (A100) and Hopper (H100). sm_60 is the labs'
+/// floor: every kernel keeps to what it has (`atomicAdd` on doubles is sm_60's, among them).
+pub const CHECKED_ARCHES: [&str; 4] = ["sm_60", "sm_75", "sm_80", "sm_90"];
 
 /// One kernel file of a lab and the NVRTC options the lab compiles it with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,10 +134,69 @@ fn read_source(path: &Path) -> Result<String> {
     })
 }
 
-/// Whether NVRTC's library can be loaded (cudarc panics on first use where it cannot).
+/// Whether NVRTC's library can be loaded (cudarc panics on first use where it cannot): by
+/// the loader's own search, or from the workspace's `.nvrtc` ([`load_workspace_copy`]).
 pub fn is_present() -> bool {
+    load_workspace_copy();
     // SAFETY: only tries to dlopen the library by its usual names.
     unsafe { nvrtc::sys::is_culib_present() }
+}
+
+/// NVRTC as `cargo xtask install-nvrtc` (pip's `nvidia-cuda-nvrtc-cu12`) puts it in a
+/// workspace: this path under the workspace's root.
+pub const WORKSPACE_COPY: &str = ".nvrtc/nvidia/cuda_nvrtc/lib/libnvrtc.so.12";
+
+/// What to do where NVRTC is not found: the one place the labs and the tests say it.
+pub const INSTALL_HINT: &str = "`cargo xtask install-nvrtc` installs it into the workspace's \
+                                .nvrtc folder, where the labs find it; or put the folder of \
+                                libnvrtc.so.12 on LD_LIBRARY_PATH";
+
+/// Where the loader finds no NVRTC by name, load the workspace's own copy, so that cudarc's
+/// later look-up by name (`libnvrtc.so.12`, its soname) gets it: a lab run directly
+/// (`target/release/lab04 --emulate`, `cargo run`) needs no `LD_LIBRARY_PATH`. Once per
+/// process; NVRTC found by the loader (the system's, `LD_LIBRARY_PATH`) comes first.
+fn load_workspace_copy() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: only tries to dlopen the library by its usual names.
+        if unsafe { nvrtc::sys::is_culib_present() } {
+            return;
+        }
+        let Some(path) = std::env::current_exe()
+            .ok()
+            .and_then(|exe| workspace_copy(&exe))
+        else {
+            return;
+        };
+        // SAFETY: NVRTC's own library, run-time compiler of the toolkit; loading it runs its
+        // initialisers as cudarc's own load would. RTLD_GLOBAL keeps it for the loader's
+        // later look-ups by soname.
+        let loaded = unsafe {
+            libloading::os::unix::Library::open(
+                Some(&path),
+                libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+            )
+        };
+        // Kept loaded for the life of the process: cudarc holds its functions. One that does
+        // not load is as good as none: the caller says NVRTC was not found.
+        if let Ok(library) = loaded {
+            std::mem::forget(library);
+        }
+    });
+}
+
+/// The workspace's NVRTC for the program `exe`: [`WORKSPACE_COPY`] under the program's
+/// folder or one above it (`target/release/`, `target/debug/deps/` lie in the workspace),
+/// and owned by the program's owner. Not under the current folder, nor one another user
+/// could have put there (`/tmp/.nvrtc` above `/tmp/x/lab04`): what is found is loaded into
+/// the lab, so where the lab is run from must not choose its code.
+fn workspace_copy(exe: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(exe).ok()?.uid();
+    exe.ancestors()
+        .skip(1)
+        .map(|dir| dir.join(WORKSPACE_COPY))
+        .find(|lib| std::fs::metadata(lib).is_ok_and(|m| m.is_file() && m.uid() == owner))
 }
 
 /// The loops of a PTX listing: the instructions from each label to the last branch back to
@@ -209,6 +270,7 @@ struct Program(nvrtc::sys::nvrtcProgram);
 
 impl Program {
     fn new(file_name: &str, source: &str) -> Result<Program> {
+        load_workspace_copy();
         let c_source = CString::new(source)
             .map_err(|_| Error::Compile(format!("{file_name} contains a NUL byte")))?;
         let c_name = CString::new(file_name)
@@ -339,6 +401,44 @@ mod tests {
             error.ends_with("is not UTF-8 text: give a CUDA C++ source file"),
             "{error}"
         );
+    }
+
+    /// The floor is NVRTC's to enforce: a kernel that calls what only sm_70 has
+    /// (`__nanosleep`) compiles for sm_75 and is refused for sm_60, so the kernel checks
+    /// catch a lab kernel that raises the floor.
+    #[test]
+    #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+    fn a_kernel_beyond_sm60_is_refused_for_sm60() {
+        let kernel = KernelFile::new(
+            "sleeps.cu",
+            "extern \"C\" __global__ void sleeps() { __nanosleep(100); }",
+            &[],
+        );
+        assert_eq!(CHECKED_ARCHES[..2], ["sm_60", "sm_75"]);
+        assert!(kernel.cubin("sm_75").is_ok());
+        let refused = kernel.cubin("sm_60").map(drop).unwrap_err().to_string();
+        assert!(refused.contains("__nanosleep"), "{refused}");
+    }
+
+    /// A lab built in the workspace finds the workspace's NVRTC from its own folder
+    /// (`target/release/`, `target/debug/deps/`); one built elsewhere finds none.
+    #[test]
+    fn a_lab_finds_the_nvrtc_of_the_workspace_it_lies_in() {
+        let workspace = tempfile::tempdir().expect("a temp folder");
+        let root = workspace.path();
+        let deps = root.join("target/debug/deps");
+        std::fs::create_dir_all(&deps).expect("folders");
+        let (lab, test) = (root.join("target/release/lab04"), deps.join("cli-0123"));
+        std::fs::create_dir_all(root.join("target/release")).expect("folders");
+        for exe in [&lab, &test] {
+            std::fs::write(exe, "").expect("a program");
+        }
+        assert_eq!(workspace_copy(&lab), None);
+        let library = root.join(WORKSPACE_COPY);
+        std::fs::create_dir_all(library.parent().expect("its folder")).expect("folders");
+        std::fs::write(&library, "").expect("a library");
+        assert_eq!(workspace_copy(&lab), Some(library.clone()));
+        assert_eq!(workspace_copy(&test), Some(library));
     }
 
     #[test]

@@ -287,14 +287,20 @@ pub fn assert_kernels_compile(kernels: &[KernelFile]) {
     }
 }
 
-/// The loops of `kernel`'s PTX for the first checked architecture (see
-/// [`crate::nvrtc::loops`]). Needs NVRTC, not a GPU.
+/// The loops of `kernel`'s PTX for every checked architecture, one after the other (see
+/// [`crate::nvrtc::loops`]): a property of its loops holds on each GPU the labs support.
+/// Needs NVRTC, not a GPU.
 pub fn ptx_loops(kernel: &KernelFile) -> Vec<String> {
-    let arch = CHECKED_ARCHES[0].replace("sm_", "compute_");
-    let ptx = kernel
-        .ptx(&arch)
-        .unwrap_or_else(|e| panic!("{} for {arch}: {e}", kernel.name));
-    loops(&ptx)
+    CHECKED_ARCHES
+        .iter()
+        .flat_map(|arch| {
+            let arch = arch.replace("sm_", "compute_");
+            let ptx = kernel
+                .ptx(&arch)
+                .unwrap_or_else(|e| panic!("{} for {arch}: {e}", kernel.name));
+            loops(&ptx)
+        })
+        .collect()
 }
 
 /// The fault tests of a lab that runs on the CPU and writes an image, one `#[test]` each,

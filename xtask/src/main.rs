@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use xtask::{bench, cli, dist, docs, profile, run, sanitize, test, verify};
+use xtask::{bench, cli, dist, docs, nvrtc, profile, run, sanitize, test, verify};
 
 /// The labs' task runner.
 #[derive(Parser)]
@@ -32,6 +32,8 @@ enum Command {
     Profile(profile::Args),
     /// Run each GPU lab under compute-sanitizer (memcheck; racecheck and synccheck on lab06)
     Sanitize(sanitize::Args),
+    /// Install NVRTC into .nvrtc with pip: the CPU device (no GPU) compiles the kernels with it
+    InstallNvrtc(nvrtc::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn main() -> ExitCode {
         Command::Docs(args) => docs::run(args).map(|()| ExitCode::SUCCESS),
         Command::Profile(args) => profile::run(args).map(|()| ExitCode::SUCCESS),
         Command::Sanitize(args) => sanitize::run(args).map(|()| ExitCode::SUCCESS),
+        Command::InstallNvrtc(args) => nvrtc::install(args).map(|()| ExitCode::SUCCESS),
         Command::Dist(args) => dist::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),
@@ -109,6 +112,15 @@ mod tests {
         let plans = sanitize::plans(table, None).expect("sanitize's plans");
         let lab07_plan = plans.iter().find(|plan| is_lab07(plan.lab));
         assert_eq!(lab07_plan.map(|plan| plan.tools.len()), Some(3), "sanitize");
+    }
+
+    #[test]
+    fn test_takes_one_lab_but_not_with_a_dist_folder() {
+        let Ok(Command::Test(_)) = Command::try_parse_from(["cargo xtask", "test", "lab05"]) else {
+            panic!("test LAB parses");
+        };
+        let both = Command::try_parse_from(["cargo xtask", "test", "lab05", "--bin-dir", "d"]);
+        assert!(both.is_err(), "a dist folder's executables are every lab's");
     }
 
     #[test]

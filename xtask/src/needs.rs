@@ -32,7 +32,7 @@ pub const TWO_GPUS: Need = Need {
     on_cpu_device: false,
 };
 
-/// NVRTC, to compile the kernels for real GPUs (sm_80, sm_90) and read their PTX.
+/// NVRTC, to compile the kernels for real GPUs (sm_60 to sm_90) and read their PTX.
 pub const NVRTC: Need = Need {
     reason: "needs NVRTC (cargo xtask test runs it where NVRTC is found)",
     on_cpu_device: true,

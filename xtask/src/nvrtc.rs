@@ -4,13 +4,60 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// Where `.ci/run` installs NVRTC (pip's `nvidia-cuda-nvrtc-cu12`), in the workspace root.
+use shared::nvrtc::WORKSPACE_COPY;
+
+/// Where `.ci/run` and `cargo xtask install-nvrtc` install NVRTC (pip's
+/// `nvidia-cuda-nvrtc-cu12`), in the workspace root.
 const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
 
-/// The command that puts NVRTC in [`NVRTC_FOLDER`], as `.ci/run` does: a skip line says
-/// what to type, not where to read it.
+/// The command that puts NVRTC in [`NVRTC_FOLDER`], as `.ci/run` does: what
+/// `install-nvrtc` runs, and what the message saying NVRTC is missing gives to type.
 const NVRTC_INSTALL: &str =
     "python3 -m pip install --no-deps --target .nvrtc nvidia-cuda-nvrtc-cu12==12.9.86";
+
+/// What to type where NVRTC is missing, said once by the commands that need it.
+pub fn install_hint() -> String {
+    format!("`cargo xtask install-nvrtc` installs it into .nvrtc (it runs `{NVRTC_INSTALL}`)")
+}
+
+/// `cargo xtask install-nvrtc`.
+#[derive(clap::Args)]
+pub struct Args {}
+
+/// Install NVRTC into the workspace's `.nvrtc` with pip, unless it is there already; fail
+/// unless the library is there afterwards (pip installs an empty placeholder where NVIDIA
+/// ships no NVRTC, as on macOS).
+pub fn install(_: Args) -> anyhow::Result<()> {
+    let root = crate::bins::workspace_root();
+    let library = root.join(WORKSPACE_COPY);
+    if !library.is_file() {
+        shared::cli::eprint_line(&format!("xtask: running {NVRTC_INSTALL}"));
+        let mut words = NVRTC_INSTALL.split(' ');
+        let mut pip = std::process::Command::new(words.next().unwrap_or("python3"));
+        pip.args(words).current_dir(&root);
+        let status = pip.status().map_err(|e| {
+            anyhow::anyhow!(
+                "cannot run python3 ({e}): install Python 3 with pip, then run                  `cargo xtask install-nvrtc` again"
+            )
+        })?;
+        if !status.success() {
+            anyhow::bail!("pip failed ({status}); its messages above say why");
+        }
+        if !library.is_file() {
+            anyhow::bail!(
+                "pip ran, but {} is not there: NVIDIA ships NVRTC for Linux (x86-64 and Arm) \
+                 and Windows only; on this machine the GPU labs need a Linux container \
+                 (README: the dev container)",
+                library.display()
+            );
+        }
+    }
+    shared::cli::print_line(&format!(
+        "NVRTC: {} (the CPU device and the kernel checks use it)",
+        library.display()
+    ))?;
+    Ok(())
+}
 
 /// Where NVRTC was found.
 pub enum Nvrtc {
@@ -42,8 +89,8 @@ pub fn find() -> Result<Nvrtc, String> {
         return Ok(Nvrtc::System);
     }
     Err(format!(
-        "NVRTC not found (no libnvrtc.so.12 on the loader's path or in {NVRTC_FOLDER}); \
-         `{NVRTC_INSTALL}` installs it there"
+        "NVRTC not found (no libnvrtc.so.12 on the loader's path or in {NVRTC_FOLDER}); {}",
+        install_hint()
     ))
 }
 
@@ -75,5 +122,9 @@ mod tests {
             "{package}"
         );
         assert!(NVRTC_INSTALL.contains(".nvrtc") && NVRTC_FOLDER.starts_with(".nvrtc/"));
+        assert_eq!(
+            Path::new(WORKSPACE_COPY).parent(),
+            Some(Path::new(NVRTC_FOLDER))
+        );
     }
 }

@@ -42,6 +42,10 @@ const C_REFERENCE_VAR: &str = "LAB01_C_REFERENCE";
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Test this lab only (lab01 ... lab06, or just 4): on the CPU device where no GPU opens
+    #[arg(conflicts_with = "bin_dir")]
+    lab: Option<String>,
+
     /// Run the test executables in DIR/deps (from `cargo xtask dist --tests`)
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
@@ -81,13 +85,23 @@ impl Plan {
         }
         Ok(plan)
     }
+
+    /// `cargo xtask test LAB`'s: that lab's package alone.
+    fn lab(name: &str) -> crate::bins::Result<Plan> {
+        let lab = crate::labs::find(name).map_err(|e| e.to_string())?;
+        Ok(Plan {
+            packages: vec!["--package".to_string(), lab.package.to_string()],
+            ..Plan::default()
+        })
+    }
 }
 
 /// `cargo xtask test`.
 pub fn run(args: Args) -> crate::bins::Result<()> {
-    let plan = match args.bin_dir {
-        Some(_) => Plan::default(),
-        None => Plan::workspace()?,
+    let plan = match (&args.bin_dir, &args.lab) {
+        (Some(_), _) => Plan::default(),
+        (None, Some(lab)) => Plan::lab(lab)?,
+        (None, None) => Plan::workspace()?,
     };
     run_plan(args.bin_dir, args.require_gpu, &plan)
 }
@@ -104,10 +118,19 @@ pub fn run_plan(
     let mut failed = Vec::new();
     let machine = Machine::probe(require_gpu, plan, &mut failed);
     let nvrtc = &machine.nvrtc;
+    // Said first, once: the summary's lines point back to it.
+    if let (Some(why), Err(_)) = (&machine.no_gpu, nvrtc) {
+        shared::cli::eprint_line(&format!(
+            "xtask test: the GPU tests and the kernel checks will be skipped: no GPU opened \
+             ({why}), and the CPU device that runs them without one needs NVRTC; {}",
+            crate::nvrtc::install_hint()
+        ));
+    }
+    let no_nvrtc = "skipped: NVRTC not found (`cargo xtask install-nvrtc` installs it)";
     let nvrtc_line = match nvrtc {
         Ok(Nvrtc::Folder(dir)) => format!("ran with NVRTC from {}", dir.display()),
         Ok(Nvrtc::System) => "ran with the system's NVRTC".to_string(),
-        Err(why) => format!("skipped: {why}"),
+        Err(_) => no_nvrtc.to_string(),
     };
 
     let compiler = c_compiler();
@@ -124,18 +147,9 @@ pub fn run_plan(
     let (by_need, unknown) = sort_by_need(&ignored, &machine.met);
     failed.extend(unknown);
 
-    let here: Vec<&str> = by_need
-        .iter()
-        .filter(|needed| needed.met.is_ok())
-        .flat_map(|needed| needed.tests.iter().copied())
-        .collect();
+    let (here, on_cpu_device) = chosen(&by_need);
     run_ignored(&suite, &here, &env, &mut totals, &mut failed)?;
 
-    let on_cpu_device: Vec<&str> = by_need
-        .iter()
-        .filter(|needed| needed.need.on_cpu_device)
-        .flat_map(|needed| needed.tests.iter().copied())
-        .collect();
     let cpu_device_line = match nvrtc {
         Ok(_) => {
             let mut env = env.clone();
@@ -144,7 +158,7 @@ pub fn run_plan(
             let ran = run_ignored(&suite, &on_cpu_device, &env, &mut totals, &mut failed)?;
             format!("{ran} ran on the CPU device (LABS_EMULATE=1)")
         }
-        Err(why) => format!("skipped: {why}"),
+        Err(_) => no_nvrtc.to_string(),
     };
     let not_run: Vec<String> = by_need
         .iter()
@@ -172,7 +186,10 @@ pub fn run_plan(
         format!("GPU tests: {}", machine.gpu_line),
         format!("multi-GPU tests: {}", machine.multi_gpu_line),
         format!("GPU tests on the CPU device: {cpu_device_line}"),
-        format!("kernel checks (NVRTC, sm_80 and sm_90): {nvrtc_line}"),
+        format!(
+            "kernel checks (NVRTC, {}): {nvrtc_line}",
+            shared::nvrtc::CHECKED_ARCHES.join(", ")
+        ),
         format!("C reference: {c_line}"),
     ]
     .into_iter()
@@ -189,8 +206,27 @@ pub fn run_plan(
     }
 }
 
+/// The ignored tests to run here (their needs met), and those to run again on the CPU
+/// device (their needs met by it too: never those that need two GPUs or compute-sanitizer,
+/// which would only fail there, or run for minutes in the interpreter).
+fn chosen<'a>(by_need: &[Needed<'a>]) -> (Vec<&'a str>, Vec<&'a str>) {
+    let tests = |keep: &dyn Fn(&Needed) -> bool| {
+        by_need
+            .iter()
+            .filter(|needed| keep(needed))
+            .flat_map(|needed| needed.tests.iter().copied())
+            .collect()
+    };
+    (
+        tests(&|needed| needed.met.is_ok()),
+        tests(&|needed| needed.need.on_cpu_device),
+    )
+}
+
 /// What this machine meets, need by need, and the summary's lines on its GPUs.
 struct Machine {
+    /// Why no GPU opened, where none did.
+    no_gpu: Option<String>,
     gpu_line: String,
     multi_gpu_line: String,
     nvrtc: Result<Nvrtc, String>,
@@ -245,6 +281,7 @@ impl Machine {
         .chain(plan.needs.iter().cloned())
         .collect();
         Machine {
+            no_gpu: gpu.err().filter(|_| !require_gpu),
             gpu_line,
             multi_gpu_line,
             nvrtc,
@@ -506,6 +543,39 @@ fn test_executables(deps: &Path) -> crate::bins::Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `cargo xtask test lab05` on a machine with no GPU: lab05's package alone, its GPU
+    /// test on the CPU device, and neither its two-GPU test (2^31 samples: minutes in the
+    /// interpreter) nor compute-sanitizer's, which are skipped with their reasons.
+    #[test]
+    fn one_lab_runs_its_gpu_tests_on_the_cpu_device_but_not_those_that_need_more() {
+        let plan = Plan::lab("5").expect("lab05's plan");
+        assert_eq!(plan.packages, ["--package", "lab05-buddhabrot"]);
+        let unknown = Plan::lab("lab09").err().unwrap_or_default();
+        assert!(unknown.starts_with("no lab called 'lab09'"), "{unknown}");
+
+        let ignored: Vec<(String, Option<String>)> = [
+            ("gpu_canvas_matches", needs::GPU),
+            ("multi_gpu_canvas", needs::TWO_GPUS),
+            ("sanitized", needs::COMPUTE_SANITIZER),
+            ("nvrtc_compiles", needs::NVRTC),
+        ]
+        .map(|(name, need)| (name.to_string(), Some(need.reason.to_string())))
+        .into();
+        let no_gpu = Err("no GPU opened".to_string());
+        let met = [
+            needs::GPU,
+            needs::TWO_GPUS,
+            needs::COMPUTE_SANITIZER,
+            needs::NVRTC,
+        ]
+        .map(|need| (need, no_gpu.clone()));
+        let (by_need, unknown) = sort_by_need(&ignored, &met);
+        assert!(unknown.is_empty(), "{unknown:?}");
+        let (here, on_cpu_device) = chosen(&by_need);
+        assert!(here.is_empty(), "{here:?}");
+        assert_eq!(on_cpu_device, ["gpu_canvas_matches", "nvrtc_compiles"]);
+    }
 
     /// The ignored tests run by what they declare, whatever their names: here a GPU test
     /// named like a kernel check, on a machine with one GPU and a sandbox.

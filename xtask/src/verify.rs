@@ -121,6 +121,17 @@ const BUDDHABROT_PIXELS: u64 = 1440 * 2560;
 pub fn run(args: Args) -> Result<()> {
     let gpu = gpu::probe();
     let gpus = if gpu.is_ok() { gpu::count() } else { 0 };
+    let nvrtc = crate::nvrtc::find();
+    // Said first, once, before the build's minutes: the rows only point back to it.
+    let unchecked = not_checked(&LABS, &gpu, gpus, &nvrtc);
+    if let (Err(why), false) = (&gpu, unchecked.is_empty()) {
+        shared::cli::eprint_line(&format!(
+            "verify: {} will not be checked: no GPU opened ({why}), and the CPU device that \
+             runs their kernels without one needs NVRTC; {}",
+            unchecked.join(", "),
+            crate::nvrtc::install_hint()
+        ));
+    }
     let bins = Bins::locate(args.bin_dir.clone(), checked(&LABS))?;
     let folder = OutFolder::create(&args.out)?;
     let verifier = Verifier {
@@ -174,12 +185,24 @@ pub fn run(args: Args) -> Result<()> {
 
     shared::cli::print_line(table(&rows).trim_end())?;
     let failures = rows.iter().filter(|r| r.failed).count();
+    // Labs not checked fail verify: its exit status says whether the labs match, and a
+    // status of 0 with four labs unseen would say they do.
+    let not_checked_line = format!(
+        "{} not checked: no GPU opened ({}) and no NVRTC for the CPU device (`cargo xtask \
+         install-nvrtc` installs it)",
+        unchecked.join(", "),
+        gpu.as_ref().err().map_or("", String::as_str)
+    );
     match (&gpu, failures) {
         (Ok(name), 0) => {
             shared::cli::eprint_line(&format!("verify: all labs that must match do, on {name}"))
         }
+        (Err(_), 0) if !unchecked.is_empty() => {
+            bail!("the labs checked match, but {not_checked_line}")
+        }
         (Err(why), 0) => shared::cli::eprint_line(&format!(
-            "verify: the CPU labs match; GPU labs skipped ({why})"
+            "verify: all labs that must match do, the GPU labs on the CPU device (no GPU \
+             opened: {why})"
         )),
         (_, n) => {
             let unwritten = match not_written(&rows)[..] {
@@ -190,14 +213,14 @@ pub fn run(args: Args) -> Result<()> {
                     labs.join(", ")
                 ),
             };
-            let skipped = gpu
-                .as_ref()
-                .err()
-                .map(|why| format!("; GPU labs skipped ({why})"));
-            bail!(
-                "{n} check(s) failed; the rows marked FAIL say why{unwritten}{}",
-                skipped.unwrap_or_default()
-            )
+            let skipped = match (&gpu, unchecked.is_empty()) {
+                (Ok(_), _) => String::new(),
+                (Err(_), false) => format!("; {not_checked_line}"),
+                (Err(why), true) => {
+                    format!("; the GPU labs ran on the CPU device (no GPU opened: {why})")
+                }
+            };
+            bail!("{n} check(s) failed; the rows marked FAIL say why{unwritten}{skipped}")
         }
     }
     Ok(())
@@ -213,6 +236,24 @@ fn not_written(rows: &[Row]) -> Vec<&'static str> {
     crate::format::distinct(stopped)
 }
 
+/// The labs of `table` that `verify` compares and cannot check here: those with GPU
+/// variants of which none can run (no GPU opened, and NVRTC missing for the CPU device).
+fn not_checked(
+    table: Table,
+    gpu: &std::result::Result<String, String>,
+    gpus: usize,
+    nvrtc: &std::result::Result<crate::nvrtc::Nvrtc, String>,
+) -> Vec<&'static str> {
+    let runs = |program: Program| match program.emulates() {
+        Some(_) => nvrtc.is_ok(),
+        None => labs::cannot_run(program, gpu, gpus).is_none(),
+    };
+    checked(table)
+        .filter(|lab| lab.runs().any(|p| p.gpu()) && !lab.runs().filter(Program::gpu).any(runs))
+        .map(|lab| lab.name)
+        .collect()
+}
+
 /// The labs `verify` compares: every Mandelbrot lab with the reference image, each
 /// Buddhabrot lab's variants with its first, each reduction lab's GPU sums with the exact
 /// total.
@@ -222,19 +263,19 @@ pub fn checked(table: Table) -> impl Iterator<Item = &'static Lab> {
         .chain(labs::doing_in(table, Work::Reduction))
 }
 
-/// A skipped row's result: why `program` cannot run here. Where no GPU opened at all, the
-/// line under the table says why once, not every GPU row.
+/// A skipped row's result: why `program` cannot run here. Where no GPU opened at all, or
+/// NVRTC is missing for the CPU device, the lines before and under the table say why once,
+/// not every row.
 fn skipped(
     program: Program,
     gpu: &std::result::Result<String, String>,
     gpus: usize,
 ) -> Option<String> {
     let why = labs::cannot_run(program, gpu, gpus)?;
-    Some(match gpu {
-        Err(_) if program.emulates().is_none() => {
-            "skipped: no GPU (why: below the table)".to_string()
-        }
-        _ => format!("skipped: {why}"),
+    Some(match (gpu, program.emulates()) {
+        (_, Some(_)) => "not checked: no NVRTC (why: above and below the table)".to_string(),
+        (Err(_), None) => "skipped: no GPU (why: below the table)".to_string(),
+        (Ok(_), None) => format!("skipped: {why}"),
     })
 }
 
@@ -661,12 +702,13 @@ mod tests {
         else {
             panic!("lab05 has its multi-GPU variants");
         };
-        // The CPU device needs NVRTC, not a GPU: its reason is its own, in its row.
+        // The CPU device needs NVRTC, not a GPU: where it is missing, the row says so
+        // without the install command, which is said once.
         assert_eq!(
             skipped(emulated, &none, 0),
             crate::nvrtc::find()
                 .err()
-                .map(|why| format!("skipped: {why}"))
+                .map(|_| "not checked: no NVRTC (why: above and below the table)".to_string())
         );
         assert_eq!(
             skipped(lab04, &none, 0).as_deref(),
@@ -678,6 +720,22 @@ mod tests {
             skipped(two, &h100, 1).as_deref(),
             Some("skipped: needs 2 GPUs, and 1 opened here")
         );
+    }
+
+    /// With no GPU and no NVRTC, the four GPU labs are named as not checked (and verify
+    /// fails); NVRTC or a GPU checks every one of them.
+    #[test]
+    fn the_gpu_labs_left_unchecked_are_named() {
+        use crate::nvrtc::Nvrtc;
+        let none = Err("no usable GPU".to_string());
+        let h100 = Ok("NVIDIA H100".to_string());
+        let missing = Err("NVRTC not found".to_string());
+        assert_eq!(
+            not_checked(&LABS, &none, 0, &missing),
+            ["lab03", "lab04", "lab05", "lab06"]
+        );
+        assert!(not_checked(&LABS, &none, 0, &Ok(Nvrtc::System)).is_empty());
+        assert!(not_checked(&LABS, &h100, 1, &missing).is_empty());
     }
 
     #[test]

@@ -114,7 +114,7 @@ fn a_hang_a_crash_and_garbage_are_failed_rows_and_verify_carries_on() {
         assert!(
             line.is_some_and(|l| l.contains("identical")
                 || l.contains("every sum exact")
-                || l.contains("skipped: NVRTC not found")),
+                || l.contains("not checked: no NVRTC (why: above and below the table)")),
             "{row}: {line:?} in\n{stdout}"
         );
     }
@@ -162,6 +162,9 @@ fn verify_survives_a_reader_that_goes_away() {
     drop(child.stdout.take());
     let output = child.wait_with_output().expect("xtask ends");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    // Where neither a GPU nor NVRTC is found, the GPU labs are not checked and verify says
+    // so in its last line, failing: the table was printed all the same.
+    let unchecked = stderr.contains("not checked: no GPU opened (");
+    assert!(output.status.success() || unchecked, "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
