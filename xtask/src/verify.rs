@@ -185,8 +185,8 @@ pub fn run(args: Args) -> Result<()> {
 
     shared::cli::print_line(table(&rows).trim_end())?;
     let failures = rows.iter().filter(|r| r.failed).count();
-    // Labs not checked fail verify: its exit status says whether the labs match, and a
-    // status of 0 with four labs unseen would say they do.
+    // Labs not checked are named in the last line, as at the top: a machine with Rust and a
+    // C compiler alone passes verify (the README's promise), and says what it did not see.
     let not_checked_line = format!(
         "{} not checked: no GPU opened ({}) and no NVRTC for the CPU device (`cargo xtask \
          install-nvrtc` installs it)",
@@ -197,9 +197,9 @@ pub fn run(args: Args) -> Result<()> {
         (Ok(name), 0) => {
             shared::cli::eprint_line(&format!("verify: all labs that must match do, on {name}"))
         }
-        (Err(_), 0) if !unchecked.is_empty() => {
-            bail!("the labs checked match, but {not_checked_line}")
-        }
+        (Err(_), 0) if !unchecked.is_empty() => shared::cli::eprint_line(&format!(
+            "verify: the labs checked match; {not_checked_line}"
+        )),
         (Err(why), 0) => shared::cli::eprint_line(&format!(
             "verify: all labs that must match do, the GPU labs on the CPU device (no GPU \
              opened: {why})"
@@ -722,8 +722,8 @@ mod tests {
         );
     }
 
-    /// With no GPU and no NVRTC, the four GPU labs are named as not checked (and verify
-    /// fails); NVRTC or a GPU checks every one of them.
+    /// With no GPU and no NVRTC, the four GPU labs are named as not checked; NVRTC or a GPU
+    /// checks every one of them.
     #[test]
     fn the_gpu_labs_left_unchecked_are_named() {
         use crate::nvrtc::Nvrtc;

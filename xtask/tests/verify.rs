@@ -163,8 +163,7 @@ fn verify_survives_a_reader_that_goes_away() {
     let output = child.wait_with_output().expect("xtask ends");
     let stderr = String::from_utf8_lossy(&output.stderr);
     // Where neither a GPU nor NVRTC is found, the GPU labs are not checked and verify says
-    // so in its last line, failing: the table was printed all the same.
-    let unchecked = stderr.contains("not checked: no GPU opened (");
-    assert!(output.status.success() || unchecked, "{stderr}");
+    // so in its last line, and passes: the table was printed all the same.
+    assert!(output.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
