@@ -17,6 +17,8 @@
 //! constant memory), the block's shared memory, the lane's local and parameter memory. A
 //! fault stops the launch with one message naming the kernel, block, thread and address.
 
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -120,8 +122,24 @@ struct Sizes {
     local: usize,
 }
 
-/// Run the launch on `threads` host threads.
+/// Run the launch on `threads` host threads; what its `printf`s print goes to stdout
+/// when it ends (as a launch followed by a synchronisation prints it on the GPU).
 pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
+    let (result, printed) = run_printing(launch, threads, crate::printf::FIFO_BYTES);
+    let mut out = std::io::stdout().lock();
+    // Lost output is not the kernel's fault: the launch's result stands.
+    let _ = out.write_all(&printed).and_then(|()| out.flush());
+    result
+}
+
+/// Run the launch on `threads` host threads: its result, and the lines its `printf`s
+/// printed, in block order, as many whole lines as fit in `room` bytes (the GPU's printf
+/// buffer left; the rest are dropped, as the GPU drops them).
+pub fn run_printing(launch: &Launch, threads: usize, room: usize) -> (Result<(), Fault>, Vec<u8>) {
+    let printed = Printed {
+        room,
+        blocks: Mutex::new(BTreeMap::new()),
+    };
     let blocks = u64::from(launch.grid[0]) * u64::from(launch.grid[1]) * u64::from(launch.grid[2]);
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
@@ -144,7 +162,7 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
-                let mut worker = Worker::new(launch, &sizes);
+                let mut worker = Worker::new(launch, &sizes, &printed);
                 loop {
                     if failed.load(Ordering::Relaxed) {
                         break;
@@ -153,7 +171,9 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
                     if b >= blocks {
                         break;
                     }
-                    if let Err(fault) = worker.block(b) {
+                    let result = worker.block(b);
+                    printed.keep(b, std::mem::take(&mut worker.lines));
+                    if let Err(fault) = result {
                         failed.store(true, Ordering::Relaxed);
                         if let Ok(mut first) = first_fault.lock() {
                             // The lowest block's fault, so that a run says the same each time.
@@ -167,7 +187,7 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
             });
         }
     });
-    match first_fault.into_inner() {
+    let result = match first_fault.into_inner() {
         Ok(Some((_, fault))) => Err(fault),
         Ok(None) => Ok(()),
         Err(_) => Err(Fault {
@@ -175,6 +195,52 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
             thread: [0; 3],
             message: "a worker thread failed".to_string(),
         }),
+    };
+    (result, printed.text())
+}
+
+/// The lines a launch's `printf`s print, by block, bounded by the room left in the GPU's
+/// printf buffer: whole lines in block order, the first that does not fit and all after it
+/// dropped. Blocks finish in any order on the host's threads; keeping them by index makes
+/// the output the same at every run.
+struct Printed {
+    room: usize,
+    blocks: Mutex<BTreeMap<u64, Vec<Vec<u8>>>>,
+}
+
+impl Printed {
+    fn keep(&self, block: u64, lines: Vec<Vec<u8>>) {
+        if lines.is_empty() {
+            return;
+        }
+        let Ok(mut blocks) = self.blocks.lock() else {
+            return;
+        };
+        blocks.insert(block, lines);
+        // Trim to the room: what falls past it now can only be pushed further out by the
+        // blocks before it still to come.
+        let mut used = 0usize;
+        let mut cut: Option<(u64, usize)> = None;
+        for (&b, lines) in blocks.iter() {
+            if let Some(i) = lines.iter().position(|l| {
+                used += l.len();
+                used > self.room
+            }) {
+                cut = Some((b, i));
+                break;
+            }
+        }
+        if let Some((b, i)) = cut {
+            let _ = blocks.split_off(&(b + 1));
+            if let Some(lines) = blocks.get_mut(&b) {
+                lines.truncate(i);
+            }
+        }
+    }
+
+    fn text(self) -> Vec<u8> {
+        let blocks = self.blocks.into_inner().unwrap_or_default();
+        blocks.into_values().flatten().flatten().collect()
     }
 }
 
@@ -187,10 +253,14 @@ struct Worker<'a> {
     ctaid: [u32; 3],
     /// The allocation the last global access fell in.
     cache: (u64, u64),
+    /// The lines this block's `printf`s printed, and the room the launch has for them.
+    lines: Vec<Vec<u8>>,
+    printed: usize,
+    room: usize,
 }
 
 impl<'a> Worker<'a> {
-    fn new(l: &'a Launch<'a>, sizes: &'a Sizes) -> Worker<'a> {
+    fn new(l: &'a Launch<'a>, sizes: &'a Sizes, printed: &Printed) -> Worker<'a> {
         let threads = (l.block[0] * l.block[1] * l.block[2]) as usize;
         let warps = threads.div_ceil(32);
         Worker {
@@ -221,6 +291,9 @@ impl<'a> Worker<'a> {
             shared: vec![0; (l.module.shared_bytes + l.dynamic_shared) as usize],
             ctaid: [0; 3],
             cache: (1, 0),
+            lines: Vec::new(),
+            printed: 0,
+            room: printed.room,
         }
     }
 
@@ -232,6 +305,7 @@ impl<'a> Worker<'a> {
             (linear / (u64::from(g[0]) * u64::from(g[1]))) as u32,
         ];
         self.shared.fill(0);
+        self.printed = 0;
         let f = self.l.function;
         let function_index = self.l.module.by_name.get(&f.name).copied().unwrap_or(0);
         for w in &mut self.warps {
@@ -453,6 +527,7 @@ impl<'a> Worker<'a> {
                 }
             }
             Op::Nop => {}
+            Op::Printf { format, args, ret } => self.printf_lanes(w, exec, *format, *args, *ret)?,
         }
         // Everything else falls through to the next instruction, the whole group together.
         w.goto(pc + 1);
@@ -741,6 +816,52 @@ impl<'a> Worker<'a> {
                 w.set(p, l, u64::from(ok));
             }
         }
+        Ok(())
+    }
+
+    /// `vprintf`: each lane in `exec`, lowest first, formats its line whole and keeps it
+    /// while the launch's buffer has room; its return value is the number of arguments.
+    fn printf_lanes(
+        &mut self,
+        w: &mut Warp,
+        exec: u32,
+        format: u32,
+        args: u32,
+        ret: Option<u32>,
+    ) -> Result<(), Fault> {
+        each_lane!(exec, |l| {
+            let param = |me: &mut Self, w: &mut Warp, off: u32, write: bool| {
+                me.resolve(w, l, Space::Param, Addr::FrameParam(off), 8, write)
+            };
+            // SAFETY: `resolve` checked 8 bytes of the frame's parameters there.
+            let text = unsafe { read(param(self, w, format, false)?, 8) };
+            // SAFETY: as above.
+            let base = unsafe { read(param(self, w, args, false)?, 8) };
+            let value = if text == 0 {
+                -1
+            } else {
+                let mut lane = LaneMemory {
+                    worker: self,
+                    w,
+                    l,
+                    base,
+                };
+                let format = crate::printf::string(&mut lane, text, usize::MAX)?;
+                let (line, n) = crate::printf::format(&format, &mut lane)?;
+                if self.printed + line.len() <= self.room {
+                    self.printed += line.len();
+                    self.lines.push(line);
+                } else {
+                    self.printed = self.room + 1;
+                }
+                n
+            };
+            if let Some(ret) = ret {
+                let p = param(self, w, ret, true)?;
+                // SAFETY: `resolve` checked the parameter writable for 8 bytes, 4 written.
+                unsafe { write(p, 4, u64::from(value as u32)) };
+            }
+        });
         Ok(())
     }
 
@@ -1063,6 +1184,35 @@ impl<'a> Worker<'a> {
                 self.name_of(w, l),
             ),
         )
+    }
+}
+
+/// What `printf` reads, as lane `l` reads it: its argument buffer at `base`, and the
+/// strings its format names, every byte checked as a load is.
+struct LaneMemory<'x, 'a> {
+    worker: &'x mut Worker<'a>,
+    w: &'x mut Warp,
+    l: usize,
+    base: u64,
+}
+
+impl crate::printf::Source for LaneMemory<'_, '_> {
+    type Error = Fault;
+    fn arg(&mut self, offset: u64, size: u32) -> Result<u64, Fault> {
+        let at = Addr::Abs(self.base.wrapping_add(offset));
+        let p = self
+            .worker
+            .resolve(self.w, self.l, Space::Generic, at, size, false)?;
+        // SAFETY: `resolve` checked `size` readable bytes at `p`.
+        Ok(unsafe { read(p, size) })
+    }
+    fn byte(&mut self, address: u64) -> Result<u8, Fault> {
+        let at = Addr::Abs(address);
+        let p = self
+            .worker
+            .resolve(self.w, self.l, Space::Generic, at, 1, false)?;
+        // SAFETY: `resolve` checked one readable byte at `p`.
+        Ok(unsafe { read(p, 1) } as u8)
     }
 }
 

@@ -392,6 +392,14 @@ pub enum Op {
     Exit,
     Trap,
     Nop,
+    /// A call of `vprintf` (`printf` in a kernel), run by the interpreter itself
+    /// ([`crate::printf`]): the frame-parameter offsets of its format and argument
+    /// pointers, and of its return value.
+    Printf {
+        format: u32,
+        args: u32,
+        ret: Option<u32>,
+    },
 }
 
 /// One instruction, its guard predicate (slot, negated), and its source line.

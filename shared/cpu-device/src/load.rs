@@ -242,7 +242,31 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
         let function = decode_function(&toks, h, &mut module)?;
         module.functions.push(function);
     }
+    builtins(&mut module);
     Ok(module)
+}
+
+/// Calls of the functions the GPU's driver provides rather than the module (declared
+/// `.extern`, with no body), which the interpreter runs itself: `vprintf`.
+fn builtins(module: &mut Module) {
+    for inst in &mut module.code {
+        let Op::Call {
+            target: CallTarget::Direct(i),
+            args,
+            ret,
+        } = &inst.op
+        else {
+            continue;
+        };
+        let f = &module.functions[*i as usize];
+        if f.name == "vprintf" && f.start == f.end && args.len() == 2 {
+            inst.op = Op::Printf {
+                format: args[0].0,
+                args: args[1].0,
+                ret: ret.map(|r| r.0),
+            };
+        }
+    }
 }
 
 /// The module's directives, in order: its functions' headers (a declaration and its
