@@ -109,6 +109,10 @@ struct Warp {
     /// Each lane's parameter and local memory, `param` and `local` bytes a lane.
     params: Vec<u8>,
     locals: Vec<u8>,
+    /// Each lane's carry flag (the PTX condition code's `CF`), bit `lane`.
+    cc: u32,
+    /// Each lane's predicate at a `bar.red`, bit `lane`, for the barrier's release.
+    bar_pred: u32,
 }
 
 enum Stop {
@@ -286,6 +290,8 @@ impl<'a> Worker<'a> {
                     stack: vec![Vec::new(); 32],
                     params: vec![0; sizes.param * 32],
                     locals: vec![0; sizes.local * 32],
+                    cc: 0,
+                    bar_pred: 0,
                 })
                 .collect(),
             shared: vec![0; (l.module.shared_bytes + l.dynamic_shared) as usize],
@@ -381,6 +387,10 @@ impl<'a> Worker<'a> {
                         _ => {}
                     }
                 }
+            }
+            if let Some(Op::BarRed { op, d, .. }) = barrier_pc.map(|pc| &self.code[pc as usize].op)
+            {
+                bar_red(warps, *op, *d);
             }
             for w in warps.iter_mut() {
                 for lane in 0..w.lanes {
@@ -499,6 +509,17 @@ impl<'a> Worker<'a> {
                 w.wait_at_barrier(pc, group, exec);
                 return Ok(());
             }
+            Op::BarRed { p, neg, .. } => {
+                each_lane!(exec, |l| {
+                    let on = (w.get(*p, l) != 0) != *neg;
+                    w.bar_pred = w.bar_pred & !(1 << l) | u32::from(on) << l;
+                });
+                w.wait_at_barrier(pc, group, exec);
+                return Ok(());
+            }
+            Op::Carry { .. } => carry_lanes(w, exec, inst),
+            Op::Redux { .. } => self.redux(w, inst, exec)?,
+            Op::Match { .. } => self.match_lanes(w, inst, exec)?,
             Op::WarpSync { mask: members } => self.warp_sync(w, inst.line, exec, *members)?,
             Op::Shfl { .. } => self.shuffle(w, inst, exec)?,
             Op::Vote { .. } => self.vote(w, inst, exec)?,
@@ -814,6 +835,99 @@ impl<'a> Worker<'a> {
             w.set(d, l, values[j] & 0xffff_ffff);
             if let Some(p) = p {
                 w.set(p, l, u64::from(ok));
+            }
+        }
+        Ok(())
+    }
+
+    /// The lanes a warp-wide instruction's mask names, checked to be all here: the mask
+    /// lane `l` gives.
+    fn members(
+        &self,
+        w: &Warp,
+        l: usize,
+        exec: u32,
+        mask: Src,
+        what: &str,
+        line: u32,
+    ) -> Result<u32, Fault> {
+        let member = w.get(mask, l) as u32;
+        if member & !exec != 0 || member & (1 << l) == 0 {
+            return Err(self.fault(w, l, format!(
+                "{what} (line {line}) with lanes that are not active: mask 0x{member:08x}, active 0x{exec:08x}"
+            )));
+        }
+        Ok(member)
+    }
+
+    /// `redux.sync`: `a` reduced over the lanes of each lane's mask.
+    fn redux(&self, w: &mut Warp, inst: &Inst, exec: u32) -> Result<(), Fault> {
+        let Op::Redux { op, ty, d, a, mask } = inst.op else {
+            unreachable!("`step` calls this for `redux.sync` only")
+        };
+        let mut values = [0u32; 32];
+        for l in iter_bits(exec) {
+            values[l] = w.get(a, l) as u32;
+        }
+        let mut out = [0u32; 32];
+        for l in iter_bits(exec) {
+            let member = self.members(w, l, exec, mask, "redux.sync", inst.line)?;
+            let mut it = iter_bits(member).map(|j| values[j]);
+            let first = it.next().unwrap_or(0);
+            out[l] = it.fold(first, |x, y| match op {
+                ReduxOp::Add => x.wrapping_add(y),
+                ReduxOp::Min if ty == Ty::S32 => (x as i32).min(y as i32) as u32,
+                ReduxOp::Max if ty == Ty::S32 => (x as i32).max(y as i32) as u32,
+                ReduxOp::Min => x.min(y),
+                ReduxOp::Max => x.max(y),
+                ReduxOp::And => x & y,
+                ReduxOp::Or => x | y,
+                ReduxOp::Xor => x ^ y,
+            });
+        }
+        for l in iter_bits(exec) {
+            w.set(d, l, u64::from(out[l]));
+        }
+        Ok(())
+    }
+
+    /// `match.any.sync` (the lanes of the mask holding the lane's value) and
+    /// `match.all.sync` (the mask where all hold one value, else 0; and whether they do).
+    fn match_lanes(&self, w: &mut Warp, inst: &Inst, exec: u32) -> Result<(), Fault> {
+        let Op::Match {
+            all,
+            ty,
+            d,
+            p,
+            a,
+            mask,
+        } = inst.op
+        else {
+            unreachable!("`step` calls this for `match.sync` only")
+        };
+        let m = type_mask(ty);
+        let mut values = [0u64; 32];
+        for l in iter_bits(exec) {
+            values[l] = w.get(a, l) & m;
+        }
+        let mut out = [(0u32, false); 32];
+        for l in iter_bits(exec) {
+            let member = self.members(w, l, exec, mask, "match.sync", inst.line)?;
+            let same = iter_bits(member)
+                .filter(|&j| values[j] == values[l])
+                .fold(0u32, |s, j| s | 1 << j);
+            out[l] = if !all {
+                (same, false)
+            } else if same == member {
+                (member, true)
+            } else {
+                (0, false)
+            };
+        }
+        for l in iter_bits(exec) {
+            w.set(d, l, u64::from(out[l].0));
+            if let Some(p) = p {
+                w.set(p, l, u64::from(out[l].1));
             }
         }
         Ok(())
@@ -1696,4 +1810,55 @@ fn pack_lanes(w: &mut Warp, exec: u32, d: Reg, parts: &[Src], bits: u32) {
         }
         w.set(d, l, v);
     })
+}
+
+/// The carry chains: each lane's carry flag in, its result and carry flag out.
+#[inline]
+fn carry_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
+    let Op::Carry {
+        op,
+        ty,
+        d,
+        a,
+        b,
+        c,
+        cin,
+        cout,
+    } = inst.op
+    else {
+        unreachable!("`step` calls this for carry chains only")
+    };
+    each_lane!(exec, |l| {
+        let cf = w.cc >> l & 1 == 1;
+        let (v, out) = carry_op(op, ty, w.get(a, l), w.get(b, l), w.get(c, l), cin, cf);
+        w.set(d, l, v);
+        if cout {
+            w.cc = w.cc & !(1 << l) | u32::from(out) << l;
+        }
+    })
+}
+
+/// `bar.red`'s release: every waiting thread of the block gets the reduction of the
+/// predicates all of them brought (`.popc` their count, `.and` and `.or` as predicates).
+fn bar_red(warps: &mut [Warp], op: BarRedOp, d: Reg) {
+    let (mut waiting, mut on) = (0u32, 0u32);
+    for w in warps.iter() {
+        let here = (0..w.lanes)
+            .filter(|&l| w.status[l] == WAITING)
+            .fold(0u32, |m, l| m | 1 << l);
+        waiting += here.count_ones();
+        on += (w.bar_pred & here).count_ones();
+    }
+    let value = match op {
+        BarRedOp::Popc => u64::from(on),
+        BarRedOp::And => u64::from(on == waiting),
+        BarRedOp::Or => u64::from(on != 0),
+    };
+    for w in warps.iter_mut() {
+        for l in 0..w.lanes {
+            if w.status[l] == WAITING {
+                w.set(d, l, value);
+            }
+        }
+    }
 }

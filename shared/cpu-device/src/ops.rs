@@ -222,6 +222,16 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
         IntOp::Bfe => bit_field_extract(a, b, c, ty),
         IntOp::Bfi => bit_field_insert(a, b, c, ty),
         IntOp::Prmt => permute(a, b, c),
+        IntOp::Bfind(shiftamt) => bit_find(a, ty, shiftamt),
+        IntOp::Shf(left, clamp) => funnel_shift(a, b, c, left, clamp),
+        IntOp::Mul24(hi) => mul24(a, b, signed, hi),
+        IntOp::Mad24(hi) => mul24(a, b, signed, hi).wrapping_add(c) & 0xffff_ffff,
+        IntOp::Bmsk(clamp) => bit_mask(a, b, clamp),
+        IntOp::Szext(clamp) => sign_zero_extend(a, b, signed, clamp),
+        IntOp::Dp4a(sa, sb) => dot4(a, b, c, sa, sb),
+        IntOp::Dp2a(hi, sa, sb) => dot2(a, b, c, hi, sa, sb),
+        IntOp::PrmtMode(mode) => permute_mode(a, b, c, mode),
+        IntOp::Fns => find_nth_set(a as u32, b as u32, c as u32 as i32),
         IntOp::Sad => {
             let d = if signed {
                 (sa - sb).unsigned_abs()
@@ -356,6 +366,198 @@ fn permute(a: u64, b: u64, c: u64) -> u64 {
         out |= u32::from(byte) << (8 * i);
     }
     u64::from(out)
+}
+
+/// `bfind`: the position of the most significant bit that differs from the sign (for
+/// unsigned types, the most significant 1), or with `shiftamt` the left shift that brings
+/// it to the top; 0xffffffff where there is none.
+pub fn bit_find(a: u64, ty: Ty, shiftamt: bool) -> u64 {
+    let bits = ty.bits();
+    let m = type_mask(ty);
+    let v = if ty.signed() && sext(a, ty) < 0 {
+        !a & m
+    } else {
+        a & m
+    };
+    if v == 0 {
+        return 0xffff_ffff;
+    }
+    let pos = 63 - v.leading_zeros();
+    u64::from(if shiftamt { bits - 1 - pos } else { pos })
+}
+
+/// `fns`: the bit position of the `offset`-th set bit of `mask` counting from bit `base`
+/// up (`offset` > 0) or down (< 0), or of bit `base` itself where `offset` is 0 and it is
+/// set; 0xffffffff where there is none.
+pub fn find_nth_set(mask: u32, base: u32, offset: i32) -> u64 {
+    let set = |pos: i64| (0..32).contains(&pos) && mask >> pos & 1 == 1;
+    if offset == 0 {
+        return if set(i64::from(base)) {
+            u64::from(base)
+        } else {
+            0xffff_ffff
+        };
+    }
+    let step = if offset > 0 { 1 } else { -1 };
+    let mut count = offset.unsigned_abs() - 1;
+    let mut pos = i64::from(base);
+    while (0..32).contains(&pos) {
+        if set(pos) {
+            if count == 0 {
+                return pos as u64;
+            }
+            count -= 1;
+        }
+        pos += step;
+    }
+    0xffff_ffff
+}
+
+/// `shf`: the 64-bit `b:a` shifted left (its high word kept) or right (its low word), by
+/// `c` taken modulo 32 (`.wrap`) or clamped to 32 (`.clamp`).
+pub fn funnel_shift(a: u64, b: u64, c: u64, left: bool, clamp: bool) -> u64 {
+    let n = if clamp {
+        (c as u32).min(32)
+    } else {
+        c as u32 & 31
+    };
+    let both = (b & 0xffff_ffff) << 32 | (a & 0xffff_ffff);
+    if left {
+        ((both << n) >> 32) & 0xffff_ffff
+    } else {
+        (both >> n) & 0xffff_ffff
+    }
+}
+
+/// `mul24`: the 48-bit product of the low 24 bits of `a` and `b` (sign-extended when
+/// `signed`), its low 32 bits or (`hi`) its bits 16 to 47.
+pub fn mul24(a: u64, b: u64, signed: bool, hi: bool) -> u64 {
+    let operand = |x: u64| {
+        if signed {
+            i64::from((x as u32) << 8) as i32 as i64 >> 8
+        } else {
+            (x & 0xff_ffff) as i64
+        }
+    };
+    let p = operand(a).wrapping_mul(operand(b)) as u64;
+    if hi {
+        (p >> 16) & 0xffff_ffff
+    } else {
+        p & 0xffff_ffff
+    }
+}
+
+/// `bmsk`: `b` one-bits from bit `a`, as the PTX ISA's pseudocode gives them.
+pub fn bit_mask(a: u64, b: u64, clamp: bool) -> u64 {
+    let (a, b) = (a as u32, b as u32);
+    let a1 = a & 31;
+    let b1 = b & 31;
+    let mut mask0 = u32::MAX << a1;
+    let sum = a1 + b1;
+    let mut overflow = sum >= 32;
+    if clamp {
+        if a >= 32 {
+            mask0 = 0;
+            overflow = true;
+        }
+        overflow |= b >= 32;
+    }
+    let mask1 = if overflow {
+        0
+    } else if b1 == 0 {
+        u32::MAX
+    } else {
+        u32::MAX << sum
+    };
+    u64::from(mask0 & !mask1)
+}
+
+/// `szext`: the low `b` bits of `a`, sign- or zero-extended to 32, as the PTX ISA's
+/// pseudocode gives them (`b` modulo 32 with `.wrap`; 32 or more keeps `a` with `.clamp`).
+pub fn sign_zero_extend(a: u64, b: u64, signed: bool, clamp: bool) -> u64 {
+    let (a, b) = (a as u32, b as u32);
+    let b1 = b & 31;
+    let too_large = clamp && b >= 32;
+    let mask = if too_large { 0 } else { u32::MAX << b1 };
+    let sign = signed && b1 != 0 && !too_large && (a >> ((b1 - 1) & 31)) & 1 == 1;
+    u64::from((a & !mask) | if sign { mask } else { 0 })
+}
+
+/// The byte `i` of `x`, as a signed or unsigned number.
+fn byte_of(x: u64, i: u32, signed: bool) -> i64 {
+    let v = (x >> (8 * i)) as u8;
+    if signed {
+        i64::from(v as i8)
+    } else {
+        i64::from(v)
+    }
+}
+
+/// `dp4a`: `c` plus the four products of `a`'s and `b`'s bytes, in 32 bits.
+pub fn dot4(a: u64, b: u64, c: u64, sa: bool, sb: bool) -> u64 {
+    let sum = (0..4).fold(0i64, |acc, i| acc + byte_of(a, i, sa) * byte_of(b, i, sb));
+    (c as i64).wrapping_add(sum) as u64 & 0xffff_ffff
+}
+
+/// `dp2a`: `c` plus the products of `a`'s two halves with two of `b`'s bytes (bytes 0 and
+/// 1, or 2 and 3 with `.hi`), in 32 bits.
+pub fn dot2(a: u64, b: u64, c: u64, hi: bool, sa: bool, sb: bool) -> u64 {
+    let half = |i: u32| {
+        let v = (a >> (16 * i)) as u16;
+        if sa {
+            i64::from(v as i16)
+        } else {
+            i64::from(v)
+        }
+    };
+    let first = if hi { 2 } else { 0 };
+    let sum = half(0) * byte_of(b, first, sb) + half(1) * byte_of(b, first + 1, sb);
+    (c as i64).wrapping_add(sum) as u64 & 0xffff_ffff
+}
+
+/// `prmt` in a mode, the selector's two low bits choosing: 0 `.f4e` (four bytes of `b:a`
+/// from the selected one up), 1 `.b4e` (from it down), 2 `.rc8` (it, four times), 3
+/// `.ecl` (bytes up to it replaced by it), 4 `.ecr` (bytes above it replaced by it), 5
+/// `.rc16` (its half, twice).
+pub fn permute_mode(a: u64, b: u64, c: u64, mode: u8) -> u64 {
+    let all = (b & 0xffff_ffff) << 32 | (a & 0xffff_ffff);
+    let sel = (c & 3) as u32;
+    let pick = |i: u32| (all >> (8 * (i & 7))) & 0xff;
+    let mut out = 0u64;
+    for i in 0..4u32 {
+        let from = match mode {
+            0 => sel + i,
+            1 => sel.wrapping_sub(i),
+            2 => sel,
+            3 => i.max(sel),
+            4 => i.min(sel),
+            _ => (sel & 1) * 2 + (i & 1),
+        };
+        out |= pick(from) << (8 * i);
+    }
+    out
+}
+
+/// A carry-chain instruction's result and carry out: `cf` is the carry in (for `subc`, the
+/// borrow in), used where `cin`.
+pub fn carry_op(op: CarryOp, ty: Ty, a: u64, b: u64, c: u64, cin: bool, cf: bool) -> (u64, bool) {
+    let bits = ty.bits();
+    let m = type_mask(ty);
+    let carry = u128::from(cin && cf);
+    let sum = |x: u64, y: u64| {
+        let t = u128::from(x & m) + u128::from(y & m) + carry;
+        ((t as u64) & m, t >> bits != 0)
+    };
+    match op {
+        CarryOp::Add => sum(a, b),
+        CarryOp::Sub => {
+            // a - (b + CF): the borrow out is whether that went below zero.
+            let t = i128::from(a & m) - i128::from(b & m) - carry as i128;
+            ((t as u64) & m, t < 0)
+        }
+        CarryOp::MadLo => sum(a.wrapping_mul(b), c),
+        CarryOp::MadHi => sum((full_product(a, b, ty) >> bits) as u64, c),
+    }
 }
 
 /// An f32 register's value.
