@@ -519,3 +519,210 @@ fn carry_chains_add_subtract_and_multiply_wide_numbers() {
         }
     }
 }
+
+const PTX_FORMS: Case = Case {
+    name: "PTX forms CUDA C++ reaches through inline asm",
+    source: r#"
+__device__ unsigned v(unsigned i)
+{
+    const unsigned edge[8] = {0u, 1u, 0xffffffffu, 0x80000000u, 0x7fffffffu, 0x00ff00ffu, 0x12345678u, 0xfffffff0u};
+    return i < 8 ? edge[i] : i * 2654435761u ^ (i << 13);
+}
+
+#define PRMT(mode, d) asm("prmt.b32." mode " %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(s))
+
+extern "C" __global__ void k(unsigned long long *out)
+{
+    unsigned t = threadIdx.x + blockIdx.x * blockDim.x;
+    unsigned a = v(t), b = v(t / 3 + 5), s = v(t / 7) % 40, n = v(t / 5) % 40;
+    unsigned long long *o = out + 10 * t;
+    unsigned r[16];
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r[0]) : "r"(a), "r"(b), "r"(s * 0x1235u));
+    PRMT("f4e", r[1]); PRMT("b4e", r[2]); PRMT("rc8", r[3]);
+    PRMT("ecl", r[4]); PRMT("ecr", r[5]); PRMT("rc16", r[6]);
+    asm("bmsk.clamp.b32 %0, %1, %2;" : "=r"(r[7]) : "r"(s), "r"(n));
+    asm("bmsk.wrap.b32 %0, %1, %2;" : "=r"(r[8]) : "r"(s), "r"(n));
+    asm("szext.clamp.s32 %0, %1, %2;" : "=r"(r[9]) : "r"(a), "r"(n));
+    asm("szext.wrap.u32 %0, %1, %2;" : "=r"(r[10]) : "r"(a), "r"(n));
+    asm("bfind.s32 %0, %1;" : "=r"(r[11]) : "r"(a));
+    asm("bfind.shiftamt.u64 %0, %1;" : "=r"(r[12]) : "l"((unsigned long long)b << (s % 33)));
+    asm("mul24.hi.s32 %0, %1, %2;" : "=r"(r[13]) : "r"(a), "r"(b));
+    asm("mad24.lo.u32 %0, %1, %2, %3;" : "=r"(r[14]) : "r"(a), "r"(b), "r"(n));
+    asm("dp2a.lo.u32.s32 %0, %1, %2, %3;" : "=r"(r[15]) : "r"(a), "r"(b), "r"(n));
+    for (int i = 0; i < 8; i++) {
+        o[i] = r[2 * i] | (unsigned long long)r[2 * i + 1] << 32;
+    }
+    unsigned long long bits = (unsigned long long)a << 32 | b;
+    unsigned shifted;
+    asm("bfind.s64 %0, %1;" : "=r"(shifted) : "l"(bits));
+    o[8] = shifted;
+    asm("mul24.hi.u32 %0, %1, %2;" : "=r"(shifted) : "r"(a), "r"(b));
+    o[9] = shifted;
+}
+"#,
+    grid: 2,
+    block: 64,
+    words: 10 * 128,
+};
+
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn ptx_forms_behave_as_the_ptx_isa_describes() {
+    let (out, _) = run(&PTX_FORMS);
+    for t in 0..128u32 {
+        let (a, b, s, n) = (edge(t), edge(t / 3 + 5), edge(t / 7) % 40, edge(t / 5) % 40);
+        let all = u64::from(b) << 32 | u64::from(a);
+        let byte = |k: u32| (all >> (8 * (k & 7))) as u8;
+        let from =
+            |f: &dyn Fn(u32) -> u32| (0..4).fold(0u32, |p, i| p | u32::from(byte(f(i))) << (8 * i));
+        let sel = s.wrapping_mul(0x1235);
+        let default = (0..4).fold(0u32, |p, i| {
+            let k = sel >> (4 * i) & 0xf;
+            let x = byte(k);
+            let x = if k & 8 == 0 {
+                x
+            } else if x & 0x80 != 0 {
+                0xff
+            } else {
+                0
+            };
+            p | u32::from(x) << (8 * i)
+        });
+        let c = s & 3;
+        // The PTX ISA's tables of prmt's modes, byte 0 first.
+        let f4e = from(&|i| c + i);
+        let b4e = from(&|i| (8 + c - i) & 7);
+        let rc8 = from(&|_| c);
+        let ecl = from(&|i| if i < c { c } else { i });
+        let ecr = from(&|i| if i > c { c } else { i });
+        let rc16 = from(&|i| 2 * (c & 1) + (i & 1));
+        // bmsk: `n` ones from bit `s` (bits past 31 dropped): `.clamp` takes the width up to
+        // 32 and gives none from a start past 31, `.wrap` takes both modulo 32.
+        let ones = |start: u32, width: u32| ((1u64 << width) - 1 << start) as u32;
+        let clamp_mask = if s >= 32 { 0 } else { ones(s, n.min(32)) };
+        let wrap_mask = ones(s & 31, n & 31);
+        let sext = if n >= 32 {
+            a
+        } else if n == 0 {
+            0
+        } else {
+            ((a << (32 - n)) as i32 >> (32 - n)) as u32
+        };
+        let zext = if n & 31 == 0 {
+            0
+        } else {
+            a & ((1 << (n & 31)) - 1)
+        };
+        let bfind_s32 = {
+            let x = if (a as i32) < 0 { !a } else { a };
+            if x == 0 {
+                u32::MAX
+            } else {
+                31 - x.leading_zeros()
+            }
+        };
+        let wide = u64::from(b) << (s % 33);
+        let bfind_u64 = if wide == 0 {
+            u32::MAX
+        } else {
+            wide.leading_zeros()
+        };
+        let s24 = |x: u32| i64::from((x << 8) as i32 >> 8);
+        let u24 = |x: u32| u64::from(x & 0xff_ffff);
+        let mul24_hi_s = ((s24(a) * s24(b)) >> 16) as u32;
+        let mad24_lo_u = ((u24(a) * u24(b)) as u32).wrapping_add(n);
+        let dp2a = i64::from(n)
+            + i64::from(a as u16) * i64::from(b as u8 as i8)
+            + i64::from((a >> 16) as u16) * i64::from((b >> 8) as u8 as i8);
+        let want = [
+            default,
+            f4e,
+            b4e,
+            rc8,
+            ecl,
+            ecr,
+            rc16,
+            clamp_mask,
+            wrap_mask,
+            sext,
+            zext,
+            bfind_s32,
+            bfind_u64,
+            mul24_hi_s,
+            mad24_lo_u,
+            dp2a as u32,
+        ];
+        let o = &out[10 * t as usize..][..10];
+        for i in 0..16 {
+            let got = (o[i / 2] >> (32 * (i % 2))) as u32;
+            assert_eq!(
+                got, want[i],
+                "thread {t} result {i}: a {a:#x} b {b:#x} s {s} n {n}"
+            );
+        }
+        let all_bits = u64::from(a) << 32 | u64::from(b);
+        let x = if (all_bits as i64) < 0 {
+            !all_bits
+        } else {
+            all_bits
+        };
+        let bfind_s64 = if x == 0 {
+            u32::MAX
+        } else {
+            63 - x.leading_zeros()
+        };
+        assert_eq!(o[8], u64::from(bfind_s64), "bfind.s64 {t}");
+        assert_eq!(
+            o[9],
+            u64::from(((u24(a) * u24(b)) >> 16) as u32),
+            "mul24.hi.u32 {t}"
+        );
+    }
+}
+
+/// Every kernel of this file.
+const CASES: [&Case; 5] = [&PRINTF, &WARP_AND_BLOCK, &BITS, &CARRIES, &PTX_FORMS];
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn kernels_equal_the_gpu_bit_for_bit() {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    use shared::gpu::Gpu;
+
+    // Under LABS_EMULATE=1 the "GPU" is the CPU device behind the driver's API: the same
+    // interpreter, reached through the labs' own path (printf through the driver's buffer).
+    if shared::testing::on_cpu_device() {
+        shared::gpu::use_cpu_device().expect("the CPU device loads");
+    }
+    let gpu = Gpu::open().unwrap_or_else(|e| panic!("{e}"));
+    for case in CASES {
+        let (on_cpu, _) = run(case);
+        let compiled = gpu
+            .compile("instructions.cu", case.source, &[] as &[&str])
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let function = compiled.function("k").expect("the kernel k");
+        let mut d_out = gpu
+            .stream
+            .clone_htod(&vec![0u64; case.words])
+            .expect("copied in");
+        let config = LaunchConfig {
+            grid_dim: (case.grid, 1, 1),
+            block_dim: (case.block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = gpu.stream.launch_builder(&function);
+        launch.arg(&mut d_out);
+        // SAFETY: `k` takes one pointer to `words` 64-bit words, as allocated here.
+        unsafe { launch.launch(config) }.expect("launched");
+        let on_gpu = gpu.stream.clone_dtoh(&d_out).expect("copied back");
+        let first = (0..case.words).find(|&i| on_cpu[i] != on_gpu[i]);
+        assert!(
+            first.is_none(),
+            "{}: word {first:?} differs: CPU device {:#x}, {} {:#x}",
+            case.name,
+            first.map_or(0, |i| on_cpu[i]),
+            gpu.name,
+            first.map_or(0, |i| on_gpu[i]),
+        );
+    }
+}
