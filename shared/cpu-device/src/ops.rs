@@ -985,4 +985,212 @@ mod tests {
         assert_eq!(f64_op(FloatOp::Abs, Rnd::N, S2, 0, 0), quiet64(S2));
         assert_eq!(f64_op(FloatOp::Sqrt, Rnd::Z, S1, 0, 0), quiet64(S1));
     }
+
+    #[test]
+    fn bfind_finds_the_top_non_sign_bit() {
+        assert_eq!(bit_find(0, Ty::U32, false), 0xffff_ffff);
+        assert_eq!(
+            bit_find(0, Ty::U32, true),
+            0xffff_ffff,
+            "none: no shift either"
+        );
+        assert_eq!(bit_find(1, Ty::U32, false), 0);
+        assert_eq!(bit_find(1, Ty::U32, true), 31);
+        assert_eq!(bit_find(0xffff_ffff, Ty::U32, false), 31);
+        assert_eq!(
+            bit_find(0xffff_ffff, Ty::S32, false),
+            0xffff_ffff,
+            "-1 has no non-sign bit"
+        );
+        assert_eq!(
+            bit_find(0x8000_0000, Ty::S32, false),
+            30,
+            "INT_MIN: its top 0"
+        );
+        assert_eq!(bit_find(0x7fff_ffff, Ty::S32, true), 1);
+        assert_eq!(bit_find(1 << 63, Ty::U64, false), 63);
+        assert_eq!(bit_find(1 << 40, Ty::U64, true), 23);
+        assert_eq!(
+            bit_find(u64::MAX - 1, Ty::S64, false),
+            0,
+            "-2: bit 0 is its top 0"
+        );
+    }
+
+    #[test]
+    fn funnel_shifts_wrap_or_clamp_their_amount() {
+        let (a, b) = (0x89ab_cdef, 0x0123_4567);
+        assert_eq!(funnel_shift(a, b, 0, true, false), b);
+        assert_eq!(funnel_shift(a, b, 0, false, false), a);
+        assert_eq!(funnel_shift(a, b, 8, true, false), 0x2345_6789);
+        assert_eq!(funnel_shift(a, b, 8, false, true), 0x6789_abcd);
+        assert_eq!(funnel_shift(a, b, 32, true, false), b, ".wrap: 32 is 0");
+        assert_eq!(
+            funnel_shift(a, b, 32, true, true),
+            a,
+            ".clamp: 32 shifts a word in"
+        );
+        assert_eq!(
+            funnel_shift(a, b, 40, false, true),
+            b,
+            ".clamp: past 32 is 32"
+        );
+        assert_eq!(
+            funnel_shift(a, b, 40, false, false),
+            0x6789_abcd,
+            ".wrap: 40 is 8"
+        );
+        assert_eq!(funnel_shift(a, a, 4, true, false), 0x9abc_def8, "a rotate");
+    }
+
+    #[test]
+    fn mul24_keeps_24_bits_of_each_operand() {
+        assert_eq!(
+            mul24(0xff00_0002, 3, false, false),
+            6,
+            "the top byte is ignored"
+        );
+        assert_eq!(
+            mul24(0x00ff_ffff, 2, true, false),
+            0xffff_fffe,
+            "-1 times 2"
+        );
+        assert_eq!(mul24(0x00ff_ffff, 0x00ff_ffff, false, true), 0xffff_fe00);
+        assert_eq!(
+            mul24(0x0080_0000, 0x0080_0000, true, true),
+            0x4000_0000,
+            "(-2^23)^2 >> 16"
+        );
+        assert_eq!(
+            int_op(IntOp::Mad24(false), Ty::U32, 2, 3, 0xffff_ffff, false),
+            5
+        );
+    }
+
+    #[test]
+    fn bmsk_and_szext_follow_the_ptx_isa() {
+        assert_eq!(bit_mask(1, 2, false), 6, "the PTX ISA's example");
+        assert_eq!(bit_mask(0, 32, true), 0xffff_ffff);
+        assert_eq!(bit_mask(0, 32, false), 0, ".wrap: width 32 is 0");
+        assert_eq!(bit_mask(32, 4, true), 0, ".clamp: a start past 31");
+        assert_eq!(bit_mask(32, 4, false), 0xf, ".wrap: start 32 is 0");
+        assert_eq!(bit_mask(28, 8, false), 0xf000_0000, "cut at bit 31");
+        assert_eq!(bit_mask(5, 0, true), 0);
+        assert_eq!(
+            sign_zero_extend(0xffff_ffff, 0, true, false),
+            0,
+            "the PTX ISA's example"
+        );
+        assert_eq!(sign_zero_extend(0x80, 8, true, true), 0xffff_ff80);
+        assert_eq!(sign_zero_extend(0x180, 8, false, true), 0x80);
+        assert_eq!(
+            sign_zero_extend(0x8000_0000, 32, true, true),
+            0x8000_0000,
+            ".clamp: all"
+        );
+        assert_eq!(
+            sign_zero_extend(0x8000_0000, 32, true, false),
+            0,
+            ".wrap: 32 is 0"
+        );
+        assert_eq!(
+            sign_zero_extend(0x1f, 36, true, false),
+            0xffff_ffff,
+            ".wrap: 36 is 4"
+        );
+    }
+
+    #[test]
+    fn dot_products_sign_each_operand_as_told() {
+        assert_eq!(
+            dot4(0xffff_ffff, 0x0101_0101, 0, true, true),
+            0xffff_fffc,
+            "4 x -1"
+        );
+        assert_eq!(dot4(0xffff_ffff, 0x0101_0101, 0, false, true), 4 * 255);
+        assert_eq!(dot4(0x8080_8080, 0x8080_8080, 1, true, true), 4 * 16384 + 1);
+        assert_eq!(
+            dot4(0xffff_ffff, 0xffff_ffff, 0xffff_ffff, false, false),
+            4 * 65025 - 1
+        );
+        assert_eq!(
+            dot2(0xffff_0001, 0x0403_0201, 10, false, false, false),
+            10 + 1 + 0xffff * 2
+        );
+        assert_eq!(
+            dot2(0xffff_0001, 0x0403_0201, 10, true, true, false),
+            10 + 3 - 4
+        );
+        assert_eq!(
+            dot2(0x0001_0001, 0xff80_0000, 0, true, false, true),
+            0xffff_ff7f
+        );
+    }
+
+    #[test]
+    fn prmt_modes_follow_the_ptx_isa_tables() {
+        let (a, b) = (0x3322_1100, 0x7766_5544);
+        // Selector 1 (and 5: only its two low bits count) in each mode.
+        for c in [1, 5] {
+            assert_eq!(permute_mode(a, b, c, 0), 0x4433_2211, "f4e");
+            assert_eq!(permute_mode(a, b, c, 1), 0x6677_0011, "b4e");
+            assert_eq!(permute_mode(a, b, c, 2), 0x1111_1111, "rc8");
+            assert_eq!(permute_mode(a, b, c, 3), 0x3322_1111, "ecl");
+            assert_eq!(permute_mode(a, b, c, 4), 0x1111_1100, "ecr");
+            assert_eq!(permute_mode(a, b, c, 5), 0x3322_3322, "rc16");
+        }
+        assert_eq!(permute_mode(a, b, 3, 1), 0x0011_2233, "b4e 3");
+        assert_eq!(
+            permute(0x0000_8000, 0, 0x9999),
+            0xffff_ffff,
+            "sign of byte 1"
+        );
+    }
+
+    #[test]
+    fn fns_counts_set_bits_up_and_down_from_its_base() {
+        // The PTX ISA's examples.
+        assert_eq!(find_nth_set(0xaaaa_aaaa, 3, 1), 3);
+        assert_eq!(find_nth_set(0xaaaa_aaaa, 3, -1), 3);
+        assert_eq!(find_nth_set(0xaaaa_aaaa, 2, 1), 3);
+        assert_eq!(find_nth_set(0xaaaa_aaaa, 2, -1), 1);
+        assert_eq!(find_nth_set(0xaaaa_aaaa, 2, 0), 0xffff_ffff);
+        assert_eq!(find_nth_set(0x8000_0001, 0, 2), 31);
+        assert_eq!(find_nth_set(0x8000_0001, 0, 3), 0xffff_ffff);
+        assert_eq!(find_nth_set(0, 31, -1), 0xffff_ffff);
+    }
+
+    #[test]
+    fn carry_chains_carry_and_borrow() {
+        let add = |a, b, cf| carry_op(CarryOp::Add, Ty::U32, a, b, 0, true, cf);
+        assert_eq!(add(0xffff_ffff, 1, false), (0, true));
+        assert_eq!(add(0xffff_ffff, 0, true), (0, true), "the carry in carries");
+        assert_eq!(
+            add(0x7fff_ffff, 1, false),
+            (0x8000_0000, false),
+            "signed overflow: no carry"
+        );
+        assert_eq!(
+            carry_op(CarryOp::Add, Ty::U32, 5, 6, 0, false, true),
+            (11, false),
+            "add.cc reads no carry"
+        );
+        let sub = |a, b, cf| carry_op(CarryOp::Sub, Ty::S32, a, b, 0, true, cf);
+        assert_eq!(sub(0, 1, false), (0xffff_ffff, true), "a borrow");
+        assert_eq!(sub(1, 1, true), (0xffff_ffff, true), "a borrow in");
+        assert_eq!(sub(5, 3, true), (1, false));
+        let u64 = |op, a, b, c, cf| carry_op(op, Ty::U64, a, b, c, true, cf);
+        assert_eq!(
+            u64(CarryOp::Add, u64::MAX, u64::MAX, 0, true),
+            (u64::MAX, true)
+        );
+        assert_eq!(u64(CarryOp::MadLo, 1 << 63, 2, 1, true), (2, false));
+        assert_eq!(u64(CarryOp::MadHi, u64::MAX, u64::MAX, 2, false), (0, true));
+        let mad_hi_s32 = carry_op(CarryOp::MadHi, Ty::S32, 0xffff_ffff, 1, 1, false, false);
+        assert_eq!(
+            mad_hi_s32,
+            (0, true),
+            "-1's high word, all ones, plus 1 carries"
+        );
+    }
 }

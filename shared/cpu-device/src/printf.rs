@@ -474,7 +474,7 @@ mod tests {
     }
 
     fn push(buf: &mut Vec<u8>, v: u64, size: usize) {
-        while buf.len() % size != 0 {
+        while !buf.len().is_multiple_of(size) {
             buf.push(0xAA);
         }
         buf.extend_from_slice(&v.to_le_bytes()[..size]);
@@ -553,7 +553,7 @@ mod tests {
                 for precision in ["", ".", ".0", ".3", ".12"] {
                     for size in ["", "h", "hh", "l", "ll"] {
                         for conv in ["d", "i", "u", "o", "x", "X", "c"] {
-                            if conv == "c" && size != "" {
+                            if conv == "c" && !size.is_empty() {
                                 continue;
                             }
                             let fmt = format!("[%{flags}{width}{precision}{size}{conv}]");

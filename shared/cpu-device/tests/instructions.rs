@@ -31,6 +31,11 @@ fn ptx(case: &Case) -> String {
 
 /// `case` run on the CPU device: `out` afterwards, and what its printfs printed.
 fn run(case: &Case) -> (Vec<u64>, String) {
+    run_with_room(case, cpu_device::printf::FIFO_BYTES)
+}
+
+/// `case` run on the CPU device with `room` bytes left in the printf buffer.
+fn run_with_room(case: &Case, room: usize) -> (Vec<u64>, String) {
     let memory = Memory::default();
     let module = load(&ptx(case), &memory)
         .unwrap_or_else(|e| panic!("the CPU device refuses {}: {e}", case.name));
@@ -48,7 +53,7 @@ fn run(case: &Case) -> (Vec<u64>, String) {
         params: &params,
         memory: &snapshot,
     };
-    let (result, printed) = exec::run_printing(&launch, 2, cpu_device::printf::FIFO_BYTES);
+    let (result, printed) = exec::run_printing(&launch, 2, room);
     if let Err(fault) = result {
         panic!("{} faults: {}", case.name, fault.message);
     }
@@ -134,6 +139,27 @@ fn printf_prints_each_threads_line_whole_in_cudas_format() {
     assert_eq!(printed, want);
     for t in [3usize, 19, 35, 51] {
         assert_eq!(out[t], 10 * 100 + 11, "printf returns its arguments' count");
+    }
+}
+
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn printf_past_the_buffer_drops_whole_lines_from_the_first_that_does_not_fit() {
+    let (_, all) = run(&PRINTF);
+    let lines: Vec<&str> = all.split_inclusive('\n').collect();
+    for room in [0, 10, 150, 400, all.len() - 1] {
+        let (out, printed) = run_with_room(&PRINTF, room);
+        let mut fits = 0;
+        let mut used = 0;
+        while fits < lines.len() && used + lines[fits].len() <= room {
+            used += lines[fits].len();
+            fits += 1;
+        }
+        assert_eq!(printed, lines[..fits].concat(), "room {room}");
+        assert_eq!(
+            out[3], 1011,
+            "a dropped line's printf still returns its count"
+        );
     }
 }
 
@@ -598,7 +624,7 @@ fn ptx_forms_behave_as_the_ptx_isa_describes() {
         let rc16 = from(&|i| 2 * (c & 1) + (i & 1));
         // bmsk: `n` ones from bit `s` (bits past 31 dropped): `.clamp` takes the width up to
         // 32 and gives none from a start past 31, `.wrap` takes both modulo 32.
-        let ones = |start: u32, width: u32| ((1u64 << width) - 1 << start) as u32;
+        let ones = |start: u32, width: u32| (((1u64 << width) - 1) << start) as u32;
         let clamp_mask = if s >= 32 { 0 } else { ones(s, n.min(32)) };
         let wrap_mask = ones(s & 31, n & 31);
         let sext = if n >= 32 {
