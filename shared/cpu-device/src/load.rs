@@ -330,7 +330,35 @@ fn directives(c: &mut Cursor) -> LoadResult<(Vec<Header>, Vec<VarDecl>)> {
                 c.expect_punct(';')?;
                 vars.push(VarDecl { space, decl, init });
             }
-            ".pragma" | ".file" | ".loc" | ".section" => c.skip_to_semicolon()?,
+            ".pragma" => c.skip_to_semicolon()?,
+            ".file" => {
+                // `.file 1 "k.cu"` (NVRTC's -lineinfo), with no semicolon; optionally
+                // followed by the file's timestamp and size.
+                c.next()?;
+                c.number()?;
+                c.next()?;
+                while c.eat_punct(',') {
+                    c.number()?;
+                }
+            }
+            ".loc" => {
+                c.next()?;
+                skip_loc(c)?;
+            }
+            ".section" => {
+                // `.section .debug_info { ... }` (NVRTC's -G): debugging data, skipped.
+                c.next()?;
+                c.name()?;
+                c.expect_punct('{')?;
+                let mut depth = 1;
+                while depth > 0 {
+                    match c.next()? {
+                        Tok::Punct('{') => depth += 1,
+                        Tok::Punct('}') => depth -= 1,
+                        _ => {}
+                    }
+                }
+            }
             _ => {
                 return Err(format!(
                     "line {}: the module-level directive `{word}` is not known to the CPU device",
@@ -821,8 +849,33 @@ fn declaration(d: &mut FnDecoder, c: &mut Cursor, word: &str) -> LoadResult<bool
             c.skip_to_semicolon()?;
             Ok(true)
         }
+        ".loc" => {
+            skip_loc(c)?;
+            Ok(true)
+        }
         _ => Ok(false),
     }
+}
+
+/// What follows `.loc` (NVRTC's -lineinfo and -G, no semicolon): `file line column`, with
+/// its optional `, function_name name` and `, inlined_at file line column` parts.
+fn skip_loc(c: &mut Cursor) -> LoadResult<()> {
+    for _ in 0..3 {
+        c.number()?;
+    }
+    while c.eat_punct(',') {
+        match c.name()? {
+            "inlined_at" => {
+                for _ in 0..3 {
+                    c.number()?;
+                }
+            }
+            _ => {
+                c.name()?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An instruction's guard, `@p` or `@!p`, if it has one.

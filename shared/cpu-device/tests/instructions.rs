@@ -20,10 +20,15 @@ struct Case {
 
 /// NVRTC's PTX of `case` for the H100's virtual architecture.
 fn ptx(case: &Case) -> String {
+    ptx_with(case, &[])
+}
+
+/// NVRTC's PTX of `case` compiled with `options`.
+fn ptx_with(case: &Case, options: &[&str]) -> String {
     KernelFile {
         name: "instructions.cu",
         source: case.source.into(),
-        options: Vec::new(),
+        options: options.iter().map(|o| o.to_string()).collect(),
     }
     .ptx("compute_90")
     .unwrap_or_else(|e| panic!("NVRTC refused {}: {e}", case.name))
@@ -36,9 +41,14 @@ fn run(case: &Case) -> (Vec<u64>, String) {
 
 /// `case` run on the CPU device with `room` bytes left in the printf buffer.
 fn run_with_room(case: &Case, room: usize) -> (Vec<u64>, String) {
+    run_ptx(case, &ptx(case), room)
+}
+
+/// `case`, as compiled to `ptx`, run on the CPU device.
+fn run_ptx(case: &Case, ptx: &str, room: usize) -> (Vec<u64>, String) {
     let memory = Memory::default();
-    let module = load(&ptx(case), &memory)
-        .unwrap_or_else(|e| panic!("the CPU device refuses {}: {e}", case.name));
+    let module =
+        load(ptx, &memory).unwrap_or_else(|e| panic!("the CPU device refuses {}: {e}", case.name));
     let out = memory
         .alloc(case.words as u64 * 8, "out")
         .expect("allocated");
@@ -703,6 +713,20 @@ fn ptx_forms_behave_as_the_ptx_isa_describes() {
             u64::from(((u24(a) * u24(b)) >> 16) as u32),
             "mul24.hi.u32 {t}"
         );
+    }
+}
+
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn kernels_compiled_with_line_information_or_for_the_debugger_load_and_agree() {
+    for case in [&PRINTF, &BITS, &CARRIES] {
+        let plain = run(case);
+        for option in ["-lineinfo", "-G"] {
+            let ptx = ptx_with(case, &[option]);
+            assert!(ptx.contains(".loc"), "{option} gives .loc directives");
+            let with = run_ptx(case, &ptx, cpu_device::printf::FIFO_BYTES);
+            assert_eq!(with, plain, "{} with {option}", case.name);
+        }
     }
 }
 
