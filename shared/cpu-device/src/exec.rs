@@ -142,7 +142,7 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
 pub fn run_printing(launch: &Launch, threads: usize, room: usize) -> (Result<(), Fault>, Vec<u8>) {
     let printed = Printed {
         room,
-        blocks: Mutex::new(BTreeMap::new()),
+        blocks: Mutex::new((BTreeMap::new(), 0)),
     };
     let blocks = u64::from(launch.grid[0]) * u64::from(launch.grid[1]) * u64::from(launch.grid[2]);
     let next = AtomicU64::new(0);
@@ -209,7 +209,8 @@ pub fn run_printing(launch: &Launch, threads: usize, room: usize) -> (Result<(),
 /// the output the same at every run.
 struct Printed {
     room: usize,
-    blocks: Mutex<BTreeMap<u64, Vec<Vec<u8>>>>,
+    /// Each block's lines, and their bytes in all.
+    blocks: Mutex<(BTreeMap<u64, Vec<Vec<u8>>>, usize)>,
 }
 
 impl Printed {
@@ -217,33 +218,29 @@ impl Printed {
         if lines.is_empty() {
             return;
         }
-        let Ok(mut blocks) = self.blocks.lock() else {
+        let Ok(mut kept) = self.blocks.lock() else {
             return;
         };
+        let (blocks, bytes) = &mut *kept;
+        *bytes += lines.iter().map(Vec::len).sum::<usize>();
         blocks.insert(block, lines);
-        // Trim to the room: what falls past it now can only be pushed further out by the
-        // blocks before it still to come.
-        let mut used = 0usize;
-        let mut cut: Option<(u64, usize)> = None;
-        for (&b, lines) in blocks.iter() {
-            if let Some(i) = lines.iter().position(|l| {
-                used += l.len();
-                used > self.room
-            }) {
-                cut = Some((b, i));
+        // The longest run of lines from the first that fits the room: drop lines from the
+        // end until the rest fit (what falls out now can only be pushed further out by the
+        // blocks before it still to come). Each line is dropped once at most.
+        while *bytes > self.room {
+            let Some(mut last) = blocks.last_entry() else {
                 break;
-            }
-        }
-        if let Some((b, i)) = cut {
-            let _ = blocks.split_off(&(b + 1));
-            if let Some(lines) = blocks.get_mut(&b) {
-                lines.truncate(i);
+            };
+            let line = last.get_mut().pop();
+            *bytes -= line.map_or(0, |l| l.len());
+            if last.get().is_empty() {
+                last.remove();
             }
         }
     }
 
     fn text(self) -> Vec<u8> {
-        let blocks = self.blocks.into_inner().unwrap_or_default();
+        let (blocks, _) = self.blocks.into_inner().unwrap_or_default();
         blocks.into_values().flatten().flatten().collect()
     }
 }
@@ -1860,5 +1857,43 @@ fn bar_red(warps: &mut [Warp], op: BarRedOp, d: Reg) {
                 w.set(d, l, value);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn printed(room: usize, arrivals: &[(u64, &[&str])]) -> String {
+        let p = Printed {
+            room,
+            blocks: Mutex::new((BTreeMap::new(), 0)),
+        };
+        for (block, lines) in arrivals {
+            p.keep(
+                *block,
+                lines.iter().map(|l| l.as_bytes().to_vec()).collect(),
+            );
+        }
+        String::from_utf8(p.text()).expect("utf-8")
+    }
+
+    #[test]
+    fn printed_lines_come_in_block_order_up_to_the_first_that_does_not_fit() {
+        let arrivals: &[(u64, &[&str])] = &[
+            (2, &["c\n", "cc\n"]),
+            (0, &["a\n"]),
+            (3, &[]),
+            (1, &["bbbb\n"]),
+        ];
+        assert_eq!(printed(100, arrivals), "a\nbbbb\nc\ncc\n");
+        // 2 + 5 + 2 = 9 fit in 10; "cc\n" would not, though block 2 came before block 1.
+        assert_eq!(printed(10, arrivals), "a\nbbbb\nc\n");
+        assert_eq!(
+            printed(6, arrivals),
+            "a\n",
+            "bbbb\n does not fit: nothing after it"
+        );
+        assert_eq!(printed(0, arrivals), "");
     }
 }
