@@ -142,7 +142,7 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
 pub fn run_printing(launch: &Launch, threads: usize, room: usize) -> (Result<(), Fault>, Vec<u8>) {
     let printed = Printed {
         room,
-        blocks: Mutex::new((BTreeMap::new(), 0)),
+        kept: Mutex::default(),
     };
     let blocks = u64::from(launch.grid[0]) * u64::from(launch.grid[1]) * u64::from(launch.grid[2]);
     let next = AtomicU64::new(0);
@@ -209,8 +209,14 @@ pub fn run_printing(launch: &Launch, threads: usize, room: usize) -> (Result<(),
 /// the output the same at every run.
 struct Printed {
     room: usize,
-    /// Each block's lines, and their bytes in all.
-    blocks: Mutex<(BTreeMap<u64, Vec<Vec<u8>>>, usize)>,
+    kept: Mutex<Kept>,
+}
+
+/// Each block's lines, and their bytes in all.
+#[derive(Default)]
+struct Kept {
+    blocks: BTreeMap<u64, Vec<Vec<u8>>>,
+    bytes: usize,
 }
 
 impl Printed {
@@ -218,10 +224,10 @@ impl Printed {
         if lines.is_empty() {
             return;
         }
-        let Ok(mut kept) = self.blocks.lock() else {
+        let Ok(mut kept) = self.kept.lock() else {
             return;
         };
-        let (blocks, bytes) = &mut *kept;
+        let Kept { blocks, bytes } = &mut *kept;
         *bytes += lines.iter().map(Vec::len).sum::<usize>();
         blocks.insert(block, lines);
         // The longest run of lines from the first that fits the room: drop lines from the
@@ -240,8 +246,8 @@ impl Printed {
     }
 
     fn text(self) -> Vec<u8> {
-        let (blocks, _) = self.blocks.into_inner().unwrap_or_default();
-        blocks.into_values().flatten().flatten().collect()
+        let kept = self.kept.into_inner().unwrap_or_default();
+        kept.blocks.into_values().flatten().flatten().collect()
     }
 }
 
@@ -1867,7 +1873,7 @@ mod tests {
     fn printed(room: usize, arrivals: &[(u64, &[&str])]) -> String {
         let p = Printed {
             room,
-            blocks: Mutex::new((BTreeMap::new(), 0)),
+            kept: Mutex::default(),
         };
         for (block, lines) in arrivals {
             p.keep(
