@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -38,6 +39,8 @@ struct State {
     host: Mutex<HashMap<usize, usize>>,
     /// The last error in words, for `cuGetErrorString`.
     last: Mutex<Option<(CuResult, CString)>>,
+    /// What kernels' `printf`s printed since the last synchronisation.
+    printf: Mutex<Vec<u8>>,
 }
 
 fn state() -> &'static State {
@@ -46,7 +49,24 @@ fn state() -> &'static State {
         memory: Memory::default(),
         host: Mutex::new(HashMap::new()),
         last: Mutex::new(None),
+        printf: Mutex::new(Vec::new()),
     })
+}
+
+/// Write what kernels printed to stdout: the GPU's printf buffer is flushed when a kernel
+/// is launched, at a synchronisation (context, stream, event) and when a module is loaded
+/// (CUDA C++ Programming Guide, "Formatted Output"), not as the kernel runs.
+fn flush_printf() {
+    let Ok(mut pending) = state().printf.lock() else {
+        return;
+    };
+    if pending.is_empty() {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    // Output that cannot be written is lost, as the GPU's would be; the call succeeds.
+    let _ = out.write_all(&pending).and_then(|()| out.flush());
+    pending.clear();
 }
 
 fn fail(code: CuResult, message: String) -> CuResult {
@@ -188,6 +208,7 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(pctx: *mut *mut c_void, _dev: 
 
 #[no_mangle]
 pub extern "C" fn cuDevicePrimaryCtxRelease_v2(_dev: c_int) -> CuResult {
+    flush_printf();
     SUCCESS
 }
 
@@ -206,6 +227,7 @@ pub extern "C" fn cuCtxSetCurrent(_ctx: *mut c_void) -> CuResult {
 
 #[no_mangle]
 pub extern "C" fn cuCtxSynchronize() -> CuResult {
+    flush_printf();
     SUCCESS
 }
 
@@ -391,6 +413,7 @@ pub unsafe extern "C" fn cuModuleLoadData(
     if image.is_null() {
         return INVALID_VALUE;
     }
+    flush_printf();
     // SAFETY: the caller's promise: an image; a cubin starts with the ELF magic, PTX text
     // ends with a NUL.
     let head = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), 4) };
@@ -572,7 +595,12 @@ pub unsafe extern "C" fn cuLaunchKernel(
         params: &params,
         memory: &snapshot,
     };
-    match exec::run(&launch, threads()) {
+    flush_printf();
+    let (result, printed) = exec::run_printing(&launch, threads(), crate::printf::FIFO_BYTES);
+    if let Ok(mut pending) = state().printf.lock() {
+        pending.extend_from_slice(&printed);
+    }
+    match result {
         Ok(()) => SUCCESS,
         Err(fault) => launch_failed(&function.name, &fault),
     }
@@ -703,6 +731,7 @@ pub unsafe extern "C" fn cuFuncGetAttribute(
 
 #[no_mangle]
 pub extern "C" fn cuStreamSynchronize(_stream: *mut c_void) -> CuResult {
+    flush_printf();
     SUCCESS
 }
 
@@ -743,6 +772,7 @@ pub unsafe extern "C" fn cuEventRecord(event: *mut c_void, _stream: *mut c_void)
 
 #[no_mangle]
 pub extern "C" fn cuEventSynchronize(_event: *mut c_void) -> CuResult {
+    flush_printf();
     SUCCESS
 }
 

@@ -17,6 +17,8 @@
 //! constant memory), the block's shared memory, the lane's local and parameter memory. A
 //! fault stops the launch with one message naming the kernel, block, thread and address.
 
+use std::collections::BTreeMap;
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -107,6 +109,10 @@ struct Warp {
     /// Each lane's parameter and local memory, `param` and `local` bytes a lane.
     params: Vec<u8>,
     locals: Vec<u8>,
+    /// Each lane's carry flag (the PTX condition code's `CF`), bit `lane`.
+    cc: u32,
+    /// Each lane's predicate at a `bar.red`, bit `lane`, for the barrier's release.
+    bar_pred: u32,
 }
 
 enum Stop {
@@ -120,8 +126,24 @@ struct Sizes {
     local: usize,
 }
 
-/// Run the launch on `threads` host threads.
+/// Run the launch on `threads` host threads; what its `printf`s print goes to stdout
+/// when it ends (as a launch followed by a synchronisation prints it on the GPU).
 pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
+    let (result, printed) = run_printing(launch, threads, crate::printf::FIFO_BYTES);
+    let mut out = std::io::stdout().lock();
+    // Lost output is not the kernel's fault: the launch's result stands.
+    let _ = out.write_all(&printed).and_then(|()| out.flush());
+    result
+}
+
+/// Run the launch on `threads` host threads: its result, and the lines its `printf`s
+/// printed, in block order, as many whole lines as fit in `room` bytes (the GPU's printf
+/// buffer left; the rest are dropped, as the GPU drops them).
+pub fn run_printing(launch: &Launch, threads: usize, room: usize) -> (Result<(), Fault>, Vec<u8>) {
+    let printed = Printed {
+        room,
+        kept: Mutex::default(),
+    };
     let blocks = u64::from(launch.grid[0]) * u64::from(launch.grid[1]) * u64::from(launch.grid[2]);
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
@@ -144,7 +166,7 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| {
-                let mut worker = Worker::new(launch, &sizes);
+                let mut worker = Worker::new(launch, &sizes, &printed);
                 loop {
                     if failed.load(Ordering::Relaxed) {
                         break;
@@ -153,7 +175,9 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
                     if b >= blocks {
                         break;
                     }
-                    if let Err(fault) = worker.block(b) {
+                    let result = worker.block(b);
+                    printed.keep(b, std::mem::take(&mut worker.lines));
+                    if let Err(fault) = result {
                         failed.store(true, Ordering::Relaxed);
                         if let Ok(mut first) = first_fault.lock() {
                             // The lowest block's fault, so that a run says the same each time.
@@ -167,7 +191,7 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
             });
         }
     });
-    match first_fault.into_inner() {
+    let result = match first_fault.into_inner() {
         Ok(Some((_, fault))) => Err(fault),
         Ok(None) => Ok(()),
         Err(_) => Err(Fault {
@@ -175,6 +199,55 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
             thread: [0; 3],
             message: "a worker thread failed".to_string(),
         }),
+    };
+    (result, printed.text())
+}
+
+/// The lines a launch's `printf`s print, by block, bounded by the room left in the GPU's
+/// printf buffer: whole lines in block order, the first that does not fit and all after it
+/// dropped. Blocks finish in any order on the host's threads; keeping them by index makes
+/// the output the same at every run.
+struct Printed {
+    room: usize,
+    kept: Mutex<Kept>,
+}
+
+/// Each block's lines, and their bytes in all.
+#[derive(Default)]
+struct Kept {
+    blocks: BTreeMap<u64, Vec<Vec<u8>>>,
+    bytes: usize,
+}
+
+impl Printed {
+    fn keep(&self, block: u64, lines: Vec<Vec<u8>>) {
+        if lines.is_empty() {
+            return;
+        }
+        let Ok(mut kept) = self.kept.lock() else {
+            return;
+        };
+        let Kept { blocks, bytes } = &mut *kept;
+        *bytes += lines.iter().map(Vec::len).sum::<usize>();
+        blocks.insert(block, lines);
+        // The longest run of lines from the first that fits the room: drop lines from the
+        // end until the rest fit (what falls out now can only be pushed further out by the
+        // blocks before it still to come). Each line is dropped once at most.
+        while *bytes > self.room {
+            let Some(mut last) = blocks.last_entry() else {
+                break;
+            };
+            let line = last.get_mut().pop();
+            *bytes -= line.map_or(0, |l| l.len());
+            if last.get().is_empty() {
+                last.remove();
+            }
+        }
+    }
+
+    fn text(self) -> Vec<u8> {
+        let kept = self.kept.into_inner().unwrap_or_default();
+        kept.blocks.into_values().flatten().flatten().collect()
     }
 }
 
@@ -187,10 +260,14 @@ struct Worker<'a> {
     ctaid: [u32; 3],
     /// The allocation the last global access fell in.
     cache: (u64, u64),
+    /// The lines this block's `printf`s printed, and the room the launch has for them.
+    lines: Vec<Vec<u8>>,
+    printed: usize,
+    room: usize,
 }
 
 impl<'a> Worker<'a> {
-    fn new(l: &'a Launch<'a>, sizes: &'a Sizes) -> Worker<'a> {
+    fn new(l: &'a Launch<'a>, sizes: &'a Sizes, printed: &Printed) -> Worker<'a> {
         let threads = (l.block[0] * l.block[1] * l.block[2]) as usize;
         let warps = threads.div_ceil(32);
         Worker {
@@ -216,11 +293,16 @@ impl<'a> Worker<'a> {
                     stack: vec![Vec::new(); 32],
                     params: vec![0; sizes.param * 32],
                     locals: vec![0; sizes.local * 32],
+                    cc: 0,
+                    bar_pred: 0,
                 })
                 .collect(),
             shared: vec![0; (l.module.shared_bytes + l.dynamic_shared) as usize],
             ctaid: [0; 3],
             cache: (1, 0),
+            lines: Vec::new(),
+            printed: 0,
+            room: printed.room,
         }
     }
 
@@ -232,6 +314,7 @@ impl<'a> Worker<'a> {
             (linear / (u64::from(g[0]) * u64::from(g[1]))) as u32,
         ];
         self.shared.fill(0);
+        self.printed = 0;
         let f = self.l.function;
         let function_index = self.l.module.by_name.get(&f.name).copied().unwrap_or(0);
         for w in &mut self.warps {
@@ -307,6 +390,10 @@ impl<'a> Worker<'a> {
                         _ => {}
                     }
                 }
+            }
+            if let Some(Op::BarRed { op, d, .. }) = barrier_pc.map(|pc| &self.code[pc as usize].op)
+            {
+                bar_red(warps, *op, *d);
             }
             for w in warps.iter_mut() {
                 for lane in 0..w.lanes {
@@ -425,6 +512,17 @@ impl<'a> Worker<'a> {
                 w.wait_at_barrier(pc, group, exec);
                 return Ok(());
             }
+            Op::BarRed { p, neg, .. } => {
+                each_lane!(exec, |l| {
+                    let on = (w.get(*p, l) != 0) != *neg;
+                    w.bar_pred = w.bar_pred & !(1 << l) | u32::from(on) << l;
+                });
+                w.wait_at_barrier(pc, group, exec);
+                return Ok(());
+            }
+            Op::Carry { .. } => carry_lanes(w, exec, inst),
+            Op::Redux { .. } => self.redux(w, inst, exec)?,
+            Op::Match { .. } => self.match_lanes(w, inst, exec)?,
             Op::WarpSync { mask: members } => self.warp_sync(w, inst.line, exec, *members)?,
             Op::Shfl { .. } => self.shuffle(w, inst, exec)?,
             Op::Vote { .. } => self.vote(w, inst, exec)?,
@@ -453,6 +551,7 @@ impl<'a> Worker<'a> {
                 }
             }
             Op::Nop => {}
+            Op::Printf { format, args, ret } => self.printf_lanes(w, exec, *format, *args, *ret)?,
         }
         // Everything else falls through to the next instruction, the whole group together.
         w.goto(pc + 1);
@@ -741,6 +840,145 @@ impl<'a> Worker<'a> {
                 w.set(p, l, u64::from(ok));
             }
         }
+        Ok(())
+    }
+
+    /// The lanes a warp-wide instruction's mask names, checked to be all here: the mask
+    /// lane `l` gives.
+    fn members(
+        &self,
+        w: &Warp,
+        l: usize,
+        exec: u32,
+        mask: Src,
+        what: &str,
+        line: u32,
+    ) -> Result<u32, Fault> {
+        let member = w.get(mask, l) as u32;
+        if member & !exec != 0 || member & (1 << l) == 0 {
+            return Err(self.fault(w, l, format!(
+                "{what} (line {line}) with lanes that are not active: mask 0x{member:08x}, active 0x{exec:08x}"
+            )));
+        }
+        Ok(member)
+    }
+
+    /// `redux.sync`: `a` reduced over the lanes of each lane's mask.
+    fn redux(&self, w: &mut Warp, inst: &Inst, exec: u32) -> Result<(), Fault> {
+        let Op::Redux { op, ty, d, a, mask } = inst.op else {
+            unreachable!("`step` calls this for `redux.sync` only")
+        };
+        let mut values = [0u32; 32];
+        for l in iter_bits(exec) {
+            values[l] = w.get(a, l) as u32;
+        }
+        let mut out = [0u32; 32];
+        for l in iter_bits(exec) {
+            let member = self.members(w, l, exec, mask, "redux.sync", inst.line)?;
+            let mut it = iter_bits(member).map(|j| values[j]);
+            let first = it.next().unwrap_or(0);
+            out[l] = it.fold(first, |x, y| match op {
+                ReduxOp::Add => x.wrapping_add(y),
+                ReduxOp::Min if ty == Ty::S32 => (x as i32).min(y as i32) as u32,
+                ReduxOp::Max if ty == Ty::S32 => (x as i32).max(y as i32) as u32,
+                ReduxOp::Min => x.min(y),
+                ReduxOp::Max => x.max(y),
+                ReduxOp::And => x & y,
+                ReduxOp::Or => x | y,
+                ReduxOp::Xor => x ^ y,
+            });
+        }
+        for l in iter_bits(exec) {
+            w.set(d, l, u64::from(out[l]));
+        }
+        Ok(())
+    }
+
+    /// `match.any.sync` (the lanes of the mask holding the lane's value) and
+    /// `match.all.sync` (the mask where all hold one value, else 0; and whether they do).
+    fn match_lanes(&self, w: &mut Warp, inst: &Inst, exec: u32) -> Result<(), Fault> {
+        let Op::Match {
+            all,
+            ty,
+            d,
+            p,
+            a,
+            mask,
+        } = inst.op
+        else {
+            unreachable!("`step` calls this for `match.sync` only")
+        };
+        let m = type_mask(ty);
+        let mut values = [0u64; 32];
+        for l in iter_bits(exec) {
+            values[l] = w.get(a, l) & m;
+        }
+        let mut out = [(0u32, false); 32];
+        for l in iter_bits(exec) {
+            let member = self.members(w, l, exec, mask, "match.sync", inst.line)?;
+            let same = iter_bits(member)
+                .filter(|&j| values[j] == values[l])
+                .fold(0u32, |s, j| s | 1 << j);
+            out[l] = if !all {
+                (same, false)
+            } else if same == member {
+                (member, true)
+            } else {
+                (0, false)
+            };
+        }
+        for l in iter_bits(exec) {
+            w.set(d, l, u64::from(out[l].0));
+            if let Some(p) = p {
+                w.set(p, l, u64::from(out[l].1));
+            }
+        }
+        Ok(())
+    }
+
+    /// `vprintf`: each lane in `exec`, lowest first, formats its line whole and keeps it
+    /// while the launch's buffer has room; its return value is the number of arguments.
+    fn printf_lanes(
+        &mut self,
+        w: &mut Warp,
+        exec: u32,
+        format: u32,
+        args: u32,
+        ret: Option<u32>,
+    ) -> Result<(), Fault> {
+        each_lane!(exec, |l| {
+            let param = |me: &mut Self, w: &mut Warp, off: u32, write: bool| {
+                me.resolve(w, l, Space::Param, Addr::FrameParam(off), 8, write)
+            };
+            // SAFETY: `resolve` checked 8 bytes of the frame's parameters there.
+            let text = unsafe { read(param(self, w, format, false)?, 8) };
+            // SAFETY: as above.
+            let base = unsafe { read(param(self, w, args, false)?, 8) };
+            let value = if text == 0 {
+                -1
+            } else {
+                let mut lane = LaneMemory {
+                    worker: self,
+                    w,
+                    l,
+                    base,
+                };
+                let format = crate::printf::string(&mut lane, text, usize::MAX)?;
+                let (line, n) = crate::printf::format(&format, &mut lane)?;
+                if self.printed + line.len() <= self.room {
+                    self.printed += line.len();
+                    self.lines.push(line);
+                } else {
+                    self.printed = self.room + 1;
+                }
+                n
+            };
+            if let Some(ret) = ret {
+                let p = param(self, w, ret, true)?;
+                // SAFETY: `resolve` checked the parameter writable for 8 bytes, 4 written.
+                unsafe { write(p, 4, u64::from(value as u32)) };
+            }
+        });
         Ok(())
     }
 
@@ -1063,6 +1301,35 @@ impl<'a> Worker<'a> {
                 self.name_of(w, l),
             ),
         )
+    }
+}
+
+/// What `printf` reads, as lane `l` reads it: its argument buffer at `base`, and the
+/// strings its format names, every byte checked as a load is.
+struct LaneMemory<'x, 'a> {
+    worker: &'x mut Worker<'a>,
+    w: &'x mut Warp,
+    l: usize,
+    base: u64,
+}
+
+impl crate::printf::Source for LaneMemory<'_, '_> {
+    type Error = Fault;
+    fn arg(&mut self, offset: u64, size: u32) -> Result<u64, Fault> {
+        let at = Addr::Abs(self.base.wrapping_add(offset));
+        let p = self
+            .worker
+            .resolve(self.w, self.l, Space::Generic, at, size, false)?;
+        // SAFETY: `resolve` checked `size` readable bytes at `p`.
+        Ok(unsafe { read(p, size) })
+    }
+    fn byte(&mut self, address: u64) -> Result<u8, Fault> {
+        let at = Addr::Abs(address);
+        let p = self
+            .worker
+            .resolve(self.w, self.l, Space::Generic, at, 1, false)?;
+        // SAFETY: `resolve` checked one readable byte at `p`.
+        Ok(unsafe { read(p, 1) } as u8)
     }
 }
 
@@ -1546,4 +1813,93 @@ fn pack_lanes(w: &mut Warp, exec: u32, d: Reg, parts: &[Src], bits: u32) {
         }
         w.set(d, l, v);
     })
+}
+
+/// The carry chains: each lane's carry flag in, its result and carry flag out.
+#[inline]
+fn carry_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
+    let Op::Carry {
+        op,
+        ty,
+        d,
+        a,
+        b,
+        c,
+        cin,
+        cout,
+    } = inst.op
+    else {
+        unreachable!("`step` calls this for carry chains only")
+    };
+    each_lane!(exec, |l| {
+        let cf = w.cc >> l & 1 == 1;
+        let (v, out) = carry_op(op, ty, w.get(a, l), w.get(b, l), w.get(c, l), cin, cf);
+        w.set(d, l, v);
+        if cout {
+            w.cc = w.cc & !(1 << l) | u32::from(out) << l;
+        }
+    })
+}
+
+/// `bar.red`'s release: every waiting thread of the block gets the reduction of the
+/// predicates all of them brought (`.popc` their count, `.and` and `.or` as predicates).
+fn bar_red(warps: &mut [Warp], op: BarRedOp, d: Reg) {
+    let (mut waiting, mut on) = (0u32, 0u32);
+    for w in warps.iter() {
+        let here = (0..w.lanes)
+            .filter(|&l| w.status[l] == WAITING)
+            .fold(0u32, |m, l| m | 1 << l);
+        waiting += here.count_ones();
+        on += (w.bar_pred & here).count_ones();
+    }
+    let value = match op {
+        BarRedOp::Popc => u64::from(on),
+        BarRedOp::And => u64::from(on == waiting),
+        BarRedOp::Or => u64::from(on != 0),
+    };
+    for w in warps.iter_mut() {
+        for l in 0..w.lanes {
+            if w.status[l] == WAITING {
+                w.set(d, l, value);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn printed(room: usize, arrivals: &[(u64, &[&str])]) -> String {
+        let p = Printed {
+            room,
+            kept: Mutex::default(),
+        };
+        for (block, lines) in arrivals {
+            p.keep(
+                *block,
+                lines.iter().map(|l| l.as_bytes().to_vec()).collect(),
+            );
+        }
+        String::from_utf8(p.text()).expect("utf-8")
+    }
+
+    #[test]
+    fn printed_lines_come_in_block_order_up_to_the_first_that_does_not_fit() {
+        let arrivals: &[(u64, &[&str])] = &[
+            (2, &["c\n", "cc\n"]),
+            (0, &["a\n"]),
+            (3, &[]),
+            (1, &["bbbb\n"]),
+        ];
+        assert_eq!(printed(100, arrivals), "a\nbbbb\nc\ncc\n");
+        // 2 + 5 + 2 = 9 fit in 10; "cc\n" would not, though block 2 came before block 1.
+        assert_eq!(printed(10, arrivals), "a\nbbbb\nc\n");
+        assert_eq!(
+            printed(6, arrivals),
+            "a\n",
+            "bbbb\n does not fit: nothing after it"
+        );
+        assert_eq!(printed(0, arrivals), "");
+    }
 }

@@ -163,6 +163,55 @@ pub enum IntOp {
     Bfi,
     Prmt,
     Sad,
+    /// `bfind`: the most significant non-sign bit's position, or with `.shiftamt` (true) the
+    /// left shift that brings it to the top.
+    Bfind(bool),
+    /// `shf.l` (true) or `shf.r`, `.clamp` (true) or `.wrap`.
+    Shf(bool, bool),
+    /// `mul24.hi` (true) or `.lo`; `mad24` likewise.
+    Mul24(bool),
+    Mad24(bool),
+    /// `bmsk`, `.clamp` (true) or `.wrap`.
+    Bmsk(bool),
+    /// `szext`, `.clamp` (true) or `.wrap`.
+    Szext(bool),
+    /// `dp4a` with `a` and `b` signed (true) or not.
+    Dp4a(bool, bool),
+    /// `dp2a.hi` (true) or `.lo`, with `a` and `b` signed or not.
+    Dp2a(bool, bool, bool),
+    /// `fns`: the position of the `c`-th set bit of `a` from bit `b`.
+    Fns,
+    /// `prmt` in one of its modes (`.f4e` and the rest, [`crate::ops::permute_mode`]).
+    PrmtMode(u8),
+}
+
+/// The carry-chain instructions: `add.cc`, `addc`, `sub.cc`, `subc`, `mad.lo.cc`,
+/// `madc.lo`, `mad.hi.cc`, `madc.hi`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CarryOp {
+    Add,
+    Sub,
+    MadLo,
+    MadHi,
+}
+
+/// `redux.sync`'s operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduxOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+}
+
+/// `bar.red`'s operations: `.popc` counts, `.and` and `.or` combine predicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarRedOp {
+    Popc,
+    And,
+    Or,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -358,6 +407,41 @@ pub enum Op {
         c: Src,
     },
     Bar,
+    /// `bar.red`: a whole-block barrier that also reduces a predicate over the block.
+    BarRed {
+        op: BarRedOp,
+        d: Reg,
+        p: Src,
+        neg: bool,
+    },
+    /// A carry-chain instruction: `cin` reads the lane's carry flag, `cout` writes it.
+    Carry {
+        op: CarryOp,
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        b: Src,
+        c: Src,
+        cin: bool,
+        cout: bool,
+    },
+    /// `redux.sync`: `a` reduced over the lanes of `mask`.
+    Redux {
+        op: ReduxOp,
+        ty: Ty,
+        d: Reg,
+        a: Src,
+        mask: Src,
+    },
+    /// `match.any.sync` (`all` false) and `match.all.sync` with its predicate `p`.
+    Match {
+        all: bool,
+        ty: Ty,
+        d: Reg,
+        p: Option<Reg>,
+        a: Src,
+        mask: Src,
+    },
     WarpSync {
         mask: Src,
     },
@@ -392,6 +476,14 @@ pub enum Op {
     Exit,
     Trap,
     Nop,
+    /// A call of `vprintf` (`printf` in a kernel), run by the interpreter itself
+    /// ([`crate::printf`]): the frame-parameter offsets of its format and argument
+    /// pointers, and of its return value.
+    Printf {
+        format: u32,
+        args: u32,
+        ret: Option<u32>,
+    },
 }
 
 /// One instruction, its guard predicate (slot, negated), and its source line.

@@ -21,3 +21,4 @@ pub mod lex;
 pub mod load;
 pub mod memory;
 pub mod ops;
+pub mod printf;

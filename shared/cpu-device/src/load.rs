@@ -242,7 +242,31 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
         let function = decode_function(&toks, h, &mut module)?;
         module.functions.push(function);
     }
+    builtins(&mut module);
     Ok(module)
+}
+
+/// Calls of the functions the GPU's driver provides rather than the module (declared
+/// `.extern`, with no body), which the interpreter runs itself: `vprintf`.
+fn builtins(module: &mut Module) {
+    for inst in &mut module.code {
+        let Op::Call {
+            target: CallTarget::Direct(i),
+            args,
+            ret,
+        } = &inst.op
+        else {
+            continue;
+        };
+        let f = &module.functions[*i as usize];
+        if f.name == "vprintf" && f.start == f.end && args.len() == 2 {
+            inst.op = Op::Printf {
+                format: args[0].0,
+                args: args[1].0,
+                ret: ret.map(|r| r.0),
+            };
+        }
+    }
 }
 
 /// The module's directives, in order: its functions' headers (a declaration and its
@@ -306,7 +330,35 @@ fn directives(c: &mut Cursor) -> LoadResult<(Vec<Header>, Vec<VarDecl>)> {
                 c.expect_punct(';')?;
                 vars.push(VarDecl { space, decl, init });
             }
-            ".pragma" | ".file" | ".loc" | ".section" => c.skip_to_semicolon()?,
+            ".pragma" => c.skip_to_semicolon()?,
+            ".file" => {
+                // `.file 1 "k.cu"` (NVRTC's -lineinfo), with no semicolon; optionally
+                // followed by the file's timestamp and size.
+                c.next()?;
+                c.number()?;
+                c.next()?;
+                while c.eat_punct(',') {
+                    c.number()?;
+                }
+            }
+            ".loc" => {
+                c.next()?;
+                skip_loc(c)?;
+            }
+            ".section" => {
+                // `.section .debug_info { ... }` (NVRTC's -G): debugging data, skipped.
+                c.next()?;
+                c.name()?;
+                c.expect_punct('{')?;
+                let mut depth = 1;
+                while depth > 0 {
+                    match c.next()? {
+                        Tok::Punct('{') => depth += 1,
+                        Tok::Punct('}') => depth -= 1,
+                        _ => {}
+                    }
+                }
+            }
             _ => {
                 return Err(format!(
                     "line {}: the module-level directive `{word}` is not known to the CPU device",
@@ -665,7 +717,7 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
             fixups.push((index, label.to_string()));
         })?;
         loose.push(loose_rounding(&word));
-        if matches!(op, Op::Bar) {
+        if matches!(op, Op::Bar | Op::BarRed { .. }) {
             f.barriers = true;
         }
         code.push(Inst {
@@ -797,8 +849,33 @@ fn declaration(d: &mut FnDecoder, c: &mut Cursor, word: &str) -> LoadResult<bool
             c.skip_to_semicolon()?;
             Ok(true)
         }
+        ".loc" => {
+            skip_loc(c)?;
+            Ok(true)
+        }
         _ => Ok(false),
     }
+}
+
+/// What follows `.loc` (NVRTC's -lineinfo and -G, no semicolon): `file line column`, with
+/// its optional `, function_name name` and `, inlined_at file line column` parts.
+fn skip_loc(c: &mut Cursor) -> LoadResult<()> {
+    for _ in 0..3 {
+        c.number()?;
+    }
+    while c.eat_punct(',') {
+        match c.name()? {
+            "inlined_at" => {
+                for _ in 0..3 {
+                    c.number()?;
+                }
+            }
+            _ => {
+                c.name()?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// An instruction's guard, `@p` or `@!p`, if it has one.
@@ -971,6 +1048,11 @@ fn reads_of(op: &Op) -> Vec<Reg> {
         Op::WarpSync { mask } => src(mask),
         Op::Shfl { a, b, c, mask, .. } => [a, b, c, mask].into_iter().for_each(&mut src),
         Op::Vote { a, mask, .. } => [a, mask].into_iter().for_each(&mut src),
+        Op::Carry { a, b, c, .. } => [a, b, c].into_iter().for_each(&mut src),
+        Op::Redux { a, mask, .. } | Op::Match { a, mask, .. } => {
+            [a, mask].into_iter().for_each(&mut src)
+        }
+        Op::BarRed { p, .. } => src(p),
         Op::Call {
             target: CallTarget::Indirect(s),
             ..
@@ -994,7 +1076,11 @@ fn writes_of(op: &Op) -> Vec<Reg> {
         | Op::Cvt { d, .. }
         | Op::Cvta { d, .. }
         | Op::Vote { d, .. }
+        | Op::Carry { d, .. }
+        | Op::Redux { d, .. }
+        | Op::BarRed { d, .. }
         | Op::Activemask { d } => vec![*d],
+        Op::Match { d, p, .. } => std::iter::once(*d).chain(*p).collect(),
         Op::Setp { d, d2, .. } => std::iter::once(*d).chain(*d2).collect(),
         Op::Shfl { d, p, .. } => std::iter::once(*d).chain(*p).collect(),
         Op::Unpack { ds, .. } | Op::Ld { ds, .. } => ds.iter().flatten().copied().collect(),
@@ -1322,6 +1408,13 @@ fn decode(
         }
         "atom" | "red" => decode_atomic(d, opcode, base == "atom", mods, ops, ty)?,
         "call" => decode_call(d, ops)?,
+        "addc" | "subc" | "madc" => decode_carry(d, opcode, base, mods, ops, ty)?,
+        "add" | "sub" | "mad" if mods.contains(&"cc") => {
+            decode_carry(d, opcode, base, mods, ops, ty)?
+        }
+        "redux" => decode_redux(d, opcode, mods, ops, ty)?,
+        "match" => decode_match(d, opcode, mods, ops, ty)?,
+        "dp4a" | "dp2a" => decode_dot(d, opcode, base, mods, ops)?,
         _ => arithmetic(d, opcode, base, mods, ops, ty)?,
     };
     Ok(op)
@@ -1550,6 +1643,27 @@ fn decode_barrier(d: &FnDecoder, opcode: &str, mods: &[&str], ops: &[Operand]) -
         })
     } else if (has("sync") || mods.is_empty() || has("cta")) && n == 1 {
         Ok(Op::Bar)
+    } else if has("red") && n == 3 {
+        // bar.red.popc.u32 d, 0, {!}p; bar.red.and.pred d, 0, {!}p.
+        let op = if has("popc") {
+            BarRedOp::Popc
+        } else if has("and") {
+            BarRedOp::And
+        } else if has("or") {
+            BarRedOp::Or
+        } else {
+            return Err(d.unknown(opcode));
+        };
+        let (p, neg) = match &ops[2] {
+            Operand::Not(p) => (&**p, true),
+            p => (p, false),
+        };
+        Ok(Op::BarRed {
+            op,
+            d: d.reg(&ops[0])?,
+            p: d.src(p, Ty::Pred)?,
+            neg,
+        })
     } else {
         Err(d.err(format!(
             "`{opcode}` with {n} operands: only whole-block barriers (`bar.sync 0`) are supported"
@@ -1682,6 +1796,148 @@ fn decode_atomic(
         } else {
             Src::I(0)
         },
+    })
+}
+
+/// The carry chains: `add.cc`, `addc{.cc}`, `sub.cc`, `subc{.cc}`, `mad{.lo,.hi}.cc`,
+/// `madc{.lo,.hi}{.cc}`, on 32- and 64-bit integers.
+fn decode_carry(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let ty = ty
+        .filter(|t| matches!(t, Ty::U32 | Ty::S32 | Ty::U64 | Ty::S64))
+        .ok_or_else(|| d.unknown(opcode))?;
+    let has = |m: &str| mods.contains(&m);
+    let op = match base {
+        "add" | "addc" => CarryOp::Add,
+        "sub" | "subc" => CarryOp::Sub,
+        _ if has("lo") => CarryOp::MadLo,
+        _ if has("hi") => CarryOp::MadHi,
+        _ => return Err(d.unknown(opcode)),
+    };
+    let arity = if matches!(op, CarryOp::MadLo | CarryOp::MadHi) {
+        4
+    } else {
+        3
+    };
+    need(d, opcode, ops, arity)?;
+    Ok(Op::Carry {
+        op,
+        ty,
+        d: d.reg(&ops[0])?,
+        a: src_at(d, ops, 1, ty)?,
+        b: src_at(d, ops, 2, ty)?,
+        c: src_at(d, ops, 3, ty)?,
+        cin: base.ends_with('c'),
+        cout: has("cc"),
+    })
+}
+
+/// `redux.sync.op.type d, a, membermask` on 32-bit integers.
+fn decode_redux(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    let ty = ty
+        .filter(|t| matches!(t, Ty::U32 | Ty::S32 | Ty::B32))
+        .ok_or_else(|| d.unknown(opcode))?;
+    let op = if has("add") {
+        ReduxOp::Add
+    } else if has("min") {
+        ReduxOp::Min
+    } else if has("max") {
+        ReduxOp::Max
+    } else if has("and") {
+        ReduxOp::And
+    } else if has("or") {
+        ReduxOp::Or
+    } else if has("xor") {
+        ReduxOp::Xor
+    } else {
+        return Err(d.unknown(opcode));
+    };
+    if !has("sync") {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 3)?;
+    Ok(Op::Redux {
+        op,
+        ty,
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], ty)?,
+        mask: d.src(&ops[2], Ty::B32)?,
+    })
+}
+
+/// `match.any.sync.type d, a, membermask` and `match.all.sync.type d{|p}, a, membermask`.
+fn decode_match(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    let ty = ty
+        .filter(|t| matches!(t, Ty::B32 | Ty::B64))
+        .ok_or_else(|| d.unknown(opcode))?;
+    if !has("sync") || has("any") == has("all") {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 3)?;
+    let (dst, p) = match &ops[0] {
+        Operand::Pair(a, b) if has("all") => (d.reg(a)?, d.maybe_reg(b)?),
+        other => (d.reg(other)?, None),
+    };
+    Ok(Op::Match {
+        all: has("all"),
+        ty,
+        d: dst,
+        p,
+        a: d.src(&ops[1], ty)?,
+        mask: d.src(&ops[2], Ty::B32)?,
+    })
+}
+
+/// `dp4a.atype.btype d, a, b, c` and `dp2a.mode.atype.btype d, a, b, c`.
+fn decode_dot(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+    let [ta @ (Ty::U32 | Ty::S32), tb @ (Ty::U32 | Ty::S32)] = types[..] else {
+        return Err(d.unknown(opcode));
+    };
+    let (sa, sb) = (ta.signed(), tb.signed());
+    let op = if base == "dp4a" {
+        IntOp::Dp4a(sa, sb)
+    } else if mods.contains(&"lo") || mods.contains(&"hi") {
+        IntOp::Dp2a(mods.contains(&"hi"), sa, sb)
+    } else {
+        return Err(d.unknown(opcode));
+    };
+    need(d, opcode, ops, 4)?;
+    let ty = if sa || sb { Ty::S32 } else { Ty::U32 };
+    Ok(Op::Int {
+        op,
+        ty,
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], ta)?,
+        b: d.src(&ops[2], tb)?,
+        c: d.src(&ops[3], ty)?,
+        sat: false,
     })
 }
 
@@ -1938,7 +2194,21 @@ fn int_arithmetic(
         "bfe" => (IntOp::Bfe, 4),
         "bfi" => (IntOp::Bfi, 5),
         "prmt" if mods.len() == 1 => (IntOp::Prmt, 4),
+        "prmt" if mods.len() == 2 => {
+            let mode = ["f4e", "b4e", "rc8", "ecl", "ecr", "rc16"]
+                .iter()
+                .position(|m| has(m))
+                .ok_or_else(|| d.unknown(opcode))?;
+            (IntOp::PrmtMode(mode as u8), 4)
+        }
         "sad" => (IntOp::Sad, 4),
+        "bfind" => (IntOp::Bfind(has("shiftamt")), 2),
+        "fns" => (IntOp::Fns, 4),
+        "shf" if has("l") || has("r") => (IntOp::Shf(has("l"), has("clamp")), 4),
+        "mul24" if has("lo") || has("hi") => (IntOp::Mul24(has("hi")), 3),
+        "mad24" if (has("lo") || has("hi")) && !has("sat") => (IntOp::Mad24(has("hi")), 4),
+        "bmsk" if has("clamp") || has("wrap") => (IntOp::Bmsk(has("clamp")), 3),
+        "szext" if has("clamp") || has("wrap") => (IntOp::Szext(has("clamp")), 3),
         _ => return Err(d.unknown(opcode)),
     };
     if n != arity {

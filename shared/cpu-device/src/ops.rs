@@ -222,6 +222,16 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
         IntOp::Bfe => bit_field_extract(a, b, c, ty),
         IntOp::Bfi => bit_field_insert(a, b, c, ty),
         IntOp::Prmt => permute(a, b, c),
+        IntOp::Bfind(shiftamt) => bit_find(a, ty, shiftamt),
+        IntOp::Shf(left, clamp) => funnel_shift(a, b, c, left, clamp),
+        IntOp::Mul24(hi) => mul24(a, b, signed, hi),
+        IntOp::Mad24(hi) => mul24(a, b, signed, hi).wrapping_add(c) & 0xffff_ffff,
+        IntOp::Bmsk(clamp) => bit_mask(a, b, clamp),
+        IntOp::Szext(clamp) => sign_zero_extend(a, b, signed, clamp),
+        IntOp::Dp4a(sa, sb) => dot4(a, b, c, sa, sb),
+        IntOp::Dp2a(hi, sa, sb) => dot2(a, b, c, hi, sa, sb),
+        IntOp::PrmtMode(mode) => permute_mode(a, b, c, mode),
+        IntOp::Fns => find_nth_set(a as u32, b as u32, c as u32 as i32),
         IntOp::Sad => {
             let d = if signed {
                 (sa - sb).unsigned_abs()
@@ -356,6 +366,198 @@ fn permute(a: u64, b: u64, c: u64) -> u64 {
         out |= u32::from(byte) << (8 * i);
     }
     u64::from(out)
+}
+
+/// `bfind`: the position of the most significant bit that differs from the sign (for
+/// unsigned types, the most significant 1), or with `shiftamt` the left shift that brings
+/// it to the top; 0xffffffff where there is none.
+pub fn bit_find(a: u64, ty: Ty, shiftamt: bool) -> u64 {
+    let bits = ty.bits();
+    let m = type_mask(ty);
+    let v = if ty.signed() && sext(a, ty) < 0 {
+        !a & m
+    } else {
+        a & m
+    };
+    if v == 0 {
+        return 0xffff_ffff;
+    }
+    let pos = 63 - v.leading_zeros();
+    u64::from(if shiftamt { bits - 1 - pos } else { pos })
+}
+
+/// `fns`: the bit position of the `offset`-th set bit of `mask` counting from bit `base`
+/// up (`offset` > 0) or down (< 0), or of bit `base` itself where `offset` is 0 and it is
+/// set; 0xffffffff where there is none.
+pub fn find_nth_set(mask: u32, base: u32, offset: i32) -> u64 {
+    let set = |pos: i64| (0..32).contains(&pos) && mask >> pos & 1 == 1;
+    if offset == 0 {
+        return if set(i64::from(base)) {
+            u64::from(base)
+        } else {
+            0xffff_ffff
+        };
+    }
+    let step = if offset > 0 { 1 } else { -1 };
+    let mut count = offset.unsigned_abs() - 1;
+    let mut pos = i64::from(base);
+    while (0..32).contains(&pos) {
+        if set(pos) {
+            if count == 0 {
+                return pos as u64;
+            }
+            count -= 1;
+        }
+        pos += step;
+    }
+    0xffff_ffff
+}
+
+/// `shf`: the 64-bit `b:a` shifted left (its high word kept) or right (its low word), by
+/// `c` taken modulo 32 (`.wrap`) or clamped to 32 (`.clamp`).
+pub fn funnel_shift(a: u64, b: u64, c: u64, left: bool, clamp: bool) -> u64 {
+    let n = if clamp {
+        (c as u32).min(32)
+    } else {
+        c as u32 & 31
+    };
+    let both = (b & 0xffff_ffff) << 32 | (a & 0xffff_ffff);
+    if left {
+        ((both << n) >> 32) & 0xffff_ffff
+    } else {
+        (both >> n) & 0xffff_ffff
+    }
+}
+
+/// `mul24`: the 48-bit product of the low 24 bits of `a` and `b` (sign-extended when
+/// `signed`), its low 32 bits or (`hi`) its bits 16 to 47.
+pub fn mul24(a: u64, b: u64, signed: bool, hi: bool) -> u64 {
+    let operand = |x: u64| {
+        if signed {
+            i64::from((x as u32) << 8) as i32 as i64 >> 8
+        } else {
+            (x & 0xff_ffff) as i64
+        }
+    };
+    let p = operand(a).wrapping_mul(operand(b)) as u64;
+    if hi {
+        (p >> 16) & 0xffff_ffff
+    } else {
+        p & 0xffff_ffff
+    }
+}
+
+/// `bmsk`: `b` one-bits from bit `a`, as the PTX ISA's pseudocode gives them.
+pub fn bit_mask(a: u64, b: u64, clamp: bool) -> u64 {
+    let (a, b) = (a as u32, b as u32);
+    let a1 = a & 31;
+    let b1 = b & 31;
+    let mut mask0 = u32::MAX << a1;
+    let sum = a1 + b1;
+    let mut overflow = sum >= 32;
+    if clamp {
+        if a >= 32 {
+            mask0 = 0;
+            overflow = true;
+        }
+        overflow |= b >= 32;
+    }
+    let mask1 = if overflow {
+        0
+    } else if b1 == 0 {
+        u32::MAX
+    } else {
+        u32::MAX << sum
+    };
+    u64::from(mask0 & !mask1)
+}
+
+/// `szext`: the low `b` bits of `a`, sign- or zero-extended to 32, as the PTX ISA's
+/// pseudocode gives them (`b` modulo 32 with `.wrap`; 32 or more keeps `a` with `.clamp`).
+pub fn sign_zero_extend(a: u64, b: u64, signed: bool, clamp: bool) -> u64 {
+    let (a, b) = (a as u32, b as u32);
+    let b1 = b & 31;
+    let too_large = clamp && b >= 32;
+    let mask = if too_large { 0 } else { u32::MAX << b1 };
+    let sign = signed && b1 != 0 && !too_large && (a >> ((b1 - 1) & 31)) & 1 == 1;
+    u64::from((a & !mask) | if sign { mask } else { 0 })
+}
+
+/// The byte `i` of `x`, as a signed or unsigned number.
+fn byte_of(x: u64, i: u32, signed: bool) -> i64 {
+    let v = (x >> (8 * i)) as u8;
+    if signed {
+        i64::from(v as i8)
+    } else {
+        i64::from(v)
+    }
+}
+
+/// `dp4a`: `c` plus the four products of `a`'s and `b`'s bytes, in 32 bits.
+pub fn dot4(a: u64, b: u64, c: u64, sa: bool, sb: bool) -> u64 {
+    let sum = (0..4).fold(0i64, |acc, i| acc + byte_of(a, i, sa) * byte_of(b, i, sb));
+    (c as i64).wrapping_add(sum) as u64 & 0xffff_ffff
+}
+
+/// `dp2a`: `c` plus the products of `a`'s two halves with two of `b`'s bytes (bytes 0 and
+/// 1, or 2 and 3 with `.hi`), in 32 bits.
+pub fn dot2(a: u64, b: u64, c: u64, hi: bool, sa: bool, sb: bool) -> u64 {
+    let half = |i: u32| {
+        let v = (a >> (16 * i)) as u16;
+        if sa {
+            i64::from(v as i16)
+        } else {
+            i64::from(v)
+        }
+    };
+    let first = if hi { 2 } else { 0 };
+    let sum = half(0) * byte_of(b, first, sb) + half(1) * byte_of(b, first + 1, sb);
+    (c as i64).wrapping_add(sum) as u64 & 0xffff_ffff
+}
+
+/// `prmt` in a mode, the selector's two low bits choosing: 0 `.f4e` (four bytes of `b:a`
+/// from the selected one up), 1 `.b4e` (from it down), 2 `.rc8` (it, four times), 3
+/// `.ecl` (bytes up to it replaced by it), 4 `.ecr` (bytes above it replaced by it), 5
+/// `.rc16` (its half, twice).
+pub fn permute_mode(a: u64, b: u64, c: u64, mode: u8) -> u64 {
+    let all = (b & 0xffff_ffff) << 32 | (a & 0xffff_ffff);
+    let sel = (c & 3) as u32;
+    let pick = |i: u32| (all >> (8 * (i & 7))) & 0xff;
+    let mut out = 0u64;
+    for i in 0..4u32 {
+        let from = match mode {
+            0 => sel + i,
+            1 => sel.wrapping_sub(i),
+            2 => sel,
+            3 => i.max(sel),
+            4 => i.min(sel),
+            _ => (sel & 1) * 2 + (i & 1),
+        };
+        out |= pick(from) << (8 * i);
+    }
+    out
+}
+
+/// A carry-chain instruction's result and carry out: `cf` is the carry in (for `subc`, the
+/// borrow in), used where `cin`.
+pub fn carry_op(op: CarryOp, ty: Ty, a: u64, b: u64, c: u64, cin: bool, cf: bool) -> (u64, bool) {
+    let bits = ty.bits();
+    let m = type_mask(ty);
+    let carry = u128::from(cin && cf);
+    let sum = |x: u64, y: u64| {
+        let t = u128::from(x & m) + u128::from(y & m) + carry;
+        ((t as u64) & m, t >> bits != 0)
+    };
+    match op {
+        CarryOp::Add => sum(a, b),
+        CarryOp::Sub => {
+            // a - (b + CF): the borrow out is whether that went below zero.
+            let t = i128::from(a & m) - i128::from(b & m) - carry as i128;
+            ((t as u64) & m, t < 0)
+        }
+        CarryOp::MadLo => sum(a.wrapping_mul(b), c),
+        CarryOp::MadHi => sum((full_product(a, b, ty) >> bits) as u64, c),
+    }
 }
 
 /// An f32 register's value.
@@ -782,5 +984,213 @@ mod tests {
         );
         assert_eq!(f64_op(FloatOp::Abs, Rnd::N, S2, 0, 0), quiet64(S2));
         assert_eq!(f64_op(FloatOp::Sqrt, Rnd::Z, S1, 0, 0), quiet64(S1));
+    }
+
+    #[test]
+    fn bfind_finds_the_top_non_sign_bit() {
+        assert_eq!(bit_find(0, Ty::U32, false), 0xffff_ffff);
+        assert_eq!(
+            bit_find(0, Ty::U32, true),
+            0xffff_ffff,
+            "none: no shift either"
+        );
+        assert_eq!(bit_find(1, Ty::U32, false), 0);
+        assert_eq!(bit_find(1, Ty::U32, true), 31);
+        assert_eq!(bit_find(0xffff_ffff, Ty::U32, false), 31);
+        assert_eq!(
+            bit_find(0xffff_ffff, Ty::S32, false),
+            0xffff_ffff,
+            "-1 has no non-sign bit"
+        );
+        assert_eq!(
+            bit_find(0x8000_0000, Ty::S32, false),
+            30,
+            "INT_MIN: its top 0"
+        );
+        assert_eq!(bit_find(0x7fff_ffff, Ty::S32, true), 1);
+        assert_eq!(bit_find(1 << 63, Ty::U64, false), 63);
+        assert_eq!(bit_find(1 << 40, Ty::U64, true), 23);
+        assert_eq!(
+            bit_find(u64::MAX - 1, Ty::S64, false),
+            0,
+            "-2: bit 0 is its top 0"
+        );
+    }
+
+    #[test]
+    fn funnel_shifts_wrap_or_clamp_their_amount() {
+        let (a, b) = (0x89ab_cdef, 0x0123_4567);
+        assert_eq!(funnel_shift(a, b, 0, true, false), b);
+        assert_eq!(funnel_shift(a, b, 0, false, false), a);
+        assert_eq!(funnel_shift(a, b, 8, true, false), 0x2345_6789);
+        assert_eq!(funnel_shift(a, b, 8, false, true), 0x6789_abcd);
+        assert_eq!(funnel_shift(a, b, 32, true, false), b, ".wrap: 32 is 0");
+        assert_eq!(
+            funnel_shift(a, b, 32, true, true),
+            a,
+            ".clamp: 32 shifts a word in"
+        );
+        assert_eq!(
+            funnel_shift(a, b, 40, false, true),
+            b,
+            ".clamp: past 32 is 32"
+        );
+        assert_eq!(
+            funnel_shift(a, b, 40, false, false),
+            0x6789_abcd,
+            ".wrap: 40 is 8"
+        );
+        assert_eq!(funnel_shift(a, a, 4, true, false), 0x9abc_def8, "a rotate");
+    }
+
+    #[test]
+    fn mul24_keeps_24_bits_of_each_operand() {
+        assert_eq!(
+            mul24(0xff00_0002, 3, false, false),
+            6,
+            "the top byte is ignored"
+        );
+        assert_eq!(
+            mul24(0x00ff_ffff, 2, true, false),
+            0xffff_fffe,
+            "-1 times 2"
+        );
+        assert_eq!(mul24(0x00ff_ffff, 0x00ff_ffff, false, true), 0xffff_fe00);
+        assert_eq!(
+            mul24(0x0080_0000, 0x0080_0000, true, true),
+            0x4000_0000,
+            "(-2^23)^2 >> 16"
+        );
+        assert_eq!(
+            int_op(IntOp::Mad24(false), Ty::U32, 2, 3, 0xffff_ffff, false),
+            5
+        );
+    }
+
+    #[test]
+    fn bmsk_and_szext_follow_the_ptx_isa() {
+        assert_eq!(bit_mask(1, 2, false), 6, "the PTX ISA's example");
+        assert_eq!(bit_mask(0, 32, true), 0xffff_ffff);
+        assert_eq!(bit_mask(0, 32, false), 0, ".wrap: width 32 is 0");
+        assert_eq!(bit_mask(32, 4, true), 0, ".clamp: a start past 31");
+        assert_eq!(bit_mask(32, 4, false), 0xf, ".wrap: start 32 is 0");
+        assert_eq!(bit_mask(28, 8, false), 0xf000_0000, "cut at bit 31");
+        assert_eq!(bit_mask(5, 0, true), 0);
+        assert_eq!(
+            sign_zero_extend(0xffff_ffff, 0, true, false),
+            0,
+            "the PTX ISA's example"
+        );
+        assert_eq!(sign_zero_extend(0x80, 8, true, true), 0xffff_ff80);
+        assert_eq!(sign_zero_extend(0x180, 8, false, true), 0x80);
+        assert_eq!(
+            sign_zero_extend(0x8000_0000, 32, true, true),
+            0x8000_0000,
+            ".clamp: all"
+        );
+        assert_eq!(
+            sign_zero_extend(0x8000_0000, 32, true, false),
+            0,
+            ".wrap: 32 is 0"
+        );
+        assert_eq!(
+            sign_zero_extend(0x1f, 36, true, false),
+            0xffff_ffff,
+            ".wrap: 36 is 4"
+        );
+    }
+
+    #[test]
+    fn dot_products_sign_each_operand_as_told() {
+        assert_eq!(
+            dot4(0xffff_ffff, 0x0101_0101, 0, true, true),
+            0xffff_fffc,
+            "4 x -1"
+        );
+        assert_eq!(dot4(0xffff_ffff, 0x0101_0101, 0, false, true), 4 * 255);
+        assert_eq!(dot4(0x8080_8080, 0x8080_8080, 1, true, true), 4 * 16384 + 1);
+        assert_eq!(
+            dot4(0xffff_ffff, 0xffff_ffff, 0xffff_ffff, false, false),
+            4 * 65025 - 1
+        );
+        assert_eq!(
+            dot2(0xffff_0001, 0x0403_0201, 10, false, false, false),
+            10 + 1 + 0xffff * 2
+        );
+        assert_eq!(
+            dot2(0xffff_0001, 0x0403_0201, 10, true, true, false),
+            10 + 3 - 4
+        );
+        assert_eq!(
+            dot2(0x0001_0001, 0xff80_0000, 0, true, false, true),
+            0xffff_ff7f
+        );
+    }
+
+    #[test]
+    fn prmt_modes_follow_the_ptx_isa_tables() {
+        let (a, b) = (0x3322_1100, 0x7766_5544);
+        // Selector 1 (and 5: only its two low bits count) in each mode.
+        for c in [1, 5] {
+            assert_eq!(permute_mode(a, b, c, 0), 0x4433_2211, "f4e");
+            assert_eq!(permute_mode(a, b, c, 1), 0x6677_0011, "b4e");
+            assert_eq!(permute_mode(a, b, c, 2), 0x1111_1111, "rc8");
+            assert_eq!(permute_mode(a, b, c, 3), 0x3322_1111, "ecl");
+            assert_eq!(permute_mode(a, b, c, 4), 0x1111_1100, "ecr");
+            assert_eq!(permute_mode(a, b, c, 5), 0x3322_3322, "rc16");
+        }
+        assert_eq!(permute_mode(a, b, 3, 1), 0x0011_2233, "b4e 3");
+        assert_eq!(
+            permute(0x0000_8000, 0, 0x9999),
+            0xffff_ffff,
+            "sign of byte 1"
+        );
+    }
+
+    #[test]
+    fn fns_counts_set_bits_up_and_down_from_its_base() {
+        // The PTX ISA's examples.
+        assert_eq!(find_nth_set(0xaaaa_aaaa, 3, 1), 3);
+        assert_eq!(find_nth_set(0xaaaa_aaaa, 3, -1), 3);
+        assert_eq!(find_nth_set(0xaaaa_aaaa, 2, 1), 3);
+        assert_eq!(find_nth_set(0xaaaa_aaaa, 2, -1), 1);
+        assert_eq!(find_nth_set(0xaaaa_aaaa, 2, 0), 0xffff_ffff);
+        assert_eq!(find_nth_set(0x8000_0001, 0, 2), 31);
+        assert_eq!(find_nth_set(0x8000_0001, 0, 3), 0xffff_ffff);
+        assert_eq!(find_nth_set(0, 31, -1), 0xffff_ffff);
+    }
+
+    #[test]
+    fn carry_chains_carry_and_borrow() {
+        let add = |a, b, cf| carry_op(CarryOp::Add, Ty::U32, a, b, 0, true, cf);
+        assert_eq!(add(0xffff_ffff, 1, false), (0, true));
+        assert_eq!(add(0xffff_ffff, 0, true), (0, true), "the carry in carries");
+        assert_eq!(
+            add(0x7fff_ffff, 1, false),
+            (0x8000_0000, false),
+            "signed overflow: no carry"
+        );
+        assert_eq!(
+            carry_op(CarryOp::Add, Ty::U32, 5, 6, 0, false, true),
+            (11, false),
+            "add.cc reads no carry"
+        );
+        let sub = |a, b, cf| carry_op(CarryOp::Sub, Ty::S32, a, b, 0, true, cf);
+        assert_eq!(sub(0, 1, false), (0xffff_ffff, true), "a borrow");
+        assert_eq!(sub(1, 1, true), (0xffff_ffff, true), "a borrow in");
+        assert_eq!(sub(5, 3, true), (1, false));
+        let u64 = |op, a, b, c, cf| carry_op(op, Ty::U64, a, b, c, true, cf);
+        assert_eq!(
+            u64(CarryOp::Add, u64::MAX, u64::MAX, 0, true),
+            (u64::MAX, true)
+        );
+        assert_eq!(u64(CarryOp::MadLo, 1 << 63, 2, 1, true), (2, false));
+        assert_eq!(u64(CarryOp::MadHi, u64::MAX, u64::MAX, 2, false), (0, true));
+        let mad_hi_s32 = carry_op(CarryOp::MadHi, Ty::S32, 0xffff_ffff, 1, 1, false, false);
+        assert_eq!(
+            mad_hi_s32,
+            (0, true),
+            "-1's high word, all ones, plus 1 carries"
+        );
     }
 }

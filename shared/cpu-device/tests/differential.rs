@@ -240,6 +240,27 @@ const TEMPLATES: &[(char, &str)] = &[
     ('U', "__double2uint_{R}({D})"),
     ('U', "(unsigned)((unsigned long long){L} >> 32)"),
     ('U', "__ballot_sync(0xffffffffu, {C})"),
+    // Bit manipulation, 24-bit and byte products, warp and block reductions.
+    ('I', "__ffs({I})"),
+    ('I', "__ffsll({L})"),
+    ('I', "__mul24({I}, {I})"),
+    ('I', "__dp4a({I}, {I}, {I})"),
+    ('I', "__dp2a_lo({I}, {I}, {I})"),
+    ('I', "__reduce_add_sync(0xffffffffu, {I})"),
+    ('I', "__reduce_min_sync(0xffffffffu, {I})"),
+    ('I', "__syncthreads_count({C})"),
+    ('I', "__syncthreads_or({C}) ^ {I}"),
+    ('U', "__funnelshift_l({U}, {U}, {U})"),
+    ('U', "__funnelshift_rc({U}, {U}, {U})"),
+    ('U', "__umul24({U}, {U})"),
+    ('U', "__dp2a_hi({U}, {U}, {U})"),
+    ('U', "__reduce_max_sync(0xffffffffu, {U})"),
+    ('U', "__reduce_xor_sync(0xffffffffu, {U})"),
+    ('U', "__match_any_sync(0xffffffffu, {U} % 4u)"),
+    ('U', "__fns({U}, {U} % 32u, {I} % 5)"),
+    // Carry chains (`PTX_INTEGER`): NVRTC's own 128-bit integers need --device-int128.
+    ('L', "mad_carry({L}, {L}, {L})"),
+    ('U', "sub_borrow({U}, {U}, {U})"),
     // long long.
     (
         'L',
@@ -321,6 +342,22 @@ __device__ int abs_s32(int a)
     int r;
     asm(\"abs.s32 %0, %1;\" : \"=r\"(r) : \"r\"(a));
     return r;
+}
+
+__device__ long long mad_carry(long long a, long long b, long long c)
+{
+    long long lo, hi;
+    asm(\"mad.lo.cc.u64 %0, %2, %3, %4;\\n\\tmadc.hi.u64 %1, %2, %3, 0;\"
+        : \"=l\"(lo), \"=l\"(hi) : \"l\"(a), \"l\"(b), \"l\"(c));
+    return hi ^ lo;
+}
+
+__device__ unsigned sub_borrow(unsigned a, unsigned b, unsigned c)
+{
+    unsigned lo, hi;
+    asm(\"sub.cc.u32 %0, %2, %3;\\n\\tsubc.cc.u32 %1, %4, %2;\\n\\tsubc.u32 %0, %0, %4;\"
+        : \"=r\"(lo), \"=r\"(hi) : \"r\"(a), \"r\"(b), \"r\"(c));
+    return hi ^ lo;
 }
 
 ";
@@ -958,6 +995,13 @@ fn the_generator_is_deterministic_and_covers_every_template() {
         "rem_s64(",
         "shl_b32(",
         "shr_s64(",
+        "__funnelshift_",
+        "__dp4a",
+        "__reduce_add_sync",
+        "__match_any_sync",
+        "__syncthreads_count",
+        "mad_carry(",
+        "sub_borrow(",
     ] {
         assert!(all.contains(name), "no kernel of 64 uses {name}");
     }
