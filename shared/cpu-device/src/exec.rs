@@ -425,7 +425,7 @@ impl<'a> Worker<'a> {
                 w.wait_at_barrier(pc, group, exec);
                 return Ok(());
             }
-            Op::WarpSync { mask: members } => self.warp_sync(w, inst.line, exec, *members)?,
+            Op::WarpSync { mask: members } => self.warp_sync(w, inst, exec, *members)?,
             Op::Shfl { .. } => self.shuffle(w, inst, exec)?,
             Op::Vote { .. } => self.vote(w, inst, exec)?,
             Op::Activemask { d } => each_lane!(exec, |l| {
@@ -569,20 +569,11 @@ impl<'a> Worker<'a> {
 
     /// `__syncwarp`: every lane its mask names must be here.
     #[inline]
-    fn warp_sync(&self, w: &Warp, line: u32, exec: u32, members: Src) -> Result<(), Fault> {
+    fn warp_sync(&self, w: &mut Warp, inst: &Inst, exec: u32, members: Src) -> Result<(), Fault> {
         if exec != 0 {
             let lane = exec.trailing_zeros() as usize;
-            let want = w.get(members, lane) as u32 & w.live();
-            if want & !exec != 0 {
-                let missing = (want & !exec).trailing_zeros();
-                return Err(self.fault(
-                    w,
-                    lane,
-                    format!(
-                        "__syncwarp (line {line}) names lane {missing}, which does not reach it"
-                    ),
-                ));
-            }
+            let mask = w.get(members, lane) as u32;
+            self.members(w, inst, "bar.warp.sync", lane, mask, exec)?;
         }
         Ok(())
     }
@@ -600,7 +591,6 @@ impl<'a> Worker<'a> {
         else {
             unreachable!("`step` calls this for `vote` only")
         };
-        let line = inst.line;
         let mut ballot = 0u32;
         each_lane!(exec, |l| {
             if (w.get(a, l) != 0) != neg {
@@ -612,11 +602,7 @@ impl<'a> Worker<'a> {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
             let member = w.get(members, l) as u32;
-            if member & !exec != 0 {
-                return Err(self.fault(w, l, format!(
-                    "vote.sync (line {line}) with lanes that are not active: mask 0x{member:08x}, active 0x{exec:08x}"
-                )));
-            }
+            let member = self.members(w, inst, "vote.sync", l, member, exec)?;
             let mine = ballot & member;
             let v = match mode {
                 VoteMode::All => u64::from(mine == member),
@@ -690,19 +676,13 @@ impl<'a> Worker<'a> {
         else {
             unreachable!("`step` calls this for `shfl` only")
         };
-        let line = inst.line;
         let mut values = [0u64; 32];
         for l in iter_bits(exec) {
             values[l] = w.get(a, l);
         }
         for l in iter_bits(exec) {
             let member = w.get(members, l) as u32;
-            if member & !exec != 0 || member & (1 << l) == 0 {
-                let missing = (member & !exec).trailing_zeros();
-                return Err(self.fault(w, l, format!(
-                    "shfl.sync (line {line}) with lanes that are not active: its mask 0x{member:08x} names lane {missing}, which is not here"
-                )));
-            }
+            self.members(w, inst, "shfl.sync", l, member, exec)?;
             let bval = w.get(b, l) as u32 & 31;
             let cval = w.get(c, l) as u32;
             let seg = (cval >> 8) & 31;
@@ -729,19 +709,84 @@ impl<'a> Worker<'a> {
                 }
             };
             let j = if ok { j as usize } else { l };
-            if exec & (1 << j) == 0 {
-                return Err(self.fault(
-                    w,
-                    l,
-                    format!("shfl.sync (line {line}) reads lane {j}, which is not active"),
-                ));
-            }
+            // A source lane that is not here (exited, or outside the mask and elsewhere)
+            // gives an undefined value in the PTX ISA; the CPU device gives the reading
+            // lane its own, the same on every run.
+            let j = if exec & (1 << j) == 0 { l } else { j };
             w.set(d, l, values[j] & 0xffff_ffff);
             if let Some(p) = p {
                 w.set(p, l, u64::from(ok));
             }
         }
         Ok(())
+    }
+
+    /// The lanes of a warp-level instruction's `mask` that take part: those not exited (an
+    /// H100 runs `if (i >= n) return;` then a full-mask shuffle in a partial warp). A lane
+    /// of the mask still running elsewhere is an error (the warp's threads diverged, which
+    /// the GPU leaves undefined), and for a shuffle so is a mask without the lane running it.
+    fn members(
+        &self,
+        w: &mut Warp,
+        inst: &Inst,
+        what: &str,
+        lane: usize,
+        mask: u32,
+        exec: u32,
+    ) -> Result<u32, Fault> {
+        let elsewhere = mask & w.live() & !exec & !w.group;
+        if elsewhere != 0 {
+            self.retire_leaving(w, elsewhere);
+        }
+        let member = mask & w.live();
+        let line = inst.line;
+        if what == "shfl.sync" && member & (1 << lane) == 0 {
+            return Err(self.fault(
+                w,
+                lane,
+                format!(
+                "{what} (line {line}) in lane {lane}, which its mask 0x{mask:08x} does not name"
+            ),
+            ));
+        }
+        let missing = member & !exec;
+        if missing != 0 {
+            let other = missing.trailing_zeros();
+            return Err(self.fault(w, lane, format!(
+                "{what} (line {line}) names lane {other} in its mask, which has not exited but does not run this {what}: the warp's threads diverged before it (give the mask only the lanes that reach it, e.g. __activemask())"
+            )));
+        }
+        Ok(member)
+    }
+
+    /// Exit now the lanes of `lanes` (running, outside the group) whose next instruction,
+    /// through unconditional branches, ends their thread (`exit`, or `ret` from the kernel):
+    /// the min-PC order runs the lanes that stay before the ones that leave, where an H100
+    /// has them leave first. Nothing those lanes have left to run can be seen.
+    fn retire_leaving(&self, w: &mut Warp, lanes: u32) {
+        for k in iter_bits(lanes) {
+            if w.status[k] != RUNNING {
+                continue;
+            }
+            let mut pc = w.pcs[k];
+            // A few hops: a branch to a branch to the kernel's `ret` at most, in NVRTC's code.
+            for _ in 0..4 {
+                let Some(inst) = self.code.get(pc as usize).filter(|i| i.guard.is_none()) else {
+                    break;
+                };
+                match inst.op {
+                    Op::Bra { target } => pc = target,
+                    Op::Exit => {}
+                    Op::Ret if w.stack[k].is_empty() => {}
+                    _ => break,
+                }
+                if !matches!(inst.op, Op::Bra { .. }) {
+                    w.status[k] = EXITED;
+                    w.running &= !(1 << k);
+                    break;
+                }
+            }
+        }
     }
 
     fn call(
@@ -869,6 +914,7 @@ impl<'a> Worker<'a> {
             Special::WarpId => warp,
             Special::NWarpId => self.warps_len() as u64,
             Special::SmId => 0,
+            Special::NSmId => u64::from(SMS),
             Special::LaneMaskEq => 1 << lane,
             Special::LaneMaskLt => m((1u64 << lane) - 1),
             Special::LaneMaskLe => m((1u64 << (lane + 1)) - 1),
@@ -1359,6 +1405,7 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         op,
         ty,
         rnd,
+        ftz,
         sat,
         d,
         a,
@@ -1368,7 +1415,7 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     else {
         unreachable!("`step` calls this for floating-point instructions only")
     };
-    let plain = rnd == Rnd::N && !sat;
+    let plain = rnd == Rnd::N && !ftz && !sat;
     match (ty, op, plain) {
         // A NaN out of these takes the operand the H100 takes (`ops::nan64`), off the path
         // of every other value.
@@ -1414,7 +1461,7 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
             bits32(f32_of(x).mul_add(f32_of(y), f32_of(z)))
         }),
         _ => w.map3(exec, d, a, b, c, |x, y, z| {
-            float_op(op, ty, rnd, sat, x, y, z)
+            float_op(op, ty, rnd, ftz, sat, x, y, z)
         }),
     }
 }
@@ -1432,7 +1479,13 @@ fn finite_or_nan(r: f64, nan: impl Fn() -> u64) -> u64 {
 /// Comparisons into a predicate, the common ones as tight loops of their own.
 fn setp_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     let Op::Setp {
-        cmp, ty, d, a, b, ..
+        cmp,
+        ty,
+        ftz,
+        d,
+        a,
+        b,
+        ..
     } = inst.op
     else {
         unreachable!("`step` calls this for `setp` only")
@@ -1447,7 +1500,7 @@ fn setp_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
             w.map2(exec, d, a, b, |x, y| u64::from(x & m < y & m))
         }
         (_, Cmp::Eq) if !ty.float() => w.map2(exec, d, a, b, |x, y| u64::from(x & m == y & m)),
-        _ => w.map2(exec, d, a, b, |x, y| u64::from(compare(cmp, ty, x, y))),
+        _ => w.map2(exec, d, a, b, |x, y| u64::from(compare(cmp, ty, ftz, x, y))),
     }
 }
 
@@ -1457,6 +1510,7 @@ fn setp_both_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     let Op::Setp {
         cmp,
         ty,
+        ftz,
         d,
         d2,
         a,
@@ -1467,7 +1521,7 @@ fn setp_both_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         unreachable!("`step` calls this for `setp` only")
     };
     each_lane!(exec, |l| {
-        let mut t = compare(cmp, ty, w.get(a, l), w.get(b, l));
+        let mut t = compare(cmp, ty, ftz, w.get(a, l), w.get(b, l));
         let mut f = !t;
         if let Some((op, p, neg)) = comb {
             let q = (w.get(p, l) != 0) != neg;
@@ -1494,6 +1548,7 @@ fn cvt_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         sty,
         rnd,
         int_rnd,
+        ftz,
         sat,
         d,
         a,
@@ -1501,7 +1556,7 @@ fn cvt_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     else {
         unreachable!("`step` calls this for `cvt` only")
     };
-    w.map1(exec, d, a, |x| convert(dty, sty, rnd, int_rnd, sat, x));
+    w.map1(exec, d, a, |x| convert(dty, sty, rnd, int_rnd, ftz, sat, x));
 }
 
 /// `and`, `or`, `xor` and `not` on predicates, each operand negated if its flag is set.
