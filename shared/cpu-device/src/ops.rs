@@ -680,8 +680,9 @@ fn float_to_int(dty: Ty, sty: Ty, int_rnd: Option<Rnd>, v: u64) -> u64 {
     };
     if x.is_nan() {
         // What an H100 gives for a NaN, signed or unsigned: the top bit alone, but
-        // zero from a float to 32 bits.
-        return if sty == Ty::F32 && dty.bits() == 32 {
+        // zero from an f32 to 32 bits (the PTX ISA: zero from anything but an f64 to
+        // anything narrower than 64 bits).
+        return if sty != Ty::F64 && dty.bits() < 64 {
             0
         } else {
             (1u64 << (dty.bits() - 1)) & dm
