@@ -567,7 +567,7 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// `__syncwarp`: every lane its mask names must be here.
+    /// `__syncwarp`: every lane its mask names must be here, or have exited.
     #[inline]
     fn warp_sync(&self, w: &mut Warp, inst: &Inst, exec: u32, members: Src) -> Result<(), Fault> {
         if exec != 0 {
@@ -681,8 +681,18 @@ impl<'a> Worker<'a> {
             values[l] = w.get(a, l);
         }
         for l in iter_bits(exec) {
-            let member = w.get(members, l) as u32;
-            self.members(w, inst, "shfl.sync", l, member, exec)?;
+            let mask = w.get(members, l) as u32;
+            let member = self.members(w, inst, "shfl.sync", l, mask, exec)?;
+            if member & (1 << l) == 0 {
+                return Err(self.fault(
+                    w,
+                    l,
+                    format!(
+                    "shfl.sync (line {}) in lane {l}, which its mask 0x{mask:08x} does not name",
+                    inst.line
+                ),
+                ));
+            }
             let bval = w.get(b, l) as u32 & 31;
             let cval = w.get(c, l) as u32;
             let seg = (cval >> 8) & 31;
@@ -723,8 +733,8 @@ impl<'a> Worker<'a> {
 
     /// The lanes of a warp-level instruction's `mask` that take part: those not exited (an
     /// H100 runs `if (i >= n) return;` then a full-mask shuffle in a partial warp). A lane
-    /// of the mask still running elsewhere is an error (the warp's threads diverged, which
-    /// the GPU leaves undefined), and for a shuffle so is a mask without the lane running it.
+    /// of the mask still running elsewhere is an error: the warp's threads diverged, which
+    /// the GPU leaves undefined.
     fn members(
         &self,
         w: &mut Warp,
@@ -735,23 +745,16 @@ impl<'a> Worker<'a> {
         exec: u32,
     ) -> Result<u32, Fault> {
         let elsewhere = mask & w.live() & !exec & !w.group;
-        if elsewhere != 0 {
-            self.retire_leaving(w, elsewhere);
+        for k in iter_bits(elsewhere) {
+            if self.leaving(w, k) {
+                w.status[k] = EXITED;
+                w.running &= !(1 << k);
+            }
         }
         let member = mask & w.live();
-        let line = inst.line;
-        if what == "shfl.sync" && member & (1 << lane) == 0 {
-            return Err(self.fault(
-                w,
-                lane,
-                format!(
-                "{what} (line {line}) in lane {lane}, which its mask 0x{mask:08x} does not name"
-            ),
-            ));
-        }
         let missing = member & !exec;
         if missing != 0 {
-            let other = missing.trailing_zeros();
+            let (line, other) = (inst.line, missing.trailing_zeros());
             return Err(self.fault(w, lane, format!(
                 "{what} (line {line}) names lane {other} in its mask, which has not exited but does not run this {what}: the warp's threads diverged before it (give the mask only the lanes that reach it, e.g. __activemask())"
             )));
@@ -759,34 +762,35 @@ impl<'a> Worker<'a> {
         Ok(member)
     }
 
-    /// Exit now the lanes of `lanes` (running, outside the group) whose next instruction,
-    /// through unconditional branches, ends their thread (`exit`, or `ret` from the kernel):
-    /// the min-PC order runs the lanes that stay before the ones that leave, where an H100
-    /// has them leave first. Nothing those lanes have left to run can be seen.
-    fn retire_leaving(&self, w: &mut Warp, lanes: u32) {
-        for k in iter_bits(lanes) {
-            if w.status[k] != RUNNING {
-                continue;
-            }
-            let mut pc = w.pcs[k];
-            // A few hops: a branch to a branch to the kernel's `ret` at most, in NVRTC's code.
-            for _ in 0..4 {
-                let Some(inst) = self.code.get(pc as usize).filter(|i| i.guard.is_none()) else {
-                    break;
-                };
-                match inst.op {
-                    Op::Bra { target } => pc = target,
-                    Op::Exit => {}
-                    Op::Ret if w.stack[k].is_empty() => {}
-                    _ => break,
-                }
-                if !matches!(inst.op, Op::Bra { .. }) {
-                    w.status[k] = EXITED;
-                    w.running &= !(1 << k);
-                    break;
-                }
+    /// Whether lane `k` (running, outside the group) is on its way out: its next
+    /// instruction, through unconditional branches, ends its thread (`exit`, or `ret` from
+    /// the kernel). The min-PC order runs the lanes that stay before those that leave, where
+    /// an H100 has them leave first; nothing a leaving lane has left to run can be seen, so
+    /// a warp-level instruction may retire it at once.
+    fn leaving(&self, w: &Warp, k: usize) -> bool {
+        let mut pc = w.pcs[k];
+        // A few hops: NVRTC's `return` is a branch to the kernel's `ret`, at most two.
+        for _ in 0..4 {
+            match self.code.get(pc as usize) {
+                Some(Inst {
+                    guard: None,
+                    op: Op::Bra { target },
+                    ..
+                }) => pc = *target,
+                Some(Inst {
+                    guard: None,
+                    op: Op::Exit,
+                    ..
+                }) => return w.status[k] == RUNNING,
+                Some(Inst {
+                    guard: None,
+                    op: Op::Ret,
+                    ..
+                }) => return w.status[k] == RUNNING && w.stack[k].is_empty(),
+                _ => return false,
             }
         }
+        false
     }
 
     fn call(

@@ -439,3 +439,17 @@ fn warp_instructions_run_when_their_mask_names_lanes_that_have_exited() {
         assert_eq!(words32(&out)[..10], [want; 10], "{tail}");
     }
 }
+
+#[test]
+fn a_shuffle_whose_mask_leaves_out_its_own_lane_is_an_error() {
+    let fault = run("shfl.sync.idx.b32 %r3, %r1, 0, 31, 0xfffffffe;", 32, 4)
+        .expect_err("lane 0 is not in the mask");
+    assert_eq!(fault.thread, [0, 0, 0]);
+    assert!(
+        fault
+            .message
+            .contains("in lane 0, which its mask 0xfffffffe does not name"),
+        "{}",
+        fault.message
+    );
+}
