@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::float::NAN32;
+use crate::float::{ftz_bits32, NAN32};
 use crate::ir::*;
 use crate::load::{mask as type_mask, Module};
 use crate::memory::Snapshot;
@@ -1420,6 +1420,9 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         unreachable!("`step` calls this for floating-point instructions only")
     };
     let plain = rnd == Rnd::N && !ftz && !sat;
+    // `--use_fast_math` makes every f32 instruction `.ftz`: its common ones flush here.
+    let flushing = rnd == Rnd::N && ftz && !sat;
+    let f = |x: u64| f32_of(ftz_bits32(x));
     match (ty, op, plain) {
         // A NaN out of these takes the operand the H100 takes (`ops::nan64`), off the path
         // of every other value.
@@ -1463,6 +1466,18 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         }
         (Ty::F32, FloatOp::Fma, true) => w.map3(exec, d, a, b, c, |x, y, z| {
             bits32(f32_of(x).mul_add(f32_of(y), f32_of(z)))
+        }),
+        (Ty::F32, FloatOp::Add, _) if flushing => {
+            w.map2(exec, d, a, b, |x, y| ftz_bits32(bits32(f(x) + f(y))))
+        }
+        (Ty::F32, FloatOp::Sub, _) if flushing => {
+            w.map2(exec, d, a, b, |x, y| ftz_bits32(bits32(f(x) - f(y))))
+        }
+        (Ty::F32, FloatOp::Mul, _) if flushing => {
+            w.map2(exec, d, a, b, |x, y| ftz_bits32(bits32(f(x) * f(y))))
+        }
+        (Ty::F32, FloatOp::Fma, _) if flushing => w.map3(exec, d, a, b, c, |x, y, z| {
+            ftz_bits32(bits32(f(x).mul_add(f(y), f(z))))
         }),
         _ => w.map3(exec, d, a, b, c, |x, y, z| {
             float_op(op, ty, rnd, ftz, sat, x, y, z)
