@@ -22,7 +22,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use crate::float::NAN32;
+use crate::float::{ftz_bits32, NAN32};
 use crate::ir::*;
 use crate::load::{mask as type_mask, Module};
 use crate::memory::Snapshot;
@@ -523,7 +523,7 @@ impl<'a> Worker<'a> {
             Op::Carry { .. } => carry_lanes(w, exec, inst),
             Op::Redux { .. } => self.redux(w, inst, exec)?,
             Op::Match { .. } => self.match_lanes(w, inst, exec)?,
-            Op::WarpSync { mask: members } => self.warp_sync(w, inst.line, exec, *members)?,
+            Op::WarpSync { mask: members } => self.warp_sync(w, inst, exec, *members)?,
             Op::Shfl { .. } => self.shuffle(w, inst, exec)?,
             Op::Vote { .. } => self.vote(w, inst, exec)?,
             Op::Activemask { d } => each_lane!(exec, |l| {
@@ -666,22 +666,13 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// `__syncwarp`: every lane its mask names must be here.
+    /// `__syncwarp`: every lane its mask names must be here, or have exited.
     #[inline]
-    fn warp_sync(&self, w: &Warp, line: u32, exec: u32, members: Src) -> Result<(), Fault> {
+    fn warp_sync(&self, w: &mut Warp, inst: &Inst, exec: u32, members: Src) -> Result<(), Fault> {
         if exec != 0 {
             let lane = exec.trailing_zeros() as usize;
-            let want = w.get(members, lane) as u32 & w.live();
-            if want & !exec != 0 {
-                let missing = (want & !exec).trailing_zeros();
-                return Err(self.fault(
-                    w,
-                    lane,
-                    format!(
-                        "__syncwarp (line {line}) names lane {missing}, which does not reach it"
-                    ),
-                ));
-            }
+            let mask = w.get(members, lane) as u32;
+            self.members(w, inst, "bar.warp.sync", lane, mask, exec)?;
         }
         Ok(())
     }
@@ -699,7 +690,6 @@ impl<'a> Worker<'a> {
         else {
             unreachable!("`step` calls this for `vote` only")
         };
-        let line = inst.line;
         let mut ballot = 0u32;
         each_lane!(exec, |l| {
             if (w.get(a, l) != 0) != neg {
@@ -711,11 +701,7 @@ impl<'a> Worker<'a> {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
             let member = w.get(members, l) as u32;
-            if member & !exec != 0 {
-                return Err(self.fault(w, l, format!(
-                    "vote.sync (line {line}) with lanes that are not active: mask 0x{member:08x}, active 0x{exec:08x}"
-                )));
-            }
+            let member = self.members(w, inst, "vote.sync", l, member, exec)?;
             let mine = ballot & member;
             let v = match mode {
                 VoteMode::All => u64::from(mine == member),
@@ -789,18 +775,22 @@ impl<'a> Worker<'a> {
         else {
             unreachable!("`step` calls this for `shfl` only")
         };
-        let line = inst.line;
         let mut values = [0u64; 32];
         for l in iter_bits(exec) {
             values[l] = w.get(a, l);
         }
         for l in iter_bits(exec) {
-            let member = w.get(members, l) as u32;
-            if member & !exec != 0 || member & (1 << l) == 0 {
-                let missing = (member & !exec).trailing_zeros();
-                return Err(self.fault(w, l, format!(
-                    "shfl.sync (line {line}) with lanes that are not active: its mask 0x{member:08x} names lane {missing}, which is not here"
-                )));
+            let mask = w.get(members, l) as u32;
+            let member = self.members(w, inst, "shfl.sync", l, mask, exec)?;
+            if member & (1 << l) == 0 {
+                return Err(self.fault(
+                    w,
+                    l,
+                    format!(
+                    "shfl.sync (line {}) in lane {l}, which its mask 0x{mask:08x} does not name",
+                    inst.line
+                ),
+                ));
             }
             let bval = w.get(b, l) as u32 & 31;
             let cval = w.get(c, l) as u32;
@@ -828,13 +818,10 @@ impl<'a> Worker<'a> {
                 }
             };
             let j = if ok { j as usize } else { l };
-            if exec & (1 << j) == 0 {
-                return Err(self.fault(
-                    w,
-                    l,
-                    format!("shfl.sync (line {line}) reads lane {j}, which is not active"),
-                ));
-            }
+            // A source lane that is not here (exited, or outside the mask and elsewhere)
+            // gives an undefined value in the PTX ISA; the CPU device gives the reading
+            // lane its own, the same on every run.
+            let j = if exec & (1 << j) == 0 { l } else { j };
             w.set(d, l, values[j] & 0xffff_ffff);
             if let Some(p) = p {
                 w.set(p, l, u64::from(ok));
@@ -843,21 +830,32 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// The lanes a warp-wide instruction's mask names, checked to be all here: the mask
-    /// lane `l` gives.
+    /// The lanes of a warp-level instruction's `mask` that take part: those not exited (an
+    /// H100 runs `if (i >= n) return;` then a full-mask shuffle in a partial warp). A lane
+    /// of the mask still running elsewhere is an error: the warp's threads diverged, which
+    /// the GPU leaves undefined.
     fn members(
         &self,
-        w: &Warp,
-        l: usize,
-        exec: u32,
-        mask: Src,
+        w: &mut Warp,
+        inst: &Inst,
         what: &str,
-        line: u32,
+        lane: usize,
+        mask: u32,
+        exec: u32,
     ) -> Result<u32, Fault> {
-        let member = w.get(mask, l) as u32;
-        if member & !exec != 0 || member & (1 << l) == 0 {
-            return Err(self.fault(w, l, format!(
-                "{what} (line {line}) with lanes that are not active: mask 0x{member:08x}, active 0x{exec:08x}"
+        let elsewhere = mask & w.live() & !exec & !w.group;
+        for k in iter_bits(elsewhere) {
+            if self.leaving(w, k) {
+                w.status[k] = EXITED;
+                w.running &= !(1 << k);
+            }
+        }
+        let member = mask & w.live();
+        let missing = member & !exec;
+        if missing != 0 {
+            let (line, other) = (inst.line, missing.trailing_zeros());
+            return Err(self.fault(w, lane, format!(
+                "{what} (line {line}) names lane {other} in its mask, which has not exited but does not run this {what}: the warp's threads diverged before it (give the mask only the lanes that reach it, e.g. __activemask())"
             )));
         }
         Ok(member)
@@ -874,7 +872,8 @@ impl<'a> Worker<'a> {
         }
         let mut out = [0u32; 32];
         for l in iter_bits(exec) {
-            let member = self.members(w, l, exec, mask, "redux.sync", inst.line)?;
+            let named = w.get(mask, l) as u32;
+            let member = self.members(w, inst, "redux.sync", l, named, exec)?;
             let mut it = iter_bits(member).map(|j| values[j]);
             let first = it.next().unwrap_or(0);
             out[l] = it.fold(first, |x, y| match op {
@@ -915,7 +914,8 @@ impl<'a> Worker<'a> {
         }
         let mut out = [(0u32, false); 32];
         for l in iter_bits(exec) {
-            let member = self.members(w, l, exec, mask, "match.sync", inst.line)?;
+            let named = w.get(mask, l) as u32;
+            let member = self.members(w, inst, "match.sync", l, named, exec)?;
             let same = iter_bits(member)
                 .filter(|&j| values[j] == values[l])
                 .fold(0u32, |s, j| s | 1 << j);
@@ -980,6 +980,37 @@ impl<'a> Worker<'a> {
             }
         });
         Ok(())
+    }
+
+    /// Whether lane `k` (running, outside the group) is on its way out: its next
+    /// instruction, through unconditional branches, ends its thread (`exit`, or `ret` from
+    /// the kernel). The min-PC order runs the lanes that stay before those that leave, where
+    /// an H100 has them leave first; nothing a leaving lane has left to run can be seen, so
+    /// a warp-level instruction may retire it at once.
+    fn leaving(&self, w: &Warp, k: usize) -> bool {
+        let mut pc = w.pcs[k];
+        // A few hops: NVRTC's `return` is a branch to the kernel's `ret`, at most two.
+        for _ in 0..4 {
+            match self.code.get(pc as usize) {
+                Some(Inst {
+                    guard: None,
+                    op: Op::Bra { target },
+                    ..
+                }) => pc = *target,
+                Some(Inst {
+                    guard: None,
+                    op: Op::Exit,
+                    ..
+                }) => return w.status[k] == RUNNING,
+                Some(Inst {
+                    guard: None,
+                    op: Op::Ret,
+                    ..
+                }) => return w.status[k] == RUNNING && w.stack[k].is_empty(),
+                _ => return false,
+            }
+        }
+        false
     }
 
     fn call(
@@ -1107,6 +1138,7 @@ impl<'a> Worker<'a> {
             Special::WarpId => warp,
             Special::NWarpId => self.warps_len() as u64,
             Special::SmId => 0,
+            Special::NSmId => u64::from(SMS),
             Special::LaneMaskEq => 1 << lane,
             Special::LaneMaskLt => m((1u64 << lane) - 1),
             Special::LaneMaskLe => m((1u64 << (lane + 1)) - 1),
@@ -1626,6 +1658,7 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         op,
         ty,
         rnd,
+        ftz,
         sat,
         d,
         a,
@@ -1635,7 +1668,10 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     else {
         unreachable!("`step` calls this for floating-point instructions only")
     };
-    let plain = rnd == Rnd::N && !sat;
+    let plain = rnd == Rnd::N && !ftz && !sat;
+    // `--use_fast_math` makes every f32 instruction `.ftz`: its common ones flush here.
+    let flushing = rnd == Rnd::N && ftz && !sat;
+    let f = |x: u64| f32_of(ftz_bits32(x));
     match (ty, op, plain) {
         // A NaN out of these takes the operand the H100 takes (`ops::nan64`), off the path
         // of every other value.
@@ -1680,8 +1716,20 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         (Ty::F32, FloatOp::Fma, true) => w.map3(exec, d, a, b, c, |x, y, z| {
             bits32(f32_of(x).mul_add(f32_of(y), f32_of(z)))
         }),
+        (Ty::F32, FloatOp::Add, _) if flushing => {
+            w.map2(exec, d, a, b, |x, y| ftz_bits32(bits32(f(x) + f(y))))
+        }
+        (Ty::F32, FloatOp::Sub, _) if flushing => {
+            w.map2(exec, d, a, b, |x, y| ftz_bits32(bits32(f(x) - f(y))))
+        }
+        (Ty::F32, FloatOp::Mul, _) if flushing => {
+            w.map2(exec, d, a, b, |x, y| ftz_bits32(bits32(f(x) * f(y))))
+        }
+        (Ty::F32, FloatOp::Fma, _) if flushing => w.map3(exec, d, a, b, c, |x, y, z| {
+            ftz_bits32(bits32(f(x).mul_add(f(y), f(z))))
+        }),
         _ => w.map3(exec, d, a, b, c, |x, y, z| {
-            float_op(op, ty, rnd, sat, x, y, z)
+            float_op(op, ty, rnd, ftz, sat, x, y, z)
         }),
     }
 }
@@ -1699,7 +1747,13 @@ fn finite_or_nan(r: f64, nan: impl Fn() -> u64) -> u64 {
 /// Comparisons into a predicate, the common ones as tight loops of their own.
 fn setp_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     let Op::Setp {
-        cmp, ty, d, a, b, ..
+        cmp,
+        ty,
+        ftz,
+        d,
+        a,
+        b,
+        ..
     } = inst.op
     else {
         unreachable!("`step` calls this for `setp` only")
@@ -1714,7 +1768,7 @@ fn setp_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
             w.map2(exec, d, a, b, |x, y| u64::from(x & m < y & m))
         }
         (_, Cmp::Eq) if !ty.float() => w.map2(exec, d, a, b, |x, y| u64::from(x & m == y & m)),
-        _ => w.map2(exec, d, a, b, |x, y| u64::from(compare(cmp, ty, x, y))),
+        _ => w.map2(exec, d, a, b, |x, y| u64::from(compare(cmp, ty, ftz, x, y))),
     }
 }
 
@@ -1724,6 +1778,7 @@ fn setp_both_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     let Op::Setp {
         cmp,
         ty,
+        ftz,
         d,
         d2,
         a,
@@ -1734,7 +1789,7 @@ fn setp_both_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         unreachable!("`step` calls this for `setp` only")
     };
     each_lane!(exec, |l| {
-        let mut t = compare(cmp, ty, w.get(a, l), w.get(b, l));
+        let mut t = compare(cmp, ty, ftz, w.get(a, l), w.get(b, l));
         let mut f = !t;
         if let Some((op, p, neg)) = comb {
             let q = (w.get(p, l) != 0) != neg;
@@ -1761,6 +1816,7 @@ fn cvt_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         sty,
         rnd,
         int_rnd,
+        ftz,
         sat,
         d,
         a,
@@ -1768,7 +1824,7 @@ fn cvt_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     else {
         unreachable!("`step` calls this for `cvt` only")
     };
-    w.map1(exec, d, a, |x| convert(dty, sty, rnd, int_rnd, sat, x));
+    w.map1(exec, d, a, |x| convert(dty, sty, rnd, int_rnd, ftz, sat, x));
 }
 
 /// `and`, `or`, `xor` and `not` on predicates, each operand negated if its flag is set.

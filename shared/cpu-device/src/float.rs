@@ -327,6 +327,17 @@ pub fn ftz32(x: f32) -> f32 {
     }
 }
 
+/// `ftz32` on an f32 register's bits (its low word): a subnormal becomes the zero of its
+/// sign, everything else (NaN payloads included) stays as it is.
+pub fn ftz_bits32(v: u64) -> u64 {
+    let bits = v as u32;
+    if bits & 0x7f80_0000 == 0 {
+        u64::from(bits & 0x8000_0000)
+    } else {
+        u64::from(bits)
+    }
+}
+
 pub fn canonical32(x: f32) -> f32 {
     if x.is_nan() {
         f32::from_bits(NAN32)

@@ -113,6 +113,9 @@ pub enum Addr {
     FrameLocal(u32),
 }
 
+/// The multiprocessors the CPU device reports (an H100 SXM's), for `%nsmid`.
+pub const SMS: u32 = 132;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Special {
     Tid(u8),
@@ -123,6 +126,7 @@ pub enum Special {
     WarpId,
     NWarpId,
     SmId,
+    NSmId,
     LaneMaskEq,
     LaneMaskLt,
     LaneMaskLe,
@@ -341,6 +345,8 @@ pub enum Op {
         op: FloatOp,
         ty: Ty,
         rnd: Rnd,
+        /// `.ftz`: f32 subnormal operands and results are zeros of their sign.
+        ftz: bool,
         sat: bool,
         d: Reg,
         a: Src,
@@ -350,6 +356,8 @@ pub enum Op {
     Setp {
         cmp: Cmp,
         ty: Ty,
+        /// `.ftz`: f32 subnormal operands compare as zeros of their sign.
+        ftz: bool,
         d: Reg,
         d2: Option<Reg>,
         a: Src,
@@ -375,6 +383,8 @@ pub enum Op {
         sty: Ty,
         rnd: Option<Rnd>,
         int_rnd: Option<Rnd>,
+        /// `.ftz`: an f32 subnormal source or result is a zero of its sign.
+        ftz: bool,
         sat: bool,
         d: Reg,
         a: Src,

@@ -937,6 +937,7 @@ fn contract(code: &mut [Inst], loose: &[bool], labels: &HashMap<String, u32>, st
         let Op::Float {
             op: FloatOp::Mul,
             ty,
+            ftz,
             d: m,
             a: x,
             b: y,
@@ -969,6 +970,7 @@ fn contract(code: &mut [Inst], loose: &[bool], labels: &HashMap<String, u32>, st
             if let Op::Float {
                 op: add @ (FloatOp::Add | FloatOp::Sub),
                 ty: t2,
+                ftz: ftz2,
                 rnd,
                 sat,
                 d,
@@ -979,6 +981,7 @@ fn contract(code: &mut [Inst], loose: &[bool], labels: &HashMap<String, u32>, st
             {
                 if loose[j]
                     && t2 == ty
+                    && ftz2 == ftz
                     && code[j].guard.is_none()
                     && (a == Src::R(m)) != (b == Src::R(m))
                 {
@@ -992,6 +995,7 @@ fn contract(code: &mut [Inst], loose: &[bool], labels: &HashMap<String, u32>, st
                         op: fused,
                         ty,
                         rnd,
+                        ftz,
                         sat,
                         d,
                         a: x,
@@ -1177,6 +1181,7 @@ fn special(name: &str) -> Option<Special> {
         "%warpid" => Special::WarpId,
         "%nwarpid" => Special::NWarpId,
         "%smid" => Special::SmId,
+        "%nsmid" => Special::NSmId,
         "%lanemask_eq" => Special::LaneMaskEq,
         "%lanemask_lt" => Special::LaneMaskLt,
         "%lanemask_le" => Special::LaneMaskLe,
@@ -1245,6 +1250,8 @@ impl FnDecoder<'_> {
                 Some(_) => Err(self.err(format!(
                     "`{n}` is a parameter or local variable used as a value"
                 ))),
+                // PTX's one predefined constant (`warpSize` in CUDA C++).
+                None if n == "WARP_SZ" => Ok(Src::I(32)),
                 None => symbol_address(self.module, n)
                     .map(Src::I)
                     .ok_or_else(|| self.err(format!("`{n}` is not defined"))),
@@ -1563,9 +1570,6 @@ fn decode_cvt(d: &FnDecoder, opcode: &str, mods: &[&str], ops: &[Operand]) -> Lo
             rnd = Some(r);
         } else if let Some(r) = int_rounding(m) {
             int_rnd = Some(r);
-        // `.ftz` is accepted and changes nothing: an H100 keeps subnormals in every
-        // instruction the differential test reaches with it (conversions, add,
-        // multiply, fma, division, square root, min, max, compare, every rounding).
         } else if !matches!(*m, "ftz" | "sat") && Ty::parse(m).is_none() {
             return Err(d.unknown(opcode));
         }
@@ -1573,11 +1577,19 @@ fn decode_cvt(d: &FnDecoder, opcode: &str, mods: &[&str], ops: &[Operand]) -> Lo
     if dty == Ty::Pred || sty == Ty::Pred {
         return Err(d.unknown(opcode));
     }
+    let ftz = mods.contains(&"ftz");
+    if ftz && dty != Ty::F32 && sty != Ty::F32 {
+        // As ptxas: `.ftz` is for f32 sources and results only.
+        return Err(d.err(format!(
+            "`{opcode}`: .ftz applies only to a conversion from or to .f32"
+        )));
+    }
     Ok(Op::Cvt {
         dty,
         sty,
         rnd,
         int_rnd,
+        ftz,
         sat: mods.contains(&"sat"),
         d: d.reg(&ops[0])?,
         a: d.src(&ops[1], sty)?,
@@ -1624,6 +1636,7 @@ fn decode_setp(
     Ok(Op::Setp {
         cmp,
         ty,
+        ftz: ftz_of(d, opcode, mods, ty)?,
         d: dst,
         d2,
         a: d.src(&ops[1], ty)?,
@@ -2141,18 +2154,34 @@ fn float_arithmetic(
     if n != arity {
         return Err(d.err(format!("`{opcode}` takes {arity} operands, found {n}")));
     }
+    // `.ftz` of the f64 approximations is their tables' own behaviour.
+    let ftz =
+        !matches!(op, FloatOp::RcpApprox | FloatOp::RsqrtApprox) && ftz_of(d, opcode, mods, ty)?;
     // A multiply and an add without a rounding modifier may be fused by ptxas;
     // NVRTC writes `.rn` wherever it must not be, so these are exact as written.
     Ok(Op::Float {
         op,
         ty,
         rnd,
+        ftz,
         sat: has("sat"),
         d: d.reg(&ops[0])?,
         a: src_at(d, ops, 1, ty)?,
         b: src_at(d, ops, 2, ty)?,
         c: src_at(d, ops, 3, ty)?,
     })
+}
+
+/// Whether an f32 instruction flushes subnormals (`.ftz`); the modifier on any other type
+/// is refused, as ptxas refuses it.
+fn ftz_of(d: &FnDecoder, opcode: &str, mods: &[&str], ty: Ty) -> LoadResult<bool> {
+    let ftz = mods.contains(&"ftz");
+    if ftz && ty != Ty::F32 {
+        return Err(d.err(format!(
+            "`{opcode}`: .ftz applies only to .f32 instructions"
+        )));
+    }
+    Ok(ftz)
 }
 
 /// Integer arithmetic.

@@ -565,8 +565,21 @@ pub fn f32_of(v: u64) -> f32 {
     f32::from_bits(v as u32)
 }
 
+/// A floating-point instruction. `ftz` flushes f32 subnormal operands and results to zeros
+/// of their sign, as the PTX ISA says of `.ftz` (an H100's `mul.ftz.f32` of 0x80400000 by
+/// 0.5 gives 0x80000000); no f64 instruction the decoder accepts has it but the
+/// approximations, which flush by their tables.
 #[allow(clippy::too_many_arguments)]
-pub fn float_op(op: FloatOp, ty: Ty, rnd: Rnd, sat: bool, a: u64, b: u64, c: u64) -> u64 {
+pub fn float_op(
+    op: FloatOp,
+    ty: Ty,
+    rnd: Rnd,
+    ftz: bool,
+    sat: bool,
+    a: u64,
+    b: u64,
+    c: u64,
+) -> u64 {
     if ty == Ty::F64 {
         let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
         // NaNs, as an H100 gives them (measured on single PTX instructions there): an
@@ -618,6 +631,24 @@ pub fn float_op(op: FloatOp, ty: Ty, rnd: Rnd, sat: bool, a: u64, b: u64, c: u64
         };
         let r = if sat { saturate64(r) } else { r };
         return r.to_bits();
+    }
+    if ftz {
+        let r = float_op(
+            op,
+            ty,
+            rnd,
+            false,
+            false,
+            ftz_bits32(a),
+            ftz_bits32(b),
+            ftz_bits32(c),
+        );
+        let r = ftz_bits32(r);
+        return if sat {
+            u64::from((saturate64(f64::from(f32_of(r))) as f32).to_bits())
+        } else {
+            r
+        };
     }
     let (x, y, z) = (f32_of(a), f32_of(b), f32_of(c));
     let r = match op {
@@ -688,10 +719,16 @@ pub fn saturate64(x: f64) -> f64 {
     }
 }
 
-pub fn compare(cmp: Cmp, ty: Ty, a: u64, b: u64) -> bool {
+/// `setp`'s comparison; `ftz` compares f32 subnormals as zeros of their sign.
+pub fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
     if ty.float() {
         let (x, y) = if ty == Ty::F64 {
             (f64::from_bits(a), f64::from_bits(b))
+        } else if ftz {
+            (
+                f64::from(f32_of(ftz_bits32(a))),
+                f64::from(f32_of(ftz_bits32(b))),
+            )
         } else {
             (f64::from(f32_of(a)), f64::from(f32_of(b)))
         };
@@ -774,14 +811,39 @@ pub fn int_range(ty: Ty) -> (i128, i128) {
     }
 }
 
-/// `cvt`, every combination the interpreter accepts.
+/// `cvt`, every combination the interpreter accepts, as its destination register holds the
+/// result: a signed integer sign-extended to the register's width (all 64 bits here, of
+/// which an instruction reads its type's), anything else zero-extended (the PTX ISA's
+/// rule for a destination wider than the type: `cvt.s16.s8` of -62 into a 32-bit register
+/// is 0xffffffc2). `ftz` flushes an f32 subnormal source, and an f32 subnormal result of a
+/// conversion from a float, to the zero of its sign.
 #[allow(clippy::too_many_arguments)]
-pub fn convert(dty: Ty, sty: Ty, rnd: Option<Rnd>, int_rnd: Option<Rnd>, sat: bool, v: u64) -> u64 {
-    match (sty.float(), dty.float()) {
+pub fn convert(
+    dty: Ty,
+    sty: Ty,
+    rnd: Option<Rnd>,
+    int_rnd: Option<Rnd>,
+    ftz: bool,
+    sat: bool,
+    v: u64,
+) -> u64 {
+    let v = if ftz && sty == Ty::F32 {
+        ftz_bits32(v)
+    } else {
+        v
+    };
+    let out = match (sty.float(), dty.float()) {
         (false, false) => int_to_int(dty, sty, sat, v),
         (true, false) => float_to_int(dty, sty, int_rnd, v),
         (false, true) => int_to_float(dty, sty, rnd, v),
         (true, true) => float_to_float(dty, sty, rnd, int_rnd, sat, v),
+    };
+    if ftz && dty == Ty::F32 && sty.float() {
+        ftz_bits32(out)
+    } else if dty.signed() {
+        sext(out, dty) as u64
+    } else {
+        out
     }
 }
 
@@ -820,8 +882,9 @@ fn float_to_int(dty: Ty, sty: Ty, int_rnd: Option<Rnd>, v: u64) -> u64 {
     };
     if x.is_nan() {
         // What an H100 gives for a NaN, signed or unsigned: the top bit alone, but
-        // zero from a float to 32 bits.
-        return if sty == Ty::F32 && dty.bits() == 32 {
+        // zero from an f32 to 32 bits (the PTX ISA: zero from anything but an f64 to
+        // anything narrower than 64 bits).
+        return if sty != Ty::F64 && dty.bits() < 64 {
             0
         } else {
             (1u64 << (dty.bits() - 1)) & dm
@@ -869,7 +932,7 @@ fn float_to_float(
 ) -> u64 {
     let out = match (sty, dty) {
         (Ty::F32, Ty::F64) => {
-            // No flush: `(double)f` of a subnormal keeps it on an H100.
+            // A subnormal is kept (`convert` flushes it first under `.ftz`).
             let x = f64::from(f32::from_bits(v as u32));
             let x = match int_rnd {
                 Some(r) => round_integral(x, r),
@@ -879,8 +942,8 @@ fn float_to_float(
             x.to_bits()
         }
         (Ty::F64, Ty::F32) => {
-            // A subnormal result stays (an H100's cvt.rp.ftz.f32.f64 of the
-            // smallest normal double gives 0x00000001).
+            // A subnormal result is kept (`convert` flushes it under `.ftz`): the
+            // smallest normal double rounded up is 0x00000001.
             let x = f64::from_bits(v);
             let r = round32(x, 0.0, rnd.unwrap_or(Rnd::N));
             let r = if sat {
@@ -946,7 +1009,7 @@ mod tests {
     const ONE: u64 = 0x3ff0_0000_0000_0000;
 
     fn f64_op(op: FloatOp, rnd: Rnd, a: u64, b: u64, c: u64) -> u64 {
-        float_op(op, Ty::F64, rnd, false, a, b, c)
+        float_op(op, Ty::F64, rnd, false, false, a, b, c)
     }
 
     #[test]

@@ -162,8 +162,10 @@ fn a_barrier_every_thread_reaches_orders_shared_memory() {
 }
 
 #[test]
-fn a_shuffle_with_an_inactive_lane_in_its_mask_is_an_error() {
-    // Odd lanes branch away; even lanes shuffle with the full mask.
+fn a_shuffle_whose_mask_names_a_lane_that_diverged_is_an_error() {
+    // Odd lanes branch away to a shuffle of their own; even lanes shuffle with the full
+    // mask, which names the odd lanes, still running. (Lanes that branch to the kernel's
+    // end have left: `tests/bits.rs`.)
     let ptx = "
 .visible .entry odd_shuffle(.param .u64 p)
 {
@@ -172,15 +174,23 @@ fn a_shuffle_with_an_inactive_lane_in_its_mask_is_an_error() {
     mov.u32 %r1, %laneid;
     and.b32 %r2, %r1, 1;
     setp.eq.u32 %p1, %r2, 1;
-    @%p1 bra $DONE;
+    @%p1 bra $ODD;
     shfl.sync.down.b32 %r3, %r1, 1, 31, -1;
+    bra.uni $DONE;
+$ODD:
+    shfl.sync.up.b32 %r3, %r1, 1, 0, -1;
 $DONE:
     ret;
 }
 ";
-    let fault = run(ptx, "odd_shuffle", 1, 32, 4).expect_err("inactive lanes");
-    assert!(fault.message.contains("shfl.sync"), "{}", fault.message);
-    assert!(fault.message.contains("not active"), "{}", fault.message);
+    let fault = run(ptx, "odd_shuffle", 1, 32, 4).expect_err("diverged lanes");
+    for part in [
+        "shfl.sync (line 13)",
+        "names lane 1 in its mask, which has not exited",
+        "diverged",
+    ] {
+        assert!(fault.message.contains(part), "{part}: {}", fault.message);
+    }
 }
 
 #[test]

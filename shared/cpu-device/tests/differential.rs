@@ -114,7 +114,8 @@ const INPUTS: [Ty; 15] = [
 /// `{F}`, `{I}`, `{U}`, `{L}` are variables of that type, `{T}` and `{t}` one type chosen
 /// for the statement (the result's), `{R}` a rounding mode, `{C}` a comparison of two
 /// variables of any one type (ordered, or negated: unordered for floats), `{K}` a shuffle's
-/// lane or offset (a constant or a variable), `{W}` a shuffle's width. `{E}` is a double of
+/// lane or offset (a constant or a variable), `{W}` a shuffle's width, `{P}` the address of
+/// one of the thread's input words (for loads of other types). `{E}` is a double of
 /// which at most one per statement may be a NaN (the others pass `not_nan_d`): with two NaN
 /// operands, an H100's DADD, DMUL, DFMA and DMNMX return the NaN of one SASS operand
 /// position, and which operand ptxas puts there is not the PTX's to say (measured: `add.f64`
@@ -153,6 +154,7 @@ const TEMPLATES: &[(char, &str)] = &[
     ('D', "__ull2double_{R}((unsigned long long){L})"),
     ('D', "(double){F}"),
     ('D', "__longlong_as_double({L})"),
+    ('D', "cvt_ftz_f64({F})"),
     // f32.
     ('F', "__fadd_{R}({F}, {F})"),
     ('F', "__fsub_{R}({F}, {F})"),
@@ -180,6 +182,12 @@ const TEMPLATES: &[(char, &str)] = &[
     ('F', "__uint2float_{R}({U})"),
     ('F', "__ll2float_{R}({L})"),
     ('F', "__int_as_float({I})"),
+    // Subnormal results from normal operands, and `.ftz` in every option set (inline PTX).
+    ('F', "__fmul_{R}({F}, 0x1p-120f)"),
+    ('F', "mul_ftz({F}, {F})"),
+    ('F', "fma_ftz({F}, {F}, {F})"),
+    ('F', "min_ftz({F}, {F})"),
+    ('F', "neg_ftz(not_nan({F}))"),
     // int: no statement has undefined behaviour in C++, or the compiler may give a
     // variable one value where it is stored and another where it is used (measured: a
     // shift by 64 made `__umulhi(x, 0)` come out non-zero on the H100). Signed arithmetic
@@ -214,6 +222,17 @@ const TEMPLATES: &[(char, &str)] = &[
     ('I', "__clzll({L})"),
     ('I', "__any_sync(0xffffffffu, {C}) ^ {I}"),
     ('I', "__all_sync(0xffffffffu, {C}) ^ {I}"),
+    ('I', "lt_ftz({F}, {F}) ^ {I}"),
+    // Conversions to a narrower integer type than the register (`PTX_NARROW`), and loads of
+    // a narrower or other type into a register (`{P}`, one of the thread's input words).
+    ('I', "cvt_s16_s8({I})"),
+    ('I', "cvt_s8_s32({I})"),
+    ('I', "cvt_u8_s32({I})"),
+    ('I', "cvt_sat_s8_s32({I})"),
+    ('I', "cvt_rzi_s16_f32({F})"),
+    ('I', "cvt_rni_s8_f64({D})"),
+    ('I', "ld_s8_b32({P})"),
+    ('I', "ld_s16_b32({P})"),
     // unsigned.
     ('U', "{U} + {U}"),
     ('U', "{U} - {U}"),
@@ -287,6 +306,12 @@ const TEMPLATES: &[(char, &str)] = &[
     ('L', "__float2ll_{R}({F})"),
     ('L', "(long long)__float2ull_{R}({F})"),
     ('L', "__double_as_longlong({D})"),
+    ('L', "cvt_s16_s32_b64({I})"),
+    ('L', "cvt_u16_s32_b64({I})"),
+    ('L', "ld_f32_b64({P})"),
+    ('L', "ld_s8_b64({P})"),
+    ('L', "ld_s32_b64({P})"),
+    ('L', "ld_u16_b64({P})"),
     // Warp shuffles of every type: `{T}` is the result's.
     ('*', "__shfl_sync(0xffffffffu, {T}, {I}, {W})"),
     ('*', "__shfl_up_sync(0xffffffffu, {T}, {K}, {W})"),
@@ -359,6 +384,91 @@ __device__ unsigned sub_borrow(unsigned a, unsigned b, unsigned c)
         : \"=r\"(lo), \"=r\"(hi) : \"r\"(a), \"r\"(b), \"r\"(c));
     return hi ^ lo;
 }
+
+";
+
+/// `.ftz` instructions in every option set (NVRTC writes them only under `--ftz=true`),
+/// rounded as written so that ptxas fuses nothing.
+const PTX_FTZ: &str = "\
+__device__ float mul_ftz(float a, float b)
+{
+    float r;
+    asm(\"mul.rn.ftz.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b));
+    return r;
+}
+
+__device__ float fma_ftz(float a, float b, float c)
+{
+    float r;
+    asm(\"fma.rn.ftz.f32 %0, %1, %2, %3;\" : \"=f\"(r) : \"f\"(a), \"f\"(b), \"f\"(c));
+    return r;
+}
+
+__device__ float min_ftz(float a, float b)
+{
+    float r;
+    asm(\"min.ftz.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b));
+    return r;
+}
+
+__device__ float neg_ftz(float a)
+{
+    float r;
+    asm(\"neg.ftz.f32 %0, %1;\" : \"=f\"(r) : \"f\"(a));
+    return r;
+}
+
+__device__ int lt_ftz(float a, float b)
+{
+    int r;
+    asm(\"{\\n\\t.reg .pred p;\\n\\tsetp.lt.ftz.f32 p, %1, %2;\\n\\tselp.s32 %0, 1, 0, p;\\n\\t}\"
+        : \"=r\"(r) : \"f\"(a), \"f\"(b));
+    return r;
+}
+
+__device__ double cvt_ftz_f64(float a)
+{
+    double r;
+    asm(\"cvt.ftz.f64.f32 %0, %1;\" : \"=d\"(r) : \"f\"(a));
+    return r;
+}
+
+";
+
+/// Conversions to an integer type narrower than the register they write (its bits sign- or
+/// zero-extended by the type), and loads of one type into a register of another (a 32- or
+/// 64-bit bit-size register declared in the `asm`, holding other bits before the load).
+const PTX_NARROW: &str = "\
+#define PTX_CVT(name, out_type, out_c, ptx, in_type, in_c) \\
+__device__ out_type name(in_type a) \\
+{ \\
+    out_type r; \\
+    asm(ptx \" %0, %1;\" : \"=\" out_c(r) : in_c(a)); \\
+    return r; \\
+}
+PTX_CVT(cvt_s16_s8, int, \"r\", \"cvt.s16.s8\", int, \"r\")
+PTX_CVT(cvt_s8_s32, int, \"r\", \"cvt.s8.s32\", int, \"r\")
+PTX_CVT(cvt_u8_s32, int, \"r\", \"cvt.u8.s32\", int, \"r\")
+PTX_CVT(cvt_sat_s8_s32, int, \"r\", \"cvt.sat.s8.s32\", int, \"r\")
+PTX_CVT(cvt_rzi_s16_f32, int, \"r\", \"cvt.rzi.s16.f32\", float, \"f\")
+PTX_CVT(cvt_rni_s8_f64, int, \"r\", \"cvt.rni.s8.f64\", double, \"d\")
+PTX_CVT(cvt_s16_s32_b64, long long, \"l\", \"cvt.s16.s32\", int, \"r\")
+PTX_CVT(cvt_u16_s32_b64, long long, \"l\", \"cvt.u16.s32\", int, \"r\")
+
+#define PTX_LD(name, out_type, out_c, bits, ptx) \\
+__device__ out_type name(const unsigned long long *p) \\
+{ \\
+    out_type r; \\
+    asm(\"{\\n\\t.reg .b\" #bits \" w;\\n\\tmov.b\" #bits \" w, -1;\\n\\t\" ptx \" w, [%1];\\n\\t\" \\
+        \"mov.b\" #bits \" %0, w;\\n\\t}\" : \"=\" out_c(r) : \"l\"(p)); \\
+    return r; \\
+}
+PTX_LD(ld_s8_b32, int, \"r\", 32, \"ld.global.s8\")
+PTX_LD(ld_s16_b32, int, \"r\", 32, \"ld.global.s16\")
+PTX_LD(ld_f32_b64, long long, \"l\", 64, \"ld.global.f32\")
+PTX_LD(ld_s8_b64, long long, \"l\", 64, \"ld.global.s8\")
+PTX_LD(ld_s32_b64, long long, \"l\", 64, \"ld.global.s32\")
+PTX_LD(ld_u16_b64, long long, \"l\", 64, \"ld.global.u16\")
 
 ";
 
@@ -500,6 +610,10 @@ const F32_EDGES: &[u32] = &[
     0x8080_0000,
     0x7f7f_ffff,
     0xff7f_ffff,
+    // Subnormals in the middle of the range, and a normal whose half is one.
+    0x8040_0000,
+    0x0040_0000,
+    0x00ff_ffff,
 ];
 
 const F32_VALUES: &[f32] = &[
@@ -695,6 +809,11 @@ impl Generator {
                 }
                 'K' if self.rng.chance(25) => self.var(Ty::U),
                 'K' => self.rng.below(33).to_string(),
+                'P' => format!(
+                    "&in[t * {} + {}]",
+                    INPUTS.len(),
+                    self.rng.below(INPUTS.len())
+                ),
                 'W' => self
                     .rng
                     .pick(&["32", "32", "16", "8", "4", "1"])
@@ -756,6 +875,8 @@ fn generate(seed: u64, blocks: u32) -> Kernel {
         "// Generated by cpu-device's differential test from seed {seed:#x}.\n\
          {APPROXIMATIONS}\
          {PTX_INTEGER}\
+         {PTX_FTZ}\
+         {PTX_NARROW}\
          {NOT_NAN}\
          extern \"C\" __global__ void k(const unsigned long long *in, unsigned long long *out)\n\
          {{\n\
@@ -1002,6 +1123,22 @@ fn the_generator_is_deterministic_and_covers_every_template() {
         "__syncthreads_count",
         "mad_carry(",
         "sub_borrow(",
+        "0x1p-120f",
+        "mul_ftz(",
+        "fma_ftz(",
+        "min_ftz(",
+        "neg_ftz(",
+        "lt_ftz(",
+        "cvt_ftz_f64(",
+        "cvt_s16_s8(",
+        "cvt_s8_s32(",
+        "cvt_rzi_s16_f32(",
+        "cvt_rni_s8_f64(",
+        "cvt_s16_s32_b64(",
+        "ld_f32_b64(",
+        "ld_s8_b64(",
+        "ld_s8_b32(",
+        "ld_u16_b64(",
     ] {
         assert!(all.contains(name), "no kernel of 64 uses {name}");
     }

@@ -1,0 +1,455 @@
+//! The CPU device's answers, bit for bit, where the PTX ISA's rules are easy to miss: `.ftz`
+//! flushing subnormal operands and results, conversions and loads into registers wider than
+//! their type, the predefined constant and special registers, and warp-level instructions
+//! after some of the warp's lanes have exited. Each case is a small hand-written kernel and
+//! the bits the PTX ISA (and an H100) gives.
+
+use cpu_device::exec::{self, Fault, Launch};
+use cpu_device::load::load;
+use cpu_device::memory::Memory;
+
+const HEADER: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+/// Run `body` in a kernel of `threads` threads (one block) with registers `%f<8>` (f32),
+/// `%r<8>` (b32), `%fd<4>` (f64), `%rd<8>` (b64), `%p<4>` and `%rd1` holding a zeroed
+/// buffer of `bytes`: the buffer afterwards, or the fault.
+fn run(body: &str, threads: u32, bytes: u64) -> Result<Vec<u8>, Fault> {
+    let ptx = format!(
+        "{HEADER}.visible .entry k(.param .u64 p)\n{{\n\
+         .reg .f32 %f<8>;\n.reg .b32 %r<8>;\n.reg .f64 %fd<4>;\n.reg .b64 %rd<8>;\n\
+         .reg .pred %p<4>;\nld.param.u64 %rd1, [p];\n{body}\nret;\n}}\n"
+    );
+    let memory = Memory::default();
+    let module = load(&ptx, &memory).unwrap_or_else(|e| panic!("{e}\n{ptx}"));
+    let buffer = memory.alloc(bytes, "").expect("allocated");
+    let params = buffer.address.to_le_bytes();
+    let snapshot = memory.snapshot().expect("a snapshot");
+    let launch = Launch {
+        module: &module,
+        function: module.function("k").expect("the kernel"),
+        grid: [1, 1, 1],
+        block: [threads, 1, 1],
+        dynamic_shared: 0,
+        params: &params,
+        memory: &snapshot,
+    };
+    exec::run(&launch, 1)?;
+    let mut out = vec![0u8; bytes as usize];
+    memory.read(buffer.address, &mut out).expect("read back");
+    Ok(out)
+}
+
+/// The first 8 bytes `body` leaves at `%rd1`, as a little-endian word.
+fn word(body: &str) -> u64 {
+    let out = run(body, 1, 64).unwrap_or_else(|f| panic!("{}: {body}", f.message));
+    u64::from_le_bytes(out[..8].try_into().expect("8 bytes"))
+}
+
+/// `%f1`, `%f2`, `%f3` set to three f32s' bits, then `tail`.
+fn with_f32(inputs: [u32; 3], tail: &str) -> String {
+    format!(
+        "mov.b32 %f1, 0f{:08X};\nmov.b32 %f2, 0f{:08X};\nmov.b32 %f3, 0f{:08X};\n{tail}",
+        inputs[0], inputs[1], inputs[2]
+    )
+}
+
+/// Each case: an instruction writing `%f4` (stored as f32), its three f32 inputs, and the
+/// result's bits with and without `.ftz` (the instruction's `{ftz}`).
+const FTZ_F32: &[(&str, [u32; 3], u32, u32)] = &[
+    // An operand flushed: -0 * 0.5 (the H100's 0x80000000; unflushed 0x80200000).
+    (
+        "mul{ftz}.f32",
+        [0x8040_0000, 0x3f00_0000, 0],
+        0x8000_0000,
+        0x8020_0000,
+    ),
+    // A result flushed: the smallest normal halved is subnormal.
+    (
+        "mul.rn{ftz}.f32",
+        [0x0080_0000, 0x3f00_0000, 0],
+        0,
+        0x0040_0000,
+    ),
+    ("add{ftz}.f32", [1, 1, 0], 0, 2),
+    (
+        "add.rz{ftz}.f32",
+        [0x8000_0001, 0x8000_0001, 0],
+        0x8000_0000,
+        0x8000_0002,
+    ),
+    (
+        "sub{ftz}.f32",
+        [0x0080_0000, 0x0040_0000, 0],
+        0x0080_0000,
+        0x0040_0000,
+    ),
+    (
+        "fma.rn{ftz}.f32",
+        [0x0040_0000, 0x4000_0000, 0],
+        0,
+        0x0080_0000,
+    ),
+    (
+        "fma.rm{ftz}.f32",
+        [0x3f80_0000, 0x8040_0000, 0x0000_0001],
+        0x8000_0000,
+        0x803f_ffff,
+    ),
+    (
+        "mad.rn{ftz}.f32",
+        [0x0040_0000, 0x4000_0000, 0],
+        0,
+        0x0080_0000,
+    ),
+    (
+        "div.rn{ftz}.f32",
+        [0x0040_0000, 0x3f80_0000, 0],
+        0,
+        0x0040_0000,
+    ),
+    (
+        "div.rz{ftz}.f32",
+        [0x3f80_0000, 0x0040_0000, 0],
+        0x7f80_0000,
+        0x7f00_0000,
+    ),
+    (
+        "sqrt.rn{ftz}.f32",
+        [0x8000_0001, 0, 0],
+        0x8000_0000,
+        0x7fff_ffff,
+    ),
+    (
+        "rcp.rn{ftz}.f32",
+        [0x8040_0000, 0, 0],
+        0xff80_0000,
+        0xff00_0000,
+    ),
+    (
+        "min{ftz}.f32",
+        [0x8000_0001, 0x0000_0001, 0],
+        0x8000_0000,
+        0x8000_0001,
+    ),
+    (
+        "max{ftz}.f32",
+        [0x0040_0000, 0x8000_0000, 0],
+        0,
+        0x0040_0000,
+    ),
+    ("abs{ftz}.f32", [0x8040_0000, 0, 0], 0, 0x0040_0000),
+    (
+        "neg{ftz}.f32",
+        [0x0040_0000, 0, 0],
+        0x8000_0000,
+        0x8040_0000,
+    ),
+    (
+        "cvt.rmi{ftz}.f32.f32",
+        [0x8000_0001, 0, 0],
+        0x8000_0000,
+        0xbf80_0000,
+    ),
+    ("add.sat{ftz}.f32", [0x0040_0000, 0, 0], 0, 0x0040_0000),
+];
+
+fn operands(instruction: &str) -> &'static str {
+    match instruction.split(['.', '{']).next() {
+        Some("fma" | "mad") => "%f4, %f1, %f2, %f3",
+        Some("sqrt" | "rcp" | "abs" | "neg" | "cvt") => "%f4, %f1",
+        _ => "%f4, %f1, %f2",
+    }
+}
+
+#[test]
+fn ftz_flushes_f32_subnormal_operands_and_results_to_signed_zero() {
+    for &(instruction, inputs, flushed, kept) in FTZ_F32 {
+        for (ftz, want) in [(".ftz", flushed), ("", kept)] {
+            let opcode = instruction.replace("{ftz}", ftz);
+            let body = with_f32(
+                inputs,
+                &format!(
+                    "{opcode} {};\nst.global.f32 [%rd1], %f4;",
+                    operands(instruction)
+                ),
+            );
+            assert_eq!(
+                word(&body) as u32,
+                want,
+                "{opcode} of {inputs:08x?}: {:#010x}, want {want:#010x}",
+                word(&body)
+            );
+        }
+    }
+}
+
+#[test]
+fn ftz_compares_and_converts_flushed_values() {
+    // (body after the inputs, inputs, with .ftz, without): `{ftz}` marks the modifier.
+    let cases: &[(&str, [u32; 3], u64, u64)] = &[
+        (
+            "setp.eq{ftz}.f32 %p1, %f1, %f2;\nselp.u32 %r1, 1, 0, %p1;\nst.global.u32 [%rd1], %r1;",
+            [1, 0, 0],
+            1,
+            0,
+        ),
+        (
+            "setp.lt{ftz}.f32 %p1, %f1, %f2;\nselp.u32 %r1, 1, 0, %p1;\nst.global.u32 [%rd1], %r1;",
+            [0x8000_0001, 0x0000_0001, 0],
+            0,
+            1,
+        ),
+        (
+            "setp.gtu.and{ftz}.f32 %p1|%p2, %f1, %f2, 1;\nselp.u32 %r1, 1, 0, %p2;\nst.global.u32 [%rd1], %r1;",
+            [0x0000_0001, 0, 0],
+            1,
+            0,
+        ),
+        (
+            "cvt{ftz}.f64.f32 %fd1, %f1;\nst.global.f64 [%rd1], %fd1;",
+            [0x8040_0000, 0, 0],
+            0x8000_0000_0000_0000,
+            0xb800_0000_0000_0000,
+        ),
+        (
+            "cvt.rpi{ftz}.s32.f32 %r1, %f1;\nst.global.u32 [%rd1], %r1;",
+            [1, 0, 0],
+            0,
+            1,
+        ),
+        (
+            "cvt.rmi{ftz}.s64.f32 %rd2, %f1;\nst.global.u64 [%rd1], %rd2;",
+            [0x8000_0001, 0, 0],
+            0,
+            u64::MAX,
+        ),
+    ];
+    for &(tail, inputs, flushed, kept) in cases {
+        for (ftz, want) in [(".ftz", flushed), ("", kept)] {
+            let body = with_f32(inputs, &tail.replace("{ftz}", ftz));
+            assert_eq!(word(&body), want, "{body}");
+        }
+    }
+    // An f32 result of a conversion from f64: 2^-130 is an f32 subnormal.
+    let narrow = |ftz: &str| {
+        word(&format!(
+            "mov.b64 %fd1, 0d37D0000000000000;\ncvt.rn{ftz}.f32.f64 %f1, %fd1;\nst.global.f32 [%rd1], %f1;"
+        ))
+    };
+    assert_eq!(narrow(".ftz"), 0);
+    assert_eq!(narrow(""), 0x0008_0000);
+}
+
+#[test]
+fn ftz_is_refused_where_the_ptx_isa_has_none() {
+    for instruction in [
+        "add.ftz.f64 %fd1, %fd2, %fd3;",
+        "setp.lt.ftz.f64 %p1, %fd2, %fd3;",
+        "cvt.rn.ftz.f64.s32 %fd1, %r1;",
+    ] {
+        let ptx = format!(
+            "{HEADER}.visible .entry f64_ftz()\n{{\n.reg .f64 %fd<4>;\n.reg .b32 %r<2>;\n\
+             .reg .pred %p<2>;\n{instruction}\nret;\n}}\n"
+        );
+        let error = load(&ptx, &Memory::default()).expect_err(instruction);
+        assert!(error.contains(".ftz applies only"), "{error}");
+        assert!(
+            error.contains(instruction.split(' ').next().expect("an opcode")),
+            "{error}"
+        );
+    }
+}
+
+#[test]
+fn a_narrow_signed_conversion_is_sign_extended_into_its_register() {
+    // (conversion, source set-up, store, bits stored): -62 is 0xc2 in 8 bits.
+    let cases: &[(&str, &str, u64)] = &[
+        ("cvt.s16.s8 %r2, %r1;", "mov.b32 %r1, -62;", 0xffff_ffc2),
+        ("cvt.s8.s32 %r2, %r1;", "mov.b32 %r1, 0x1c2;", 0xffff_ffc2),
+        ("cvt.s16.u8 %r2, %r1;", "mov.b32 %r1, 0x1c2;", 0x0000_00c2),
+        ("cvt.u8.s32 %r2, %r1;", "mov.b32 %r1, -62;", 0x0000_00c2),
+        ("cvt.u16.s8 %r2, %r1;", "mov.b32 %r1, -62;", 0x0000_ffc2),
+        (
+            "cvt.sat.s8.s32 %r2, %r1;",
+            "mov.b32 %r1, -1000;",
+            0xffff_ff80,
+        ),
+        ("cvt.sat.u8.s32 %r2, %r1;", "mov.b32 %r1, -1000;", 0),
+        (
+            "cvt.rzi.s16.f32 %r2, %f1;",
+            "mov.b32 %f1, 0fBF800000;",
+            0xffff_ffff,
+        ),
+        (
+            "cvt.rni.s8.f64 %r2, %fd1;",
+            "mov.b64 %fd1, 0dC05F000000000000;",
+            0xffff_ff84,
+        ),
+    ];
+    for &(cvt, setup, want) in cases {
+        let body = format!("{setup}\n{cvt}\nst.global.b32 [%rd1], %r2;");
+        assert_eq!(word(&body), want, "{cvt}");
+    }
+    // Into a 64-bit register, stored whole.
+    let cases: &[(&str, u64)] = &[
+        ("cvt.s8.s32 %rd2, %r1;", 0xffff_ffff_ffff_ffc2),
+        ("cvt.s16.s32 %rd2, %r1;", 0xffff_ffff_ffff_ffc2),
+        ("cvt.u16.s32 %rd2, %r1;", 0x0000_0000_0000_ffc2),
+        ("cvt.s32.s8 %rd2, %r1;", 0xffff_ffff_ffff_ffc2),
+    ];
+    for &(cvt, want) in cases {
+        let body = format!("mov.b32 %r1, -62;\n{cvt}\nst.global.b64 [%rd1], %rd2;");
+        assert_eq!(word(&body), want, "{cvt}");
+    }
+}
+
+#[test]
+fn loads_and_stores_into_wider_registers_keep_the_bits_as_the_ptx_isa_says() {
+    // The word at %rd1+8 is 0x0123456789abcdef before each case; %rd5 holds other bits.
+    let set_up = "mov.b64 %rd2, 0x0123456789abcdef;\nst.global.b64 [%rd1+8], %rd2;\n\
+                  mov.b64 %rd5, 0xfedcba9876543210;\n";
+    let cases: &[(&str, u64)] = &[
+        // A float type into a bit-size register: its raw bits, zero-extended, no conversion.
+        ("ld.global.f32 %rd5, [%rd1+8];", 0x89ab_cdef),
+        ("ld.global.b32 %rd5, [%rd1+8];", 0x89ab_cdef),
+        // Signed types sign-extend, unsigned and bit-size types zero-extend.
+        ("ld.global.s32 %rd5, [%rd1+8];", 0xffff_ffff_89ab_cdef),
+        ("ld.global.s8 %rd5, [%rd1+8];", 0xffff_ffff_ffff_ffef),
+        ("ld.global.u8 %rd5, [%rd1+8];", 0xef),
+        ("ld.global.s16 %rd5, [%rd1+8];", 0xffff_ffff_ffff_cdef),
+        ("ld.global.b16 %rd5, [%rd1+8];", 0xcdef),
+        ("ld.global.u16 %rd5, [%rd1+12];", 0x4567),
+    ];
+    for &(ld, want) in cases {
+        let body = format!("{set_up}{ld}\nst.global.b64 [%rd1], %rd5;");
+        assert_eq!(word(&body), want, "{ld}");
+    }
+    // Into a 32-bit register, stored as 32 bits.
+    let body = format!("{set_up}ld.global.s8 %r3, [%rd1+8];\nst.global.b32 [%rd1], %r3;");
+    assert_eq!(word(&body), 0xffff_ffef);
+    // A vector of f32 into 64-bit registers: each zero-extended.
+    let body = format!(
+        "{set_up}ld.global.v2.f32 {{%rd5, %rd6}}, [%rd1+8];\n\
+         st.global.b64 [%rd1], %rd5;\nst.global.b64 [%rd1+16], %rd6;"
+    );
+    let out = run(&body, 1, 64).expect("no fault");
+    let at = |i: usize| u64::from_le_bytes(out[i..i + 8].try_into().expect("8 bytes"));
+    assert_eq!((at(0), at(16)), (0x89ab_cdef, 0x0123_4567));
+    // A store of a narrower type from a wider register keeps its low bits.
+    let body = format!("{set_up}st.global.f32 [%rd1], %rd5;");
+    assert_eq!(word(&body), 0x7654_3210);
+    let body = format!("{set_up}st.global.u8 [%rd1], %rd5;");
+    assert_eq!(word(&body), 0x10);
+}
+
+#[test]
+fn warp_sz_and_the_special_registers_read_as_on_an_h100() {
+    assert_eq!(
+        word("mov.u32 %r1, WARP_SZ;\nst.global.u32 [%rd1], %r1;"),
+        32
+    );
+    assert_eq!(
+        word("add.u32 %r1, %r1, WARP_SZ;\nsub.u32 %r1, %r1, WARP_SZ;\nst.global.u32 [%rd1], %r1;"),
+        0
+    );
+    assert_eq!(
+        word("mov.u32 %r1, %nsmid;\nst.global.u32 [%rd1], %r1;"),
+        132
+    );
+    // The clocks only move forward.
+    let body = "mov.u64 %rd2, %clock64;\nmov.u64 %rd3, %clock64;\nmov.u64 %rd4, %globaltimer;\n\
+                mov.u64 %rd5, %globaltimer;\nsetp.gt.u64 %p1, %rd3, %rd2;\n\
+                setp.gt.and.u64 %p1, %rd5, %rd4, %p1;\nselp.u32 %r1, 1, 0, %p1;\n\
+                st.global.u32 [%rd1], %r1;";
+    assert_eq!(word(body), 1);
+}
+
+/// Each thread: `%r1` its index, `%r2` 1; threads at or past `n` return, the others run
+/// `tail` (which writes `%r3`), and store `%r3` at `p[index]`.
+fn after_exits(n: u32, tail: &str) -> String {
+    format!(
+        "mov.u32 %r1, %tid.x;\nmov.u32 %r2, 1;\nsetp.ge.u32 %p1, %r1, {n};\n@%p1 bra $DONE;\n\
+         {tail}\nmul.wide.u32 %rd2, %r1, 4;\nadd.s64 %rd3, %rd1, %rd2;\nst.global.u32 [%rd3], %r3;\n\
+         $DONE:"
+    )
+}
+
+fn words32(out: &[u8]) -> Vec<u32> {
+    out.chunks_exact(4)
+        .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
+        .collect()
+}
+
+#[test]
+fn warp_instructions_run_when_their_mask_names_lanes_that_have_exited() {
+    // 20 threads (a partial warp), 10 of which return before a full-mask shuffle down by 1:
+    // lane 9 reads lane 10, which has exited, and gets its own value (the PTX ISA leaves it
+    // undefined).
+    let out = run(
+        &after_exits(10, "shfl.sync.down.b32 %r3|%p2, %r1, 1, 31, -1;"),
+        20,
+        80,
+    )
+    .unwrap_or_else(|f| panic!("{}", f.message));
+    let want: Vec<u32> = (0..20)
+        .map(|l| {
+            if l < 9 {
+                l + 1
+            } else if l == 9 {
+                9
+            } else {
+                0
+            }
+        })
+        .collect();
+    assert_eq!(words32(&out), want);
+    // A butterfly, an index and an up shuffle in a full warp of 32 where 5 have left.
+    let out = run(
+        &after_exits(27, "shfl.sync.bfly.b32 %r3, %r1, 16, 31, -1;"),
+        32,
+        128,
+    )
+    .unwrap_or_else(|f| panic!("{}", f.message));
+    let got = words32(&out);
+    for l in 0..27u32 {
+        let partner = l ^ 16;
+        assert_eq!(
+            got[l as usize],
+            if partner < 27 { partner } else { l },
+            "lane {l}"
+        );
+    }
+    // Votes and __syncwarp count the lanes that are left.
+    for (tail, want) in [
+        ("vote.sync.ballot.b32 %r3, %p3, -1;", 0x3ff),
+        (
+            "vote.sync.all.pred %p2, 1, -1;\nselp.u32 %r3, 7, 8, %p2;",
+            7,
+        ),
+        (
+            "vote.sync.any.pred %p2, 0, -1;\nselp.u32 %r3, 7, 8, %p2;",
+            8,
+        ),
+        ("activemask.b32 %r3;", 0x3ff),
+        ("bar.warp.sync -1;\nmov.u32 %r3, 5;", 5),
+    ] {
+        let tail = format!("setp.lt.u32 %p3, %r1, 32;\n{tail}");
+        let out = run(&after_exits(10, &tail), 20, 80)
+            .unwrap_or_else(|f| panic!("{tail}: {}", f.message));
+        assert_eq!(words32(&out)[..10], [want; 10], "{tail}");
+    }
+}
+
+#[test]
+fn a_shuffle_whose_mask_leaves_out_its_own_lane_is_an_error() {
+    let fault = run("shfl.sync.idx.b32 %r3, %r1, 0, 31, 0xfffffffe;", 32, 4)
+        .expect_err("lane 0 is not in the mask");
+    assert_eq!(fault.thread, [0, 0, 0]);
+    assert!(
+        fault
+            .message
+            .contains("in lane 0, which its mask 0xfffffffe does not name"),
+        "{}",
+        fault.message
+    );
+}

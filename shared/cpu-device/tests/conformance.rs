@@ -1,0 +1,326 @@
+//! Conformance kernels: one small CUDA C++ program per construct whose PTX rules are easy to
+//! get wrong (`.ftz` on subnormals, conversions and loads into wider registers, `warpSize`,
+//! warp-level instructions after lanes have returned), each with the words its host check
+//! expects, from the PTX ISA. NVRTC compiles them here for the CPU device; on a GPU machine
+//! the same kernels run on the GPU (`cargo xtask test --require-gpu`), held to the same
+//! words, so the CPU device and the GPU are held to each other.
+
+use cpu_device::exec::{self, Launch};
+use cpu_device::load::load;
+use cpu_device::memory::Memory;
+use shared::nvrtc::KernelFile;
+
+/// One kernel, `k(unsigned *out, const unsigned *in, int n)` in one block of `threads`, and
+/// the words of `out` it must leave (`out` starts zeroed, with as many words).
+struct Case {
+    name: &'static str,
+    source: &'static str,
+    options: &'static [&'static str],
+    threads: u32,
+    n: i32,
+    input: &'static [u32],
+    expect: fn() -> Vec<u32>,
+}
+
+/// f32 subnormals through `--ftz=true` (every f32 instruction `.ftz`) and without it: an
+/// operand flushed (-2^-127 * 0.5), the sum of two subnormals, a comparison of two, the
+/// root of a negative one, a product whose result is subnormal.
+const FTZ: &str = r#"
+extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
+{
+    float a = __uint_as_float(in[0]), b = __uint_as_float(in[1]);
+    float c = __uint_as_float(in[2]), d = __uint_as_float(in[3]);
+    out[0] = __float_as_uint(a * 0.5f);
+    out[1] = __float_as_uint(b + b);
+    out[2] = c < b;
+    out[3] = __float_as_uint(sqrtf(c));
+    out[4] = __float_as_uint(d * 0.5f);
+    out[5] = __float_as_uint(fminf(c, -c));
+    out[6] = __double_as_longlong((double)a) >> 32;
+}
+"#;
+
+const FTZ_INPUT: &[u32] = &[0x8040_0000, 0x0000_0001, 0x8000_0001, 0x0080_0000];
+
+/// Conversions to an integer type narrower than the register (inline PTX: NVRTC's own code
+/// converts through registers of the type's width): -62 is 0xc2 in 8 bits.
+const NARROW: &str = r#"
+#define CVT(name, ptx, out_c, out_t, in_c, in_t) \
+    __device__ out_t name(in_t a) \
+    { \
+        out_t r; \
+        asm(ptx " %0, %1;" : "=" out_c(r) : in_c(a)); \
+        return r; \
+    }
+CVT(cvt_s16_s8, "cvt.s16.s8", "r", int, "r", int)
+CVT(cvt_s8_s32, "cvt.s8.s32", "r", int, "r", int)
+CVT(cvt_u8_s32, "cvt.u8.s32", "r", int, "r", int)
+CVT(cvt_rzi_s16_f32, "cvt.rzi.s16.f32", "r", int, "f", float)
+CVT(cvt_s8_s32_wide, "cvt.s8.s32", "l", long long, "r", int)
+CVT(cvt_u16_s32_wide, "cvt.u16.s32", "l", long long, "r", int)
+
+extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
+{
+    int x = (int)in[0];
+    out[0] = cvt_s16_s8(x);
+    out[1] = cvt_s8_s32(x + 0x100);
+    out[2] = cvt_u8_s32(x);
+    out[3] = cvt_rzi_s16_f32(__uint_as_float(in[1]));
+    long long w = cvt_s8_s32_wide(x);
+    out[4] = (unsigned)w;
+    out[5] = (unsigned)(w >> 32);
+    long long u = cvt_u16_s32_wide(x);
+    out[6] = (unsigned)u;
+    out[7] = (unsigned)(u >> 32);
+}
+"#;
+
+/// Loads of one type into a wider bit-size register (inline PTX, as hand-written PTX has
+/// them): an f32's raw bits zero-extended, an s8 sign-extended, whatever the register held.
+const WIDE_LOAD: &str = r#"
+#define LOAD(name, ptx) \
+    __device__ unsigned long long name(const unsigned *p) \
+    { \
+        unsigned long long r; \
+        asm("{\n\t.reg .b64 w;\n\tmov.b64 w, 0x0123456789abcdef;\n\t" ptx " w, [%1];\n\t" \
+            "mov.b64 %0, w;\n\t}" : "=l"(r) : "l"(p)); \
+        return r; \
+    }
+LOAD(load_f32, "ld.global.f32")
+LOAD(load_s8, "ld.global.s8")
+LOAD(load_u16, "ld.global.u16")
+
+extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
+{
+    unsigned long long f = load_f32(in);
+    unsigned long long s = load_s8(in + 1);
+    unsigned long long h = load_u16(in + 1);
+    out[0] = (unsigned)f;
+    out[1] = (unsigned)(f >> 32);
+    out[2] = (unsigned)s;
+    out[3] = (unsigned)(s >> 32);
+    out[4] = (unsigned)h;
+    out[5] = (unsigned)(h >> 32);
+}
+"#;
+
+/// `warpSize` (PTX's `WARP_SZ`) and what a kernel computes from it.
+const WARP_SIZE: &str = r#"
+extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
+{
+    unsigned t = threadIdx.x;
+    out[t] = warpSize * 1000 + t % warpSize * 10 + t / warpSize;
+}
+"#;
+
+/// `if (i >= n) return;` and then full-mask warp instructions in a block of 48 (a partial
+/// second warp): sums over groups of 8 lanes by `__shfl_xor_sync` (every source lane is
+/// still there), a ballot, `__all_sync`, `__syncwarp`, a broadcast from lane 0.
+const EXITED_LANES: &str = r#"
+extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
+{
+    int t = threadIdx.x;
+    if (t >= n) return;
+    unsigned v = t;
+    for (int o = 4; o > 0; o /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    unsigned ballot = __ballot_sync(0xffffffffu, t % 3 == 0);
+    int all = __all_sync(0xffffffffu, t < n);
+    __syncwarp();
+    unsigned first = __shfl_sync(0xffffffffu, t * 7, 0);
+    out[4 * t] = v;
+    out[4 * t + 1] = ballot;
+    out[4 * t + 2] = all;
+    out[4 * t + 3] = first;
+}
+"#;
+
+fn exited_lanes_expected() -> Vec<u32> {
+    let mut out = vec![0u32; 4 * 48];
+    for t in 0..40u32 {
+        let group = t / 8 * 8;
+        out[4 * t as usize] = (group..group + 8).sum();
+        out[4 * t as usize + 1] = if t < 32 { 0x4924_9249 } else { 0x92 };
+        out[4 * t as usize + 2] = 1;
+        out[4 * t as usize + 3] = t / 32 * 32 * 7;
+    }
+    out
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "ftz",
+        source: FTZ,
+        options: &["--ftz=true"],
+        threads: 1,
+        n: 0,
+        input: FTZ_INPUT,
+        expect: || vec![0x8000_0000, 0, 0, 0x8000_0000, 0, 0x8000_0000, 0x8000_0000],
+    },
+    Case {
+        name: "no ftz",
+        source: FTZ,
+        options: &[],
+        threads: 1,
+        n: 0,
+        input: FTZ_INPUT,
+        expect: || {
+            vec![
+                0x8020_0000,
+                2,
+                1,
+                0x7fff_ffff,
+                0x0040_0000,
+                0x8000_0001,
+                0xb800_0000,
+            ]
+        },
+    },
+    Case {
+        name: "narrow conversions",
+        source: NARROW,
+        options: &[],
+        threads: 1,
+        n: 0,
+        input: &[0xffff_ffc2, 0xbf80_0000],
+        expect: || {
+            vec![
+                0xffff_ffc2,
+                0xffff_ffc2,
+                0xc2,
+                0xffff_ffff,
+                0xffff_ffc2,
+                0xffff_ffff,
+                0xffc2,
+                0,
+            ]
+        },
+    },
+    Case {
+        name: "wide loads",
+        source: WIDE_LOAD,
+        options: &[],
+        threads: 1,
+        n: 0,
+        input: &[0x3f00_0000, 0x0000_80f0],
+        expect: || vec![0x3f00_0000, 0, 0xffff_fff0, 0xffff_ffff, 0x80f0, 0],
+    },
+    Case {
+        name: "warpSize",
+        source: WARP_SIZE,
+        options: &[],
+        threads: 40,
+        n: 0,
+        input: &[0],
+        expect: || (0..40).map(|t| 32_000 + t % 32 * 10 + t / 32).collect(),
+    },
+    Case {
+        name: "exited lanes",
+        source: EXITED_LANES,
+        options: &[],
+        threads: 48,
+        n: 40,
+        input: &[0],
+        expect: exited_lanes_expected,
+    },
+];
+
+impl Case {
+    fn kernel_file(&self) -> KernelFile {
+        KernelFile {
+            name: "conformance.cu",
+            source: self.source.into(),
+            options: self.options.iter().map(|o| o.to_string()).collect(),
+        }
+    }
+
+    /// `out` after a run of the case's PTX on the CPU device.
+    fn on_cpu_device(&self) -> Vec<u32> {
+        let ptx = self
+            .kernel_file()
+            .ptx("compute_90")
+            .unwrap_or_else(|e| panic!("{}: {e}", self.name));
+        let memory = Memory::default();
+        let module = load(&ptx, &memory).unwrap_or_else(|e| panic!("{}: {e}", self.name));
+        let words = (self.expect)().len();
+        let input: Vec<u8> = self.input.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let d_in = memory.alloc(input.len() as u64, "in").expect("allocated");
+        let d_out = memory.alloc(4 * words as u64, "out").expect("allocated");
+        memory.write(d_in.address, &input).expect("written");
+        let mut params = d_out.address.to_le_bytes().to_vec();
+        params.extend(d_in.address.to_le_bytes());
+        params.extend(self.n.to_le_bytes());
+        let snapshot = memory.snapshot().expect("a snapshot");
+        let launch = Launch {
+            module: &module,
+            function: module.function("k").expect("the kernel k"),
+            grid: [1, 1, 1],
+            block: [self.threads, 1, 1],
+            dynamic_shared: 0,
+            params: &params,
+            memory: &snapshot,
+        };
+        exec::run(&launch, 1).unwrap_or_else(|f| panic!("{}: {}", self.name, f.message));
+        let mut bytes = vec![0u8; 4 * words];
+        memory.read(d_out.address, &mut bytes).expect("read back");
+        bytes
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
+            .collect()
+    }
+}
+
+/// Every case's differences from its expected words, one line each.
+fn differences(run: impl Fn(&Case) -> Vec<u32>) -> Vec<String> {
+    CASES
+        .iter()
+        .filter_map(|case| {
+            let got = run(case);
+            let want = (case.expect)();
+            (got != want).then(|| format!("{}: {got:08x?}, want {want:08x?}", case.name))
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn conformance_kernels_give_the_ptx_isas_bits_on_the_cpu_device() {
+    let wrong = differences(Case::on_cpu_device);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn conformance_kernels_give_the_same_bits_on_the_gpu() {
+    use cudarc::driver::{LaunchConfig, PushKernelArg};
+    use shared::gpu::Gpu;
+
+    // Under LABS_EMULATE=1 the "GPU" is the CPU device behind the driver's API.
+    if shared::testing::on_cpu_device() {
+        shared::gpu::use_cpu_device().expect("the CPU device loads");
+    }
+    let gpu = Gpu::open().unwrap_or_else(|e| panic!("{e}"));
+    let wrong = differences(|case| {
+        let compiled = gpu
+            .compile("conformance.cu", case.source, case.options)
+            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let function = compiled.function("k").expect("the kernel k");
+        let stream = &gpu.stream;
+        let d_in = stream.clone_htod(case.input).expect("copied in");
+        let mut d_out = stream
+            .clone_htod(&vec![0u32; (case.expect)().len()])
+            .expect("copied in");
+        let config = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (case.threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = stream.launch_builder(&function);
+        launch.arg(&mut d_out).arg(&d_in).arg(&case.n);
+        // SAFETY: `k` takes `out` (as many words as the case expects), `in` (the case's
+        // input words, all it reads) and an int.
+        unsafe { launch.launch(config) }.expect("launched");
+        stream.clone_dtoh(&d_out).expect("copied back")
+    });
+    assert!(wrong.is_empty(), "on {}:\n{}", gpu.name, wrong.join("\n"));
+}
