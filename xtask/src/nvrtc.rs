@@ -5,11 +5,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// Where `.ci/run` installs NVRTC (pip's `nvidia-cuda-nvrtc-cu12`), in the workspace root.
-const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
+pub const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
 
 /// The command that puts NVRTC in [`NVRTC_FOLDER`], as `.ci/run` does: a skip line says
 /// what to type, not where to read it.
-const NVRTC_INSTALL: &str =
+pub const NVRTC_INSTALL: &str =
     "python3 -m pip install --no-deps --target .nvrtc nvidia-cuda-nvrtc-cu12==12.9.86";
 
 /// Where NVRTC was found.
