@@ -1,6 +1,7 @@
 //! `cargo instructor classroom --out DIR`: the labs as an assignment of Classroom 50
-//! (github.com/foundation50/classroom50), GitHub Classroom's open-source successor. Into DIR
-//! go the files of the assignment in the course's `classroom50` configuration repository:
+//! (github.com/foundation50/classroom50), an open-source tool that hands out and grades
+//! assignments through GitHub. Into DIR go the files of the assignment in the course's
+//! `classroom50` configuration repository (the paths below are that repository's):
 //!
 //! - `autograders/SLUG/autograder.py` and `checks.json`: the autograder Classroom 50's runner
 //!   runs in the student's repository on every submission (an assignment's autograder is
