@@ -8,11 +8,11 @@ use shared::nvrtc::WORKSPACE_COPY;
 
 /// Where `.ci/run` and `cargo xtask install-nvrtc` install NVRTC (pip's
 /// `nvidia-cuda-nvrtc-cu12`), in the workspace root.
-const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
+pub const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
 
 /// The command that puts NVRTC in [`NVRTC_FOLDER`], as `.ci/run` does: what
 /// `install-nvrtc` runs, and what the message saying NVRTC is missing gives to type.
-const NVRTC_INSTALL: &str =
+pub const NVRTC_INSTALL: &str =
     "python3 -m pip install --no-deps --target .nvrtc nvidia-cuda-nvrtc-cu12==12.9.86";
 
 /// What to type where NVRTC is missing, said once by the commands that need it.

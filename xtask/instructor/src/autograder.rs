@@ -82,7 +82,7 @@ pub fn run(args: Args) -> Result<()> {
 }
 
 /// The version of the Rust this zip is made with (`1.95.0`): Gradescope installs the same.
-fn rust_version() -> Result<String> {
+pub fn rust_version() -> Result<String> {
     let output = Command::new("rustc")
         .arg("--version")
         .output()

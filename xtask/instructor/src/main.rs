@@ -37,7 +37,7 @@ enum Command {
     Grade(Box<grade::Args>),
     /// Write Gradescope's autograder zip: setup.sh, run_autograder and this workspace
     Autograder(autograder::Args),
-    /// Write GitHub Classroom's autograding workflow into a hand-out's folder
+    /// Write the labs as a Classroom 50 assignment: its runtime and its autograder
     Classroom(classroom::Args),
     /// The instructor's tests: the grader's, the class grader's, the coursework loop
     Test(test::Args),

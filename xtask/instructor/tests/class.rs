@@ -5,8 +5,8 @@
 //! needing Slurm: `cargo instructor test` runs it where Slurm is found). The five: the solution,
 //! the hand-out, a correct lab02 written differently from the solution, a submission that
 //! does not build, and a hostile one. Speed checks are left out of the comparisons: they
-//! time the machine of the moment. And GitHub Classroom's workflow: each step's command
-//! passes on the solution and fails on the hand-out.
+//! time the machine of the moment. And the Classroom 50 autograder: each check passes on the
+//! solution and fails on the hand-out.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -72,8 +72,12 @@ const INDEPENDENT_LAB02: &str = r#"let _ = (&near, &plan);
         });
         let computed_rows: usize = height;"#;
 
+/// The folder Classroom 50's `gh teacher download ORG gpu mandelbrot` clones into, by default:
+/// one clone per student, `gpu-mandelbrot-USER/`.
+const DOWNLOAD: &str = "gpu-mandelbrot_submissions_2026_11_27_T_01_02_03";
+
 /// The five submissions: each student's workspace folder, and the class folder holding them
-/// the way GitHub Classroom's clone does, two of them as archives.
+/// the way Classroom 50's download does, two of them as archives.
 struct Five {
     _scratch: tempfile::TempDir,
     class: PathBuf,
@@ -148,13 +152,25 @@ fn class_of_five() -> Five {
     )
     .expect("a link");
 
-    let class = root.join("mandelbrot-submissions");
+    let class = root.join(DOWNLOAD);
     fs::create_dir(&class).expect("created");
     for name in ["solution", "broken", "hostile"] {
-        copy_dir(&made.join(name), &class.join(format!("mandelbrot-{name}")));
+        copy_dir(
+            &made.join(name),
+            &class.join(format!("gpu-mandelbrot-{name}")),
+        );
     }
-    tarball(&handout, &class.join("mandelbrot-handout.tar.gz"));
-    zip(&independent, &class.join("mandelbrot-independent.zip"));
+    tarball(&handout, &class.join("gpu-mandelbrot-handout.tar.gz"));
+    zip(&independent, &class.join("gpu-mandelbrot-independent.zip"));
+    // The download's summary beside the clones: Classroom 50's file, not a submission.
+    let mut scores = String::from(
+        "username,first_name,last_name,email,section,score,max_score,datetime,submission_tag,\
+         submitted_by,review_url,late,override\n",
+    );
+    for student in STUDENTS {
+        scores.push_str(&format!("{student},,,,,,,,,,,,\n"));
+    }
+    fs::write(class.join("scores.csv"), scores).expect("written");
 
     let folders = STUDENTS
         .iter()
@@ -295,7 +311,7 @@ fn class_scores(out: &Path) -> BTreeMap<String, BTreeMap<String, (f64, f64)>> {
         .map(|s| {
             (
                 s.to_string(),
-                scores(&out.join(format!("students/mandelbrot-{s}/results.json"))),
+                scores(&out.join(format!("students/gpu-mandelbrot-{s}/results.json"))),
             )
         })
         .collect()
@@ -331,13 +347,13 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
     let stdout = String::from_utf8_lossy(&first.stdout);
     assert!(stdout.starts_with("# Class summary"), "{stdout}");
     assert!(
-        stdout.contains("5 submissions (GitHub Classroom's clone), 5 students"),
+        stdout.contains("5 submissions (Classroom 50's download), 5 students"),
         "{stdout}"
     );
 
     let by_class = class_scores(&out);
     for (student, scores) in &by_class {
-        let feedback = out.join(format!("students/mandelbrot-{student}/feedback.md"));
+        let feedback = out.join(format!("students/gpu-mandelbrot-{student}/feedback.md"));
         let report = fs::read_to_string(feedback).unwrap_or_default();
         assert_expected(student, scores, "--class", &report);
     }
@@ -378,7 +394,7 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
             assert!((cell - score).abs() < 0.01, "{student}: {check}: {cell}");
         }
         let results: Value = serde_json::from_slice(
-            &fs::read(out.join(format!("students/mandelbrot-{student}/results.json")))
+            &fs::read(out.join(format!("students/gpu-mandelbrot-{student}/results.json")))
                 .expect("results.json"),
         )
         .expect("JSON");
@@ -393,11 +409,11 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
         summary.contains("## The checks most students fail"),
         "{summary}"
     );
-    let broken =
-        fs::read_to_string(out.join("students/mandelbrot-broken/feedback.md")).expect("feedback");
+    let broken = fs::read_to_string(out.join("students/gpu-mandelbrot-broken/feedback.md"))
+        .expect("feedback");
     assert!(broken.contains("did not build"), "{broken}");
-    let hostile =
-        fs::read_to_string(out.join("students/mandelbrot-hostile/feedback.md")).expect("feedback");
+    let hostile = fs::read_to_string(out.join("students/gpu-mandelbrot-hostile/feedback.md"))
+        .expect("feedback");
     assert!(hostile.contains("symbolic link"), "{hostile}");
     assert!(
         !Path::new("/tmp/class-attack").exists(),
@@ -595,8 +611,8 @@ fn an_archive_that_attacks_costs_its_own_row() {
 #[ignore = "needs a sandbox (cargo instructor test runs it where one starts)"]
 fn an_entry_decides_nothing_of_how_the_class_is_read() {
     let scratch = tempfile::tempdir().expect("a scratch folder");
-    let class = scratch.path().join("mandelbrot-submissions");
-    let mallory = class.join("mandelbrot-mallory");
+    let class = scratch.path().join(DOWNLOAD);
+    let mallory = class.join("gpu-mandelbrot-mallory");
     fs::create_dir_all(mallory.join("bin")).expect("created");
     fs::write(
         mallory.join("intake.json"),
@@ -616,7 +632,7 @@ fn an_entry_decides_nothing_of_how_the_class_is_read() {
             .current_dir(&mallory),
         "git init",
     );
-    let eve = class.join("mandelbrot-eve");
+    let eve = class.join("gpu-mandelbrot-eve");
     fs::create_dir_all(eve.join("submission_1")).expect("created");
     fs::write(
         eve.join("submission_metadata.yml"),
@@ -637,7 +653,7 @@ fn an_entry_decides_nothing_of_how_the_class_is_read() {
     );
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(
-        log.contains("mandelbrot-eve holds submission_metadata.yml: graded as one submission"),
+        log.contains("gpu-mandelbrot-eve holds submission_metadata.yml: graded as one submission"),
         "{log}"
     );
     let csv = fs::read_to_string(out.join("grades.csv")).expect("grades.csv");
@@ -651,8 +667,8 @@ fn an_entry_decides_nothing_of_how_the_class_is_read() {
     for line in csv.lines().skip(1) {
         assert!(line.ends_with(",0"), "earned something: {line}");
     }
-    let feedback =
-        fs::read_to_string(out.join("students/mandelbrot-mallory/feedback.md")).expect("feedback");
+    let feedback = fs::read_to_string(out.join("students/gpu-mandelbrot-mallory/feedback.md"))
+        .expect("feedback");
     assert!(!feedback.contains("FORGED NOTE"), "{feedback}");
 }
 
@@ -706,14 +722,16 @@ fn an_out_that_cannot_be_used_is_refused_before_anything_is_made() {
     assert!(!out.join("students").exists(), "no work began");
 }
 
-/// GitHub Classroom's workflow: it parses, and each step's command passes on the solution
-/// and fails on the hand-out.
+/// The Classroom 50 autograder `cargo instructor classroom` writes, run as Classroom 50's
+/// runner runs it (in the student's checkout, the submission's identity in its environment):
+/// its result.json gives every check on the solution and none on the hand-out.
 #[test]
-fn the_classroom_workflow_passes_the_solution_and_fails_the_hand_out() {
+fn the_classroom_50_autograder_passes_the_solution_and_fails_the_hand_out() {
     let _builds = release_builds();
     let scratch = tempfile::tempdir().expect("a scratch folder");
     let handout = scratch.path().join("handout");
     let solution = scratch.path().join("solution");
+    let assignment = scratch.path().join("classroom50-gpu");
     succeed(
         binary("instructor")
             .args(["handout", "--out"])
@@ -728,38 +746,18 @@ fn the_classroom_workflow_passes_the_solution_and_fails_the_hand_out() {
     );
     succeed(
         binary("instructor")
-            .args(["classroom", "--out"])
-            .arg(&handout),
+            .args(["classroom", "--slug", "mandelbrot", "--out"])
+            .arg(&assignment),
         "classroom",
     );
-    let text =
-        fs::read_to_string(handout.join(".github/workflows/classroom.yml")).expect("the workflow");
-    let docs = yaml_rust2::YamlLoader::load_from_str(&text).expect("the workflow is YAML");
-    let steps = docs[0]["jobs"]["run-autograding-tests"]["steps"]
-        .as_vec()
-        .expect("the job's steps");
-    let graders: Vec<(&str, &str)> = steps
-        .iter()
-        .filter(|s| {
-            s["uses"]
-                .as_str()
-                .is_some_and(|u| u.starts_with("classroom-resources/autograding-command-grader@"))
-        })
-        .map(|s| {
-            (
-                s["id"].as_str().expect("an id"),
-                s["with"]["command"].as_str().expect("a command"),
-            )
-        })
-        .collect();
-    assert!(graders.len() >= 4, "{text}");
-    let reporter = steps.last().expect("the reporter");
-    assert_eq!(
-        reporter["with"]["runners"]
-            .as_str()
-            .map(|r| r.split(',').count()),
-        Some(graders.len())
-    );
+    let script = assignment.join("autograders/mandelbrot/autograder.py");
+    let plan: Value = serde_json::from_str(
+        &fs::read_to_string(assignment.join("autograders/mandelbrot/checks.json"))
+            .expect("checks.json"),
+    )
+    .expect("JSON");
+    let checks = plan["checks"].as_array().expect("the checks").len();
+    assert!(checks >= 4, "{plan}");
 
     // This workspace's release build, which seeds theirs (a no-op once built).
     succeed(
@@ -781,36 +779,49 @@ fn the_classroom_workflow_passes_the_solution_and_fails_the_hand_out() {
                 .arg(&target),
             "copying the release dependencies",
         );
-        // The workflow's own set-up step first (NVRTC from pip, the CPU device built), as
-        // the runner runs it before the checks.
-        let setup = steps
-            .iter()
-            .find_map(|s| s["run"].as_str())
-            .expect("the set-up step");
+        let user = if passes { "solution" } else { "handout" };
         succeed(
-            Command::new("bash")
-                .args(["-euo", "pipefail", "-c", setup])
+            Command::new("python3")
+                .arg(&script)
                 .current_dir(dir)
                 .env("CARGO_TARGET_DIR", &target)
-                .env("RUNNER_TEMP", scratch.path()),
-            "the workflow's set-up step",
+                .env("CLASSROOM", "gpu")
+                .env("ASSIGNMENT", "mandelbrot")
+                .env("SUBMISSION_TAG", "submit/2026-11-27T01-02-03Z-abcdef0")
+                .env("OWNER", user)
+                .env("ASSIGNMENT_TYPE", "individual")
+                .env(
+                    "COMMIT_URL",
+                    format!("https://github.com/c/gpu-mandelbrot-{user}/commit/a"),
+                )
+                .env(
+                    "RELEASE_URL",
+                    format!("https://github.com/c/gpu-mandelbrot-{user}/releases"),
+                ),
+            "the autograder",
         );
-        for (id, command) in &graders {
-            let output = Command::new("sh")
-                .args(["-c", command])
-                .current_dir(dir)
-                .env("CARGO_TARGET_DIR", &target)
-                .env("LD_LIBRARY_PATH", dir.join(".nvrtc/nvidia/cuda_nvrtc/lib"))
-                .output()
-                .expect("sh runs");
+        let result: Value = serde_json::from_str(
+            &fs::read_to_string(dir.join("result.json")).expect("result.json"),
+        )
+        .expect("JSON");
+        assert_eq!(result["schema"], "classroom50/result/v1");
+        assert_eq!(result["owner"], user);
+        let tests = result["tests"].as_array().expect("the tests");
+        assert_eq!(tests.len(), checks + 1, "the set-up and each check");
+        assert_eq!(
+            tests[0]["passed"], true,
+            "the set-up: {}",
+            tests[0]["output"]
+        );
+        for test in &tests[1..] {
             assert_eq!(
-                output.status.success(),
-                passes,
-                "{id} in {}: {command}\n{}",
-                dir.display(),
-                String::from_utf8_lossy(&output.stderr)
+                test["passed"], passes,
+                "{} in {}: {test}",
+                test["test-name"], user
             );
         }
+        let max = result["max-score"].as_u64().expect("a whole max-score");
+        assert_eq!(result["score"].as_u64(), Some(if passes { max } else { 0 }));
     }
 }
 
@@ -920,7 +931,7 @@ fn slurm_a_class_of_five_grades_alike_as_a_job_array() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("5 tasks, one per submission"), "{stderr}");
     for (student, scores) in class_scores(&out) {
-        let feedback = out.join(format!("students/mandelbrot-{student}/feedback.md"));
+        let feedback = out.join(format!("students/gpu-mandelbrot-{student}/feedback.md"));
         let report = fs::read_to_string(feedback).unwrap_or_default();
         assert_expected(&student, &scores, "Slurm", &report);
     }

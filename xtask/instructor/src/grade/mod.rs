@@ -15,7 +15,7 @@
 //! folder: a GPU machine without Rust grades what a machine with Rust built.
 //!
 //! `--class DIR --out OUT` grades every submission of a class, each by this command in a
-//! subprocess ([`class`]), Gradescope's export and GitHub Classroom's clones among the forms
+//! subprocess ([`class`]), Gradescope's export and Classroom 50's download among the forms
 //! it reads; `--slurm` grades on a cluster ([`slurm`]).
 //!
 //! A score is not an error: the command exits 0 whenever grading ran, and non-zero only when

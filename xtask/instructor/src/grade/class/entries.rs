@@ -6,8 +6,8 @@
 //!   `submission_ID/` folder per submission, the metadata naming its students (a group
 //!   submission is one folder, one row per student). The download's own top folder
 //!   (`assignment_ID_export/`) may be given, or the folder it was unpacked in.
-//! - GitHub Classroom's `gh classroom clone student-repos`: `ASSIGNMENT-submissions/`
-//!   holding `ASSIGNMENT-USERNAME/` per student.
+//! - Classroom 50's `gh teacher download`: `CLASSROOM-ASSIGNMENT-USERNAME/` per student, in a
+//!   folder of the tool's default name or holding its `scores.csv` ([`classroom50`]).
 //! - Anything else: each entry is one student, named after the entry.
 //!
 //! The names are the students' and the entries' own, so hostile: each entry gets a folder
@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::unpack::{self, Kind};
-use super::{classroom, gradescope};
+use super::{classroom50, gradescope};
 use crate::grade::inert;
 
 /// Entries of a class folder looked at, at most.
@@ -75,14 +75,16 @@ pub struct Class {
 /// class folder itself, never from inside an entry (a student's folder may hold anything).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Layout {
-    /// Gradescope's when the class folder holds `submission_metadata.yml`, GitHub
-    /// Classroom's when its name ends in `-submissions`, else one entry per student.
+    /// Gradescope's when the class folder holds `submission_metadata.yml`, Classroom 50's
+    /// when it has `gh teacher download`'s default name or holds its `scores.csv`, else one
+    /// entry per student.
     #[default]
     Auto,
     /// Gradescope's "Export Submissions": the class folder holds `submission_metadata.yml`.
     Gradescope,
-    /// `gh classroom clone student-repos`: entries named `ASSIGNMENT-USERNAME`.
-    Classroom,
+    /// Classroom 50's `gh teacher download`: entries named `CLASSROOM-ASSIGNMENT-USERNAME`.
+    #[value(name = "classroom50")]
+    Classroom50,
     /// One entry per student, named after the entry.
     Plain,
 }
@@ -105,17 +107,19 @@ pub fn discover(dir: &Path, layout: Layout) -> Result<Class> {
     let layout = resolve_layout(&dir, &class_name, layout)?;
     let mut notes = Vec::new();
     let metadata = read_metadata(&dir, layout, &mut notes);
+    let download =
+        (layout == Layout::Classroom50).then(|| classroom50::Download::read(&dir, &class_name));
     let layout_name = match layout {
         Layout::Gradescope => "Gradescope's export",
-        Layout::Classroom => "GitHub Classroom's clone",
+        Layout::Classroom50 => "Classroom 50's download",
         Layout::Auto | Layout::Plain => "one entry per student",
     };
     let names = list_names(&dir)?;
     let reader = EntryReader {
         dir: &dir,
-        class_name: &class_name,
         layout,
         metadata: metadata.as_ref(),
+        download: download.as_ref(),
     };
     let mut entries = Vec::new();
     let mut keys = BTreeSet::new();
@@ -145,7 +149,7 @@ fn resolve_layout(dir: &Path, class_name: &str, layout: Layout) -> Result<Layout
     let has_metadata = fs::symlink_metadata(dir.join(gradescope::METADATA)).is_ok();
     Ok(match layout {
         Layout::Auto if has_metadata => Layout::Gradescope,
-        Layout::Auto if class_name.ends_with(classroom::CLONE_SUFFIX) => Layout::Classroom,
+        Layout::Auto if classroom50::Download::recognise(dir, class_name) => Layout::Classroom50,
         Layout::Auto => Layout::Plain,
         Layout::Gradescope if !has_metadata => bail!(
             "{} holds no {}; give the folder Gradescope's export unpacks to \
@@ -202,14 +206,15 @@ fn list_names(dir: &Path) -> Result<Vec<OsString>> {
 /// What reading one name of the class folder needs to know of the class.
 struct EntryReader<'a> {
     dir: &'a Path,
-    class_name: &'a str,
     layout: Layout,
     metadata: Option<&'a BTreeMap<String, Vec<String>>>,
+    download: Option<&'a classroom50::Download>,
 }
 
 impl EntryReader<'_> {
     /// The entry named `raw`, or `None` where it is passed over (hidden, macOS's litter,
-    /// Gradescope's metadata, or a stray file, which gets a note).
+    /// Gradescope's metadata, Classroom 50's `scores.csv`, or a stray file, which gets a
+    /// note).
     fn entry(
         &self,
         raw: &OsStr,
@@ -217,7 +222,11 @@ impl EntryReader<'_> {
         notes: &mut Vec<String>,
     ) -> Result<Option<Entry>> {
         let name = inert::line(&raw.to_string_lossy());
-        let skipped = self.layout == Layout::Gradescope && name == gradescope::METADATA;
+        let skipped = match self.layout {
+            Layout::Gradescope => name == gradescope::METADATA,
+            Layout::Classroom50 => name == classroom50::SCORES,
+            Layout::Auto | Layout::Plain => false,
+        };
         if name.starts_with('.') || name == "__MACOSX" || skipped {
             return Ok(None);
         }
@@ -260,7 +269,7 @@ impl EntryReader<'_> {
     }
 
     /// Who the entry `name` (of stem `stem`, results under `key`) belongs to: Gradescope's
-    /// metadata, else the user of a Classroom clone's name, else the stem.
+    /// metadata, else the user a Classroom 50 clone's name gives, else the stem.
     fn students(&self, name: &str, stem: &str, key: &str, notes: &mut Vec<String>) -> Vec<String> {
         match self.metadata {
             Some(map) => match map.get(name) {
@@ -273,12 +282,10 @@ impl EntryReader<'_> {
                     vec![key.to_string()]
                 }
             },
-            None if self.layout == Layout::Classroom => {
-                vec![classroom::clone_student(self.class_name, stem)
-                    .unwrap_or(stem)
-                    .to_string()]
-            }
-            None => vec![stem.to_string()],
+            None => vec![self
+                .download
+                .and_then(|download| download.student(stem))
+                .unwrap_or_else(|| stem.to_string())],
         }
     }
 }
@@ -540,16 +547,21 @@ mod tests {
     }
 
     #[test]
-    fn a_classroom_clone_names_its_students_by_user() {
+    fn a_classroom_50_download_names_its_students_by_user() {
         let top = tempfile::tempdir().expect("a temp folder");
-        let dir = top.path().join("mandelbrot-submissions");
-        write(&dir.join("mandelbrot-ada/Cargo.toml"), "[workspace]\n");
-        write(&dir.join("mandelbrot-grace/.git/HEAD"), "ref\n");
+        let dir = top
+            .path()
+            .join("gpu-mandelbrot_submissions_2026_11_27_T_01_02_03");
+        write(&dir.join("gpu-mandelbrot-ada/Cargo.toml"), "[workspace]\n");
+        // What the tool writes into a clone is the student's, graded as any file of theirs.
+        write(&dir.join("gpu-mandelbrot-ada/result.json"), "{}");
+        write(&dir.join("gpu-mandelbrot-grace/.git/HEAD"), "ref\n");
         write(&dir.join("notes.txt"), "x");
-        fs::write(dir.join("mandelbrot-linus.zip"), "zip").expect("written");
-        std::os::unix::fs::symlink("/etc", dir.join("mandelbrot-eve")).expect("a link");
+        write(&dir.join(classroom50::SCORES), "username\nmallory\n");
+        fs::write(dir.join("gpu-mandelbrot-linus.zip"), "zip").expect("written");
+        std::os::unix::fs::symlink("/etc", dir.join("gpu-mandelbrot-eve")).expect("a link");
         let class = discover(&dir, Layout::Auto).expect("a class");
-        assert_eq!(class.layout, "GitHub Classroom's clone");
+        assert_eq!(class.layout, "Classroom 50's download");
         let rows: Vec<(&str, &str, &Form)> = class
             .entries
             .iter()
@@ -558,20 +570,64 @@ mod tests {
         assert_eq!(
             rows,
             [
-                ("ada", "mandelbrot-ada", &Form::Folder),
+                ("ada", "gpu-mandelbrot-ada", &Form::Folder),
                 (
                     "eve",
-                    "mandelbrot-eve",
+                    "gpu-mandelbrot-eve",
                     &Form::Refused("is a symbolic link".into())
                 ),
-                ("grace", "mandelbrot-grace", &Form::Folder),
-                ("linus", "mandelbrot-linus", &Form::Archive(Kind::Zip)),
+                ("grace", "gpu-mandelbrot-grace", &Form::Folder),
+                ("linus", "gpu-mandelbrot-linus", &Form::Archive(Kind::Zip)),
             ]
         );
-        assert!(
-            class.notes[0].starts_with("notes.txt: neither"),
-            "{:?}",
-            class.notes
+        assert_eq!(
+            class.notes,
+            ["notes.txt: neither a folder nor a .zip or tarball: passed over"]
+        );
+    }
+
+    /// Named by `gh teacher download -d`, the folder is known by its scores.csv, whose users
+    /// name the clones; without one it is one entry per student, unless named Classroom 50's.
+    #[test]
+    fn a_download_named_by_the_instructor_is_read_from_its_scores() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let dir = top.path().join("hw1");
+        write(&dir.join("cs-hw1-ada/Cargo.toml"), "[workspace]\n");
+        write(&dir.join("cs-hw1-b-ada/Cargo.toml"), "[workspace]\n");
+        let students = |layout| -> (&'static str, Vec<String>) {
+            let class = discover(&dir, layout).expect("a class");
+            let names = class
+                .entries
+                .iter()
+                .map(|e| e.students[0].clone())
+                .collect();
+            (class.layout, names)
+        };
+        assert_eq!(
+            students(Layout::Auto),
+            (
+                "one entry per student",
+                vec!["cs-hw1-ada".into(), "cs-hw1-b-ada".into()]
+            )
+        );
+        assert_eq!(
+            students(Layout::Classroom50),
+            (
+                "Classroom 50's download",
+                vec!["cs-hw1-ada".into(), "cs-hw1-b-ada".into()]
+            )
+        );
+        write(
+            &dir.join(classroom50::SCORES),
+            "username,first_name,last_name,email,section,score,max_score,datetime,\
+             submission_tag,submitted_by,review_url,late,override\nAda,,,,,,,,,,,,\nb-ada,,,,,,,,,,,,\n",
+        );
+        assert_eq!(
+            students(Layout::Auto),
+            (
+                "Classroom 50's download",
+                vec!["Ada".into(), "b-ada".into()]
+            )
         );
     }
 

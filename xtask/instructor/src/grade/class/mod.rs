@@ -1,7 +1,7 @@
 //! `cargo instructor grade --class DIR --out OUT`: every submission of a class, one row each.
 //!
 //! 1. Read DIR ([`entries`]): one submission per folder, zip or tarball, in the layouts of
-//!    Gradescope's export and GitHub Classroom's clone; a digest of each.
+//!    Gradescope's export and Classroom 50's download; a digest of each.
 //! 2. Pass over the submissions already graded with the same content by the same grader
 //!    (an interrupted class resumes where it stopped).
 //! 3. Grade the others ([`one`]): each by this same binary, `grade SUBMISSION --gradescope
@@ -13,7 +13,7 @@
 //! A submission that does not build, hangs or attacks costs its own row; the command fails
 //! only when it cannot grade the class at all.
 
-mod classroom;
+mod classroom50;
 mod entries;
 mod gpus;
 mod gradebook;
@@ -42,7 +42,7 @@ use shared::output::Output;
 #[derive(clap::Args)]
 pub struct ClassArgs {
     /// Grade a whole class: every entry of DIR (a folder, a .zip or a tarball) is one
-    /// submission, as Gradescope's "Export Submissions" or `gh classroom clone student-repos`
+    /// submission, as Gradescope's "Export Submissions" or Classroom 50's `gh teacher download`
     /// lays them out. On a machine without Rust, give --prebuilt and folders made by
     /// `grade SUBMISSION --build-only` where Rust is (with --bin-dir from `cargo xtask dist`)
     #[arg(
@@ -53,7 +53,8 @@ pub struct ClassArgs {
     )]
     pub class: Option<PathBuf>,
     /// How DIR is laid out; `auto` reads it from DIR itself (its submission_metadata.yml,
-    /// its `-submissions` name), never from inside a submission
+    /// Classroom 50's scores.csv or its `_submissions_TIMESTAMP` name), never from inside a
+    /// submission
     #[arg(long, value_enum, default_value_t, requires = "class")]
     pub layout: entries::Layout,
     /// DIR's entries are folders you made with `grade SUBMISSION --build-only` (for a
