@@ -132,6 +132,39 @@ fn read_source(path: &Path) -> Result<String> {
     })
 }
 
+/// NVRTC 12's library, by the name cudarc loads it under on this system.
+pub const LIBRARY: &str = if cfg!(windows) {
+    "nvrtc64_120_0.dll"
+} else {
+    "libnvrtc.so.12"
+};
+
+/// Where pip's `nvidia-cuda-nvrtc-cu12` puts [`LIBRARY`], under its `--target` folder.
+pub const PIP_FOLDER: &str = if cfg!(windows) {
+    "nvidia/cuda_nvrtc/bin"
+} else {
+    "nvidia/cuda_nvrtc/lib"
+};
+
+/// The variable whose folders the loader searches for a library loaded by name.
+pub const LOADER_PATH: &str = if cfg!(windows) {
+    "PATH"
+} else {
+    "LD_LIBRARY_PATH"
+};
+
+/// Why NVRTC cannot be had on this system at all, where that is so: NVIDIA ships none for
+/// macOS (pip's package installs an empty placeholder there), so no kernel compiles, and the
+/// GPU labs run neither on a GPU nor on the CPU device.
+pub const UNAVAILABLE: Option<&str> = if cfg!(target_os = "macos") {
+    Some(
+        "no NVRTC for macOS (NVIDIA ships none), so the GPU labs cannot run here, not even \
+         on the CPU device: use the dev container, a Linux machine or Colab",
+    )
+} else {
+    None
+};
+
 /// Whether NVRTC's library can be loaded (cudarc panics on first use where it cannot).
 pub fn is_present() -> bool {
     // SAFETY: only tries to dlopen the library by its usual names.
