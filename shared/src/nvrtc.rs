@@ -289,6 +289,24 @@ fn c_chars_to_string(raw: &[c_char]) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_libraries_are_named_as_cudarc_looks_for_them() {
+        // NVRTC's file, looked for in .nvrtc and on the loader's path, is one cudarc loads.
+        assert!(
+            cudarc::get_lib_name_candidates("nvrtc").contains(&LIBRARY.to_string()),
+            "{LIBRARY}"
+        );
+        // The CPU device answers to the first name cudarc asks for the driver by: its soname
+        // on Linux (cpu-device's build.rs), its file's name on Windows (`shared::gpu`).
+        let first = cudarc::get_lib_name_candidates("cuda").into_iter().next();
+        let expected = if cfg!(windows) {
+            "cuda.dll"
+        } else {
+            "libcuda.so"
+        };
+        assert_eq!(first.as_deref(), Some(expected));
+    }
+
     const PTX: &str = "\
         mul.rn.f64 %fd1, %fd2, %fd3;\n\
         $L__BB0_1:\n\
