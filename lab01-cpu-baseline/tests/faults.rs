@@ -1,5 +1,8 @@
 //! lab01 under faults: special and linked targets, modes, signals, limits, broken stdout,
 //! every number notation. The checks themselves are shared (`shared::fault_testing`).
+//!
+//! Unix only: these faults (signals, modes, FIFOs, resource limits) are Unix's.
+#![cfg(unix)]
 
 use shared::fault_testing::*;
 

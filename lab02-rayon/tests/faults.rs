@@ -1,5 +1,8 @@
 //! lab02 under faults: special and linked targets, modes, signals, limits (the thread pool's
 //! included), broken stdout, PNG output. The checks are shared (`shared::fault_testing`).
+//!
+//! Unix only: these faults (signals, modes, FIFOs, resource limits) are Unix's.
+#![cfg(unix)]
 
 use shared::fault_testing::*;
 

@@ -1,6 +1,9 @@
 //! lab03 under faults that need no GPU: a bad output path fails before the GPU is even opened,
 //! every number notation, the help text. With a GPU (ignored otherwise): SIGKILL in the
 //! middle of a large run leaves nothing. The checks are shared (`shared::fault_testing`).
+//!
+//! Unix only: these faults (signals, modes, FIFOs, resource limits) are Unix's.
+#![cfg(unix)]
 
 use shared::fault_testing::*;
 

@@ -1,6 +1,9 @@
 //! lab05 under faults: its PNG and raw file committed together, special and linked targets,
 //! modes, signals, limits, broken stdout, every number notation. The generic checks are
 //! shared (`shared::fault_testing`).
+//!
+//! Unix only: these faults (signals, modes, FIFOs, resource limits) are Unix's.
+#![cfg(unix)]
 
 use std::fs;
 

@@ -1,5 +1,8 @@
 //! lab06 under faults: broken stdout, a process limit, a --save-ptx path that cannot be
 //! written (refused before the work), every number notation.
+//!
+//! Unix only: these faults (signals, modes, FIFOs, resource limits) are Unix's.
+#![cfg(unix)]
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -55,23 +55,32 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// One line for an output error: what went wrong and, where it helps, what to do.
+///
+/// Told by the error's kind, which every platform maps its own codes to (Windows' too);
+/// by the raw code only where std has no stable kind for it.
 pub fn explain(error: &io::Error) -> String {
-    let advice = match error.raw_os_error() {
-        Some(libc::ENOENT) => "its folder does not exist; create the folder first or choose another path",
-        Some(libc::ENOTDIR) => "a part of the path that should be a folder is a file; choose another path",
-        Some(libc::EISDIR) => "it is a folder; add a file name to the path (e.g. DIR/out.ppm)",
-        Some(libc::EACCES) | Some(libc::EPERM) => {
+    use io::ErrorKind as Kind;
+    let advice = match error.kind() {
+        Kind::NotFound => "its folder does not exist; create the folder first or choose another path",
+        Kind::NotADirectory => "a part of the path that should be a folder is a file; choose another path",
+        Kind::IsADirectory => "it is a folder; add a file name to the path (e.g. DIR/out.ppm)",
+        Kind::PermissionDenied => {
             "permission denied; choose a folder you may write to (a new file needs write permission on its folder)"
         }
-        Some(libc::EROFS) => "the file system is read-only; choose another folder",
-        Some(libc::ENOSPC) => "no space left on the device; free some space, choose another disk or a smaller size",
-        Some(libc::EDQUOT) => "the disk quota is exhausted; free some space or choose a smaller size",
-        Some(libc::EFBIG) => {
+        Kind::ReadOnlyFilesystem => "the file system is read-only; choose another folder",
+        Kind::StorageFull => "no space left on the device; free some space, choose another disk or a smaller size",
+        Kind::QuotaExceeded => "the disk quota is exhausted; free some space or choose a smaller size",
+        Kind::FileTooLarge => {
             "the file would exceed this shell's file-size limit (ulimit -f); raise it or choose a smaller size"
         }
-        Some(libc::ENAMETOOLONG) => "the name is too long (at most 255 bytes per name)",
-        Some(libc::ELOOP) => "the path is a loop of symbolic links",
-        Some(libc::EBUSY) | Some(libc::ETXTBSY) => "the file is busy; choose another path",
+        #[cfg(unix)]
+        Kind::InvalidFilename => "the name is too long (at most 255 bytes per name)",
+        // Windows also refuses the characters <>:"/\\|?* in a name.
+        #[cfg(not(unix))]
+        Kind::InvalidFilename => "the name is not allowed here (too long, or with one of <>:\"|?*); choose another name",
+        Kind::ResourceBusy | Kind::ExecutableFileBusy => "the file is busy; choose another path",
+        #[cfg(unix)]
+        _ if error.raw_os_error() == Some(libc::ELOOP) => "the path is a loop of symbolic links",
         _ => return error.to_string(),
     };
     advice.to_string()

@@ -233,13 +233,14 @@ pub fn device_count() -> Result<usize> {
 /// lacks a function when it is first called; so both libraries, and every function the
 /// labs call, are looked for first.
 fn load_libraries() -> Result<()> {
-    const DRIVER: &str = "install the NVIDIA driver (CUDA 12.0 or newer) and check that \
-                          libcuda.so.1 is on the library path";
+    if let Some(why) = crate::nvrtc::UNAVAILABLE {
+        return Err(Error::NoGpu(why.to_string()));
+    }
     // SAFETY: only tries to dlopen the library by its usual names.
     if !unsafe { sys::is_culib_present() } {
         return Err(no_gpu(
-            "the NVIDIA driver library (libcuda.so) was not found",
-            DRIVER,
+            &format!("the NVIDIA driver library ({DRIVER_LIBRARY}) was not found"),
+            DRIVER_FIX,
         ));
     }
     // SAFETY: the library is present (just checked); this loads it as cudarc will.
@@ -247,15 +248,18 @@ fn load_libraries() -> Result<()> {
     if let Some(name) = missing_symbol(driver, DRIVER_FUNCTIONS) {
         return Err(no_gpu(
             &format!(
-                "the driver library (libcuda.so) has no function {name}: it is not a \
+                "the driver library ({DRIVER_LIBRARY}) has no function {name}: it is not a \
                  real driver, or older than CUDA 12.0"
             ),
-            DRIVER,
+            DRIVER_FIX,
         ));
     }
     if !crate::nvrtc::is_present() {
         return Err(no_nvrtc(
-            "NVRTC, CUDA's run-time compiler (libnvrtc.so.12), was not found",
+            &format!(
+                "NVRTC, CUDA's run-time compiler ({}), was not found",
+                crate::nvrtc::LIBRARY
+            ),
             EMULATED.load(Ordering::Relaxed),
         ));
     }
@@ -263,7 +267,10 @@ fn load_libraries() -> Result<()> {
     let compiler = unsafe { nvrtc::sys::culib() };
     if let Some(name) = missing_symbol(compiler, NVRTC_FUNCTIONS) {
         return Err(no_nvrtc(
-            &format!("NVRTC (libnvrtc.so) has no function {name}: it is incomplete or too old"),
+            &format!(
+                "NVRTC ({}) has no function {name}: it is incomplete or too old",
+                crate::nvrtc::LIBRARY
+            ),
             EMULATED.load(Ordering::Relaxed),
         ));
     }
@@ -284,6 +291,18 @@ fn no_nvrtc(what: &str, emulated: bool) -> Error {
         )),
     }
 }
+
+/// The NVIDIA driver's library, as the messages name it, and what to do where it is missing.
+#[cfg(windows)]
+const DRIVER_LIBRARY: &str = "nvcuda.dll";
+#[cfg(windows)]
+const DRIVER_FIX: &str = "install the NVIDIA driver (CUDA 12.0 or newer), which puts nvcuda.dll \
+                          in the system folder";
+#[cfg(not(windows))]
+const DRIVER_LIBRARY: &str = "libcuda.so";
+#[cfg(not(windows))]
+const DRIVER_FIX: &str = "install the NVIDIA driver (CUDA 12.0 or newer) and check that \
+                          libcuda.so.1 is on the library path";
 
 /// Milliseconds between two recorded events, once the second has completed.
 pub fn elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f64> {
@@ -327,8 +346,12 @@ pub const EMULATE_VARIABLE: &str = "LABS_EMULATE";
 /// Set once the CPU device is loaded in place of the driver.
 static EMULATED: AtomicBool = AtomicBool::new(false);
 
-/// The CPU device's library, as cargo names it.
-const CPU_DEVICE_LIBRARY: &str = "libcpu_device.so";
+/// The CPU device's library, as cargo names it on this system (`libcpu_device.so`,
+/// `cpu_device.dll`).
+pub fn cpu_device_file() -> String {
+    use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
+    format!("{DLL_PREFIX}cpu_device{DLL_SUFFIX}")
+}
 
 impl DeviceArg {
     /// With `--emulate`, load the CPU device so that every driver call from here on goes to
@@ -341,34 +364,75 @@ impl DeviceArg {
     }
 }
 
-/// Load the CPU device in place of the NVIDIA driver.
-///
-/// The library names itself `libcuda.so` (its soname), so once it is loaded the dynamic
-/// loader hands it out to cudarc's own `dlopen("libcuda.so")` instead of looking for the
-/// driver: cudarc, and the lab, talk to it unchanged. `CPU_DEVICE_LIBRARY` names the file;
-/// otherwise it is looked for beside the program, where cargo builds it.
+/// Load the CPU device in place of the NVIDIA driver: cudarc, and the lab, talk to it
+/// unchanged. `CPU_DEVICE_LIBRARY` names the file; otherwise it is looked for beside the
+/// program, where cargo builds it.
 pub fn use_cpu_device() -> Result<()> {
+    if let Some(why) = crate::nvrtc::UNAVAILABLE {
+        return Err(Error::NoGpu(why.to_string()));
+    }
     let path = match std::env::var_os("CPU_DEVICE_LIBRARY") {
         Some(path) => PathBuf::from(path),
         None => find_cpu_device()?,
     };
-    // SAFETY: loading the CPU device runs no initialisation code of its own (no
-    // constructors); RTLD_GLOBAL keeps it for the loader's later look-ups by soname.
-    let library = unsafe {
-        libloading::os::unix::Library::open(
-            Some(&path),
-            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
-        )
-    }
-    .map_err(|e| {
+    load_as_driver(&path).map_err(|e| {
         Error::NoGpu(format!(
             "the CPU device ({}) did not load: {e}; rebuild it with `cargo build --release -p cpu-device`",
             path.display()
         ))
     })?;
+    EMULATED.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Load the library at `path` so that cudarc's own look-up of the driver finds it.
+///
+/// The library names itself `libcuda.so` (its soname), so once it is loaded the dynamic
+/// loader hands it out to cudarc's `dlopen("libcuda.so")` instead of looking for the driver.
+#[cfg(unix)]
+fn load_as_driver(path: &Path) -> std::result::Result<(), String> {
+    // SAFETY: loading the CPU device runs no initialisation code of its own (no
+    // constructors); RTLD_GLOBAL keeps it for the loader's later look-ups by soname.
+    let library = unsafe {
+        libloading::os::unix::Library::open(
+            Some(path),
+            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+        )
+    }
+    .map_err(|e| e.to_string())?;
     // Kept loaded for the life of the process: cudarc holds its functions.
     std::mem::forget(library);
-    EMULATED.store(true, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Load the library at `path` so that cudarc's own look-up of the driver finds it.
+///
+/// Windows hands out a loaded library to a later `LoadLibrary` of the same file name, and
+/// `cuda.dll` is the first name cudarc asks for (before `nvcuda.dll`, the driver's). Cargo
+/// names the CPU device `cpu_device.dll`, so a copy named `cuda.dll` is kept in a folder
+/// beside it and loaded from there; it is rewritten only when it differs, since a library
+/// that another lab has loaded cannot be replaced.
+#[cfg(windows)]
+fn load_as_driver(path: &Path) -> std::result::Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let copy = path.with_file_name("cpu-device-as-driver").join("cuda.dll");
+    let current = |copy: &Path| std::fs::read(copy).is_ok_and(|old| old == bytes);
+    if !current(&copy) {
+        if let Some(folder) = copy.parent() {
+            std::fs::create_dir_all(folder).map_err(|e| e.to_string())?;
+        }
+        let written = crate::output::write_file(&copy, &bytes);
+        // Another lab may have written the same bytes meanwhile, and holds them loaded.
+        if let Err(e) = written {
+            if !current(&copy) {
+                return Err(e.to_string());
+            }
+        }
+    }
+    // SAFETY: as on Unix, the CPU device runs no initialisation code of its own.
+    let library = unsafe { libloading::Library::new(&copy) }.map_err(|e| e.to_string())?;
+    // Kept loaded for the life of the process: cudarc holds its functions.
+    std::mem::forget(library);
     Ok(())
 }
 
@@ -381,20 +445,18 @@ fn find_cpu_device() -> Result<PathBuf> {
         ))
     })?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    [
-        dir.join(CPU_DEVICE_LIBRARY),
-        dir.join("..").join(CPU_DEVICE_LIBRARY),
-    ]
-    .into_iter()
-    .find(|p| p.is_file())
-    .ok_or_else(|| {
-        Error::NoGpu(format!(
-            "the CPU device ({CPU_DEVICE_LIBRARY}) is not built beside {}: build it with \
+    let file = cpu_device_file();
+    [dir.join(&file), dir.join("..").join(&file)]
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            Error::NoGpu(format!(
+                "the CPU device ({file}) is not built beside {}: build it with \
                  `cargo build --release -p cpu-device` (`cargo xtask` builds it with the labs), \
                  or name it with CPU_DEVICE_LIBRARY",
-            dir.display()
-        ))
-    })
+                dir.display()
+            ))
+        })
 }
 
 #[cfg(test)]

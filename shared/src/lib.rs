@@ -18,7 +18,8 @@
 pub mod cli;
 pub mod error;
 pub mod exercise;
-#[cfg(feature = "testing")]
+/// The faults are Unix's (signals, modes, FIFOs, resource limits).
+#[cfg(all(feature = "testing", unix))]
 pub mod fault_testing;
 pub mod gpu;
 pub mod mandelbrot;

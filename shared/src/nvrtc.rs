@@ -134,6 +134,39 @@ fn read_source(path: &Path) -> Result<String> {
     })
 }
 
+/// NVRTC 12's library, by the name cudarc loads it under on this system.
+pub const LIBRARY: &str = if cfg!(windows) {
+    "nvrtc64_120_0.dll"
+} else {
+    "libnvrtc.so.12"
+};
+
+/// Where pip's `nvidia-cuda-nvrtc-cu12` puts [`LIBRARY`], under its `--target` folder.
+pub const PIP_FOLDER: &str = if cfg!(windows) {
+    "nvidia/cuda_nvrtc/bin"
+} else {
+    "nvidia/cuda_nvrtc/lib"
+};
+
+/// The variable whose folders the loader searches for a library loaded by name.
+pub const LOADER_PATH: &str = if cfg!(windows) {
+    "PATH"
+} else {
+    "LD_LIBRARY_PATH"
+};
+
+/// Why NVRTC cannot be had on this system at all, where that is so: NVIDIA ships none for
+/// macOS (pip's package installs an empty placeholder there), so no kernel compiles, and the
+/// GPU labs run neither on a GPU nor on the CPU device.
+pub const UNAVAILABLE: Option<&str> = if cfg!(target_os = "macos") {
+    Some(
+        "no NVRTC for macOS (NVIDIA ships none), so the GPU labs cannot run here, not even \
+         on the CPU device: use the dev container, a Linux machine or Colab",
+    )
+} else {
+    None
+};
+
 /// Whether NVRTC's library can be loaded (cudarc panics on first use where it cannot): by
 /// the loader's own search, or from the workspace's `.nvrtc` ([`load_workspace_copy`]).
 pub fn is_present() -> bool {
@@ -144,7 +177,11 @@ pub fn is_present() -> bool {
 
 /// NVRTC as `cargo xtask install-nvrtc` (pip's `nvidia-cuda-nvrtc-cu12`) puts it in a
 /// workspace: this path under the workspace's root.
-pub const WORKSPACE_COPY: &str = ".nvrtc/nvidia/cuda_nvrtc/lib/libnvrtc.so.12";
+pub const WORKSPACE_COPY: &str = if cfg!(windows) {
+    ".nvrtc/nvidia/cuda_nvrtc/bin/nvrtc64_120_0.dll"
+} else {
+    ".nvrtc/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
+};
 
 /// What to do where NVRTC is not found: the one place the labs and the tests say it.
 pub const INSTALL_HINT: &str = "`cargo xtask install-nvrtc` installs it into the workspace's \
@@ -171,12 +208,17 @@ fn load_workspace_copy() {
         // SAFETY: NVRTC's own library, run-time compiler of the toolkit; loading it runs its
         // initialisers as cudarc's own load would. RTLD_GLOBAL keeps it for the loader's
         // later look-ups by soname.
+        #[cfg(unix)]
         let loaded = unsafe {
             libloading::os::unix::Library::open(
                 Some(&path),
                 libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
             )
         };
+        // SAFETY: as above; Windows hands a later load by the same file name the module
+        // already loaded.
+        #[cfg(not(unix))]
+        let loaded = unsafe { libloading::Library::new(&path) };
         // Kept loaded for the life of the process: cudarc holds its functions. One that does
         // not load is as good as none: the caller says NVRTC was not found.
         if let Ok(library) = loaded {
@@ -317,6 +359,24 @@ fn c_chars_to_string(raw: &[c_char]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_libraries_are_named_as_cudarc_looks_for_them() {
+        // NVRTC's file, looked for in .nvrtc and on the loader's path, is one cudarc loads.
+        assert!(
+            cudarc::get_lib_name_candidates("nvrtc").contains(&LIBRARY.to_string()),
+            "{LIBRARY}"
+        );
+        // The CPU device answers to the first name cudarc asks for the driver by: its soname
+        // on Linux (cpu-device's build.rs), its file's name on Windows (`shared::gpu`).
+        let first = cudarc::get_lib_name_candidates("cuda").into_iter().next();
+        let expected = if cfg!(windows) {
+            "cuda.dll"
+        } else {
+            "libcuda.so"
+        };
+        assert_eq!(first.as_deref(), Some(expected));
+    }
 
     const PTX: &str = "\
         mul.rn.f64 %fd1, %fd2, %fd3;\n\

@@ -19,6 +19,11 @@
 //!   a name beside its target first, and only when all have one are they renamed into place.
 //! - A file-size limit (`ulimit -f`) makes a write fail with an error instead of killing the
 //!   process with SIGXFSZ.
+//! - On Windows the same policy holds with a named file beside the target, less what
+//!   Windows has no equivalent for: no modes or owners to keep (the read-only flag is kept),
+//!   no signals held during a commit (Ctrl-C between two renames of [`commit_all`] may leave
+//!   some targets replaced and a temporary `.out-*.tmp` file beside the others), and two
+//!   outputs are told apart by their canonical paths, not by hard links.
 //! - Messages name the path the user gave and say what to do; never a temporary path.
 //! - A lab's run notes what it committed ([`note_commits`]), so that its report can say
 //!   where each file went.
@@ -29,7 +34,7 @@
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::ffi::OsStrExt;
+#[cfg(unix)]
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -67,18 +72,21 @@ impl Output {
         ignore_file_size_signal();
         let fail = |e: io::Error| Error::output(path, e);
         if path.as_os_str().is_empty() {
-            return Err(fail(io::Error::from_raw_os_error(libc::ENOENT)));
+            return Err(fail(io::ErrorKind::NotFound.into()));
         }
         // "out/" names a folder even when it does not exist (`Path` forgets the slash).
-        if path.as_os_str().as_bytes().ends_with(b"/") {
-            return Err(fail(io::Error::from_raw_os_error(libc::EISDIR)));
+        let ends_with_separator = path
+            .as_os_str()
+            .as_encoded_bytes()
+            .last()
+            .is_some_and(|&byte| std::path::is_separator(char::from(byte)));
+        if ends_with_separator {
+            return Err(fail(io::ErrorKind::IsADirectory.into()));
         }
         // `metadata` follows every link, the kernel's own /proc/self/fd links included.
         let followed = fs::metadata(path);
         match &followed {
-            Ok(meta) if meta.is_dir() => {
-                return Err(fail(io::Error::from_raw_os_error(libc::EISDIR)))
-            }
+            Ok(meta) if meta.is_dir() => return Err(fail(io::ErrorKind::IsADirectory.into())),
             Ok(meta) if !meta.is_file() => return in_place(path, false),
             _ => {}
         }
@@ -102,6 +110,7 @@ impl Output {
         if let Ok(old) = followed {
             // Keep the replaced file's owner (only root may give a file away; otherwise this
             // fails harmlessly) and then its mode (a chown clears set-id bits).
+            #[cfg(unix)]
             let _ = std::os::unix::fs::fchown(&file, Some(old.uid()), Some(old.gid()));
             file.set_permissions(old.permissions()).map_err(fail)?;
         }
@@ -304,17 +313,23 @@ pub fn check_distinct(outputs: &[(&str, &Path)]) -> Result<()> {
     Ok(())
 }
 
-/// What identifies a file: its device and inode when it exists, else its folder's and its
-/// own name.
+/// What identifies a file: its device and inode when it exists (on Windows, its canonical
+/// path), else its folder's and its own name.
 #[derive(PartialEq)]
 enum FileKey {
+    #[cfg(unix)]
     Existing(u64, u64),
+    #[cfg(not(unix))]
+    Existing(PathBuf),
     New(PathBuf),
 }
 
 fn file_key(path: &Path) -> Option<FileKey> {
     match fs::metadata(path) {
+        #[cfg(unix)]
         Ok(meta) if meta.is_file() => Some(FileKey::Existing(meta.dev(), meta.ino())),
+        #[cfg(not(unix))]
+        Ok(meta) if meta.is_file() => fs::canonicalize(path).ok().map(FileKey::Existing),
         Ok(_) => None,
         Err(_) => {
             let target = final_name(path).ok()??;
@@ -360,7 +375,16 @@ fn final_name(path: &Path) -> io::Result<Option<PathBuf>> {
             Err(e) => return Err(e),
         }
     }
-    Err(io::Error::from_raw_os_error(libc::ELOOP))
+    Err(links_loop())
+}
+
+/// The error of a path that is a loop of symbolic links (`io::ErrorKind` has no stable kind
+/// for it).
+fn links_loop() -> io::Error {
+    #[cfg(unix)]
+    return io::Error::from_raw_os_error(libc::ELOOP);
+    #[cfg(not(unix))]
+    return io::Error::other("the path is a loop of symbolic links");
 }
 
 /// The folder a path lies in ("." for a bare name).
@@ -408,6 +432,7 @@ fn open_unnamed(dir: &Path) -> Option<io::Result<File>> {
 fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
     use std::ffi::CString;
     use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
     let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
     let to = CString::new(to.as_os_str().as_bytes())?;
     // SAFETY: both are NUL-terminated paths that live across the call. AT_SYMLINK_FOLLOW
@@ -437,12 +462,11 @@ fn link_unnamed(_file: &File, _to: &Path) -> io::Result<()> {
 fn open_named(dir: &Path) -> io::Result<(File, PathBuf)> {
     loop {
         let temp = dir.join(temp_name());
-        match OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o666)
-            .open(&temp)
-        {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        options.mode(0o666);
+        match options.open(&temp) {
             Ok(file) => return Ok((file, temp)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
@@ -459,30 +483,45 @@ fn temp_name() -> String {
 }
 
 /// With SIGXFSZ ignored, a write past `ulimit -f` fails with EFBIG, which becomes an error
-/// line; by default the signal kills the process without a word.
+/// line; by default the signal kills the process without a word. (Windows has no such
+/// limit.)
 fn ignore_file_size_signal() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: setting a signal's disposition to "ignore" installs no handler.
-        unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
-    });
+    #[cfg(unix)]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: setting a signal's disposition to "ignore" installs no handler.
+            unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+        });
+    }
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP held back until dropped: a signal that arrives meanwhile is
 /// noted, and raised again once the previous handling is back. (A signal mask would not do:
 /// it holds a signal back from one thread, and the kernel hands it to any other, such as one
-/// of rayon's.)
+/// of rayon's.) Windows has no such signals: nothing is held there.
 struct SignalsHeld {
+    #[cfg(unix)]
     old: Vec<(libc::c_int, libc::sigaction)>,
 }
 
 /// The signal that arrived while held, or 0.
+#[cfg(unix)]
 static HELD_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
+#[cfg(unix)]
 extern "C" fn note_signal(signal: libc::c_int) {
     HELD_SIGNAL.store(signal, Ordering::SeqCst);
 }
 
+#[cfg(not(unix))]
+impl SignalsHeld {
+    fn new() -> SignalsHeld {
+        SignalsHeld {}
+    }
+}
+
+#[cfg(unix)]
 impl SignalsHeld {
     fn new() -> SignalsHeld {
         let mut old = Vec::new();
@@ -503,6 +542,7 @@ impl SignalsHeld {
     }
 }
 
+#[cfg(unix)]
 impl Drop for SignalsHeld {
     fn drop(&mut self) {
         for (signal, previous) in &self.old {
@@ -591,8 +631,6 @@ impl ImageFile {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
-
     use super::*;
 
     fn names(dir: &Path) -> Vec<String> {
@@ -610,9 +648,13 @@ mod tests {
         let path = dir.path().join("out.txt");
         let mut output = Output::create(&path).unwrap();
         output.write_all(b"hello").unwrap();
+        // Elsewhere than Linux (no O_TMPFILE) the bytes have a hidden temporary name.
+        let before = names(dir.path());
         assert!(
-            names(dir.path()).is_empty(),
-            "nothing visible before the commit"
+            before
+                .iter()
+                .all(|name| !cfg!(target_os = "linux") && name.starts_with(".out-")),
+            "nothing visible before the commit: {before:?}"
         );
         output.commit().unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"hello");
@@ -632,7 +674,9 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_replaced_file_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out.txt");
         fs::write(&path, b"old").unwrap();
@@ -643,6 +687,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_symlink_is_followed_and_kept() {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("real.txt");
@@ -658,12 +703,16 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn dev_null_is_written_in_place() {
         write_file(Path::new("/dev/null"), b"discarded").unwrap();
         assert!(!fs::metadata("/dev/null").unwrap().is_file());
     }
 
     #[test]
+    // Linux only: elsewhere the second file has a name in its folder, which then cannot be
+    // removed.
+    #[cfg(target_os = "linux")]
     fn a_group_commits_all_or_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let first = dir.path().join("first.txt");

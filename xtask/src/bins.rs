@@ -90,8 +90,8 @@ impl Bins {
         let mut command = self.command(program.lab);
         command.args(program.variant.flags);
         if program.emulates().is_some() {
-            if let Some(path) = crate::nvrtc::library_path() {
-                command.env("LD_LIBRARY_PATH", path);
+            if let Some((variable, path)) = crate::nvrtc::library_path() {
+                command.env(variable, path);
             }
         }
         command

@@ -24,9 +24,6 @@ pub struct Args {
     tests: bool,
 }
 
-/// The CPU device's library, as cargo names it.
-const CPU_DEVICE: &str = "libcpu_device.so";
-
 pub fn run(args: Args) -> Result<()> {
     // Checked first: a folder that is not ours fails before minutes of building.
     let previous = previous_files(&args.out)?;
@@ -47,7 +44,9 @@ pub fn run(args: Args) -> Result<()> {
     // The CPU device beside the labs, where `--emulate` looks for it.
     let mut files: Vec<(PathBuf, PathBuf)> = binaries
         .into_iter()
-        .chain([target_dir().join("release").join(CPU_DEVICE)])
+        .chain([target_dir()
+            .join("release")
+            .join(shared::gpu::cpu_device_file())])
         .map(|path| {
             let name = path.file_name().map(PathBuf::from).unwrap_or_default();
             (path, name)

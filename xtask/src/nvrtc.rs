@@ -4,11 +4,11 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use shared::nvrtc::WORKSPACE_COPY;
+use shared::nvrtc::{LIBRARY, LOADER_PATH, PIP_FOLDER};
 
 /// Where `.ci/run` and `cargo xtask install-nvrtc` install NVRTC (pip's
-/// `nvidia-cuda-nvrtc-cu12`), in the workspace root.
-pub const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
+/// `nvidia-cuda-nvrtc-cu12`), in the workspace root; the library lies in its [`PIP_FOLDER`].
+pub const NVRTC_FOLDER: &str = ".nvrtc";
 
 /// The command that puts NVRTC in [`NVRTC_FOLDER`], as `.ci/run` does: what
 /// `install-nvrtc` runs, and what the message saying NVRTC is missing gives to type.
@@ -29,7 +29,7 @@ pub struct Args {}
 /// ships no NVRTC, as on macOS).
 pub fn install(_: Args) -> anyhow::Result<()> {
     let root = crate::bins::workspace_root();
-    let library = root.join(WORKSPACE_COPY);
+    let library = root.join(shared::nvrtc::WORKSPACE_COPY);
     if !library.is_file() {
         shared::cli::eprint_line(&format!("xtask: running {NVRTC_INSTALL}"));
         let mut words = NVRTC_INSTALL.split(' ');
@@ -61,7 +61,8 @@ pub fn install(_: Args) -> anyhow::Result<()> {
 
 /// Where NVRTC was found.
 pub enum Nvrtc {
-    /// The pip package's library folder (added to the tests' `LD_LIBRARY_PATH`).
+    /// The pip package's library folder (added to the tests' `LD_LIBRARY_PATH`, or `PATH` on
+    /// Windows).
     Folder(PathBuf),
     /// Where the system's dynamic loader finds it.
     System,
@@ -69,42 +70,52 @@ pub enum Nvrtc {
 
 /// NVRTC in the workspace's `.nvrtc/` folder, else on the system; or why not.
 ///
-/// cudarc 0.19 (with `cuda-12000`) loads `libnvrtc.so`, `libnvrtc.so.12`, `.11`, ... by
-/// name: the folder must be on `LD_LIBRARY_PATH` when a test process starts, so it is
-/// looked for here and passed down, not loaded in this process.
+/// cudarc 0.19 (with `cuda-12000`) loads `libnvrtc.so`, `libnvrtc.so.12`, `.11`, ... (on
+/// Windows `nvrtc64_120_0.dll`) by name: the folder must be on the loader's path when a test
+/// process starts, so it is looked for here and passed down, not loaded in this process.
 pub fn find() -> Result<Nvrtc, String> {
+    if let Some(why) = shared::nvrtc::UNAVAILABLE {
+        return Err(why.to_string());
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap_or(Path::new("."));
-    let folder = root.join(NVRTC_FOLDER);
-    if folder.join("libnvrtc.so.12").is_file() {
+    let folder = root.join(NVRTC_FOLDER).join(PIP_FOLDER);
+    if folder.join(LIBRARY).is_file() {
         return Ok(Nvrtc::Folder(folder));
     }
     // A folder on the loader's path: named, so that a sandboxed lab can be given it too.
-    let path = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();
-    if let Some(dir) = std::env::split_paths(&path).find(|d| d.join("libnvrtc.so.12").is_file()) {
+    let path = std::env::var_os(LOADER_PATH).unwrap_or_default();
+    if let Some(dir) = std::env::split_paths(&path).find(|d| d.join(LIBRARY).is_file()) {
         return Ok(Nvrtc::Folder(dir));
     }
     if shared::nvrtc::is_present() {
         return Ok(Nvrtc::System);
     }
     Err(format!(
-        "NVRTC not found (no libnvrtc.so.12 on the loader's path or in {NVRTC_FOLDER}); {}",
+        "NVRTC not found (no {LIBRARY} on the loader's path or in {NVRTC_FOLDER}/{PIP_FOLDER}); {}",
         install_hint()
     ))
 }
 
-/// `LD_LIBRARY_PATH` with the pip package's folder first, where that is where NVRTC is; the
-/// labs load NVRTC by name, through the loader.
-pub fn library_path() -> Option<OsString> {
+/// The loader's path with `dir` first: the variable's name and its value.
+pub fn path_with(dir: &Path) -> Result<(&'static str, OsString), String> {
+    let mut paths = vec![dir.to_path_buf()];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os(LOADER_PATH).unwrap_or_default(),
+    ));
+    let joined = std::env::join_paths(paths)
+        .map_err(|e| format!("cannot set {LOADER_PATH} for {}: {e}", dir.display()))?;
+    Ok((LOADER_PATH, joined))
+}
+
+/// The loader's path with the pip package's folder first, where that is where NVRTC is;
+/// the labs load NVRTC by name, through the loader.
+pub fn library_path() -> Option<(&'static str, OsString)> {
     let Ok(Nvrtc::Folder(dir)) = find() else {
         return None;
     };
-    let mut paths = vec![dir];
-    paths.extend(std::env::split_paths(
-        &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
-    ));
-    std::env::join_paths(paths).ok()
+    path_with(&dir).ok()
 }
 
 #[cfg(test)]
@@ -121,10 +132,6 @@ mod tests {
             ci.contains(&format!("NVRTC_PACKAGE={package}\n")),
             "{package}"
         );
-        assert!(NVRTC_INSTALL.contains(".nvrtc") && NVRTC_FOLDER.starts_with(".nvrtc/"));
-        assert_eq!(
-            Path::new(WORKSPACE_COPY).parent(),
-            Some(Path::new(NVRTC_FOLDER))
-        );
+        assert!(NVRTC_INSTALL.contains(&format!("--target {NVRTC_FOLDER} ")));
     }
 }

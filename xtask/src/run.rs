@@ -43,8 +43,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let mut command = bins.command(lab);
     // On the CPU device, the workspace's own NVRTC (`.nvrtc/`, from pip) where it is there.
     if args.args.iter().any(|a| a == "--emulate") {
-        if let Some(path) = crate::nvrtc::library_path() {
-            command.env("LD_LIBRARY_PATH", path);
+        if let Some((variable, path)) = crate::nvrtc::library_path() {
+            command.env(variable, path);
         }
     }
     let status = command

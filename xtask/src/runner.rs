@@ -67,7 +67,9 @@ pub fn run(command: &mut Command, limit: Duration) -> Result<Finished, Failure> 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // Its own process group: whatever it starts and leaves behind is killed with it, so a
-    // child still holding stdout cannot keep the run (and its pipes) open.
+    // child still holding stdout cannot keep the run (and its pipes) open. (Windows has no
+    // process groups to kill: there the pipes' grace below bounds the wait instead.)
+    #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(command, 0);
     let started = Instant::now();
     let mut child = command
@@ -118,6 +120,7 @@ pub fn limit_for(pixels: u64) -> Duration {
 }
 
 /// Kill what is left of the run's process group (the lab itself has ended or been killed).
+#[cfg(unix)]
 fn kill_group(child: &std::process::Child) {
     if let Ok(group) = i32::try_from(child.id()) {
         // SAFETY: a signal to the group this run made; it may be gone already, harmlessly.
@@ -126,6 +129,9 @@ fn kill_group(child: &std::process::Child) {
         }
     }
 }
+
+#[cfg(not(unix))]
+fn kill_group(_: &std::process::Child) {}
 
 /// How long the pipes may stay open once the run has ended: a process that left the group
 /// (setsid) and kept them is not waited for.

@@ -364,13 +364,7 @@ fn environment(
 ) -> crate::bins::Result<Vec<(&'static str, OsString)>> {
     let mut env: Vec<(&str, OsString)> = Vec::new();
     if let Ok(Nvrtc::Folder(dir)) = &nvrtc {
-        let mut paths = vec![dir.clone()];
-        paths.extend(std::env::split_paths(
-            &std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default(),
-        ));
-        let joined = std::env::join_paths(paths)
-            .map_err(|e| format!("cannot set LD_LIBRARY_PATH for {}: {e}", dir.display()))?;
-        env.push(("LD_LIBRARY_PATH", joined));
+        env.push(crate::nvrtc::path_with(dir)?);
     }
     if !c_compiler {
         env.push((NO_C_COMPILER, "1".into()));
