@@ -210,7 +210,7 @@ pub fn checks(rubric: &Rubric, runner: Runner) -> Result<Value> {
     }
     Ok(json!({
         "setup": { "name": "setup", "command": setup(runner), "timeout": CHECK_SECONDS },
-        "library_path": xtask::nvrtc::NVRTC_FOLDER,
+        "library_path": format!("{}/{}", xtask::nvrtc::NVRTC_FOLDER, shared::nvrtc::PIP_FOLDER),
         "checks": checks,
     }))
 }
