@@ -16,14 +16,28 @@
 //! Every memory access is checked against what it may touch: its allocation (global and
 //! constant memory), the block's shared memory, the lane's local and parameter memory. A
 //! fault stops the launch with one message naming the kernel, block, thread and address.
+//! Offsets are checked in checked arithmetic (an index of -1 is 2^64 - 1 bytes in, not one
+//! byte before), and only global memory is reached through a pointer: the rest are slices.
+//!
+//! The GPU's limits hold here too ([`limits`]): threads per block, shared memory per block,
+//! local memory per thread, parameter bytes. Shared and local memory start each block (and
+//! local memory each call) filled with [`UNWRITTEN`], not zeroed, so that a kernel reading a
+//! slot no thread wrote goes wrong here as it does on the GPU, where such a slot holds
+//! whatever was there before.
+//!
+//! A launch may be given a deadline ([`run_until`]): every branch checks a flag that a
+//! watchdog thread raises when it passes, so a kernel that never ends stops with a fault
+//! saying so. (A run that never branches ends: straight code runs off its end, and calls
+//! stop at `MAX_DEPTH`.)
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
 
 use crate::float::NAN32;
 use crate::ir::*;
 use crate::load::{mask as type_mask, Module};
-use crate::memory::Snapshot;
+use crate::memory::{self, fits, Snapshot};
 use crate::ops::*;
 
 /// Run `$body` for each lane in the mask `$exec`, lowest first. A macro, not a closure,
@@ -68,6 +82,26 @@ const MAX_DEPTH: usize = 64;
 
 /// Below this many lanes, an instruction runs lane by lane; from it on, on all 32 at once.
 const WHOLE_WARP: u32 = 12;
+
+/// The byte shared and local memory hold until a thread writes them: every byte 0xff, so an
+/// unwritten `float` reads as a NaN and an unwritten integer as -1 (or its type's largest
+/// value), both of which show in a sum, a count or an index.
+pub const UNWRITTEN: u8 = 0xff;
+
+/// An H100's limits (CUDA C++ Programming Guide, compute capability 9.0): threads per
+/// block; static shared memory per block without opting in (what ptxas allows); shared
+/// memory per block with `cudaFuncAttributeMaxDynamicSharedMemorySize` (227 KiB); local
+/// memory per thread; bytes of kernel parameters.
+pub const MAX_THREADS_PER_BLOCK: u64 = 1024;
+pub const MAX_STATIC_SHARED: u64 = 0xc000;
+pub const MAX_SHARED_OPT_IN: u64 = 227 * 1024;
+pub const MAX_LOCAL_PER_THREAD: u64 = 512 * 1024;
+pub const MAX_PARAM_BYTES: u64 = 32764;
+
+/// Register slots a thread may hold across its frames: PTX's registers are virtual (ptxas
+/// maps them to at most 255), so this bounds the interpreter's memory, not the kernel's
+/// registers; NVRTC's kernels declare hundreds.
+pub const MAX_REGISTER_SLOTS: u64 = 1 << 15;
 
 #[derive(Clone, Copy, Default)]
 struct Frame {
@@ -114,15 +148,140 @@ enum Stop {
     Barrier,
 }
 
+/// Where a checked access goes: a host address in global memory, or an index into the
+/// block's shared memory, the warp's local or parameter memory, the launch's arguments.
+#[derive(Clone, Copy)]
+enum Place {
+    Global(u64),
+    Shared(usize),
+    Local(usize),
+    Param(usize),
+    KernelParam(usize),
+}
+
 struct Sizes {
     regs: usize,
     param: usize,
     local: usize,
 }
 
-/// Run the launch on `threads` host threads.
+/// The static shared memory a kernel uses: the module's shared variables and those declared
+/// inside the kernel. (ptxas counts only the module's variables the kernel names; NVRTC
+/// declares a kernel's `__shared__` variables inside it, so the two agree on its output.)
+pub fn static_shared(module: &Module, kernel: &Function) -> u64 {
+    let module_wide = module
+        .variables
+        .iter()
+        .filter(|v| v.space == Space::Shared)
+        .map(|v| v.address.saturating_add(v.size))
+        .max()
+        .unwrap_or(0);
+    module_wide.saturating_add(u64::from(kernel.shared_bytes))
+}
+
+/// Refuse a module as ptxas would: a kernel with more than 48 KiB of static shared memory,
+/// in ptxas's own words.
+pub fn check_module(module: &Module) -> Result<(), String> {
+    for f in module.functions.iter().filter(|f| f.entry) {
+        let bytes = static_shared(module, f);
+        if bytes > MAX_STATIC_SHARED {
+            return Err(format!(
+                "Entry function '{}' uses too much shared data (0x{bytes:x} bytes, 0x{MAX_STATIC_SHARED:x} max): as ptxas refuses it for the GPU; larger shared memory is dynamic, up to 227 KiB with cuFuncSetAttribute",
+                f.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the launch is within the GPU's limits ([`MAX_THREADS_PER_BLOCK`] and the rest),
+/// and within the interpreter's own ([`MAX_REGISTER_SLOTS`]): the reason in one line if not.
+pub fn limits(launch: &Launch) -> Result<(), String> {
+    let name = &launch.function.name;
+    let threads: u64 = launch.block.iter().map(|&n| u64::from(n)).product();
+    if launch.grid.contains(&0) || threads == 0 || threads > MAX_THREADS_PER_BLOCK {
+        return Err(format!(
+            "launching `{name}` with grid {:?} and block {:?}: a grid has at least one block, and a block 1 to {MAX_THREADS_PER_BLOCK} threads",
+            launch.grid, launch.block
+        ));
+    }
+    let shared = u64::from(launch.module.shared_bytes) + u64::from(launch.dynamic_shared);
+    if shared > MAX_SHARED_OPT_IN {
+        return Err(format!(
+            "launching `{name}` with {} bytes of dynamic shared memory besides {} static: a block has at most {MAX_SHARED_OPT_IN} (227 KiB) on an H100",
+            launch.dynamic_shared, launch.module.shared_bytes
+        ));
+    }
+    for f in &launch.module.functions {
+        let (regs, local, param) = (
+            u64::from(f.regs),
+            u64::from(f.local_bytes),
+            u64::from(f.param_bytes),
+        );
+        if regs > MAX_REGISTER_SLOTS {
+            return Err(format!(
+                "`{}` declares {regs} registers; the CPU device holds at most {MAX_REGISTER_SLOTS} a thread",
+                f.name
+            ));
+        }
+        if local > MAX_LOCAL_PER_THREAD {
+            return Err(format!(
+                "`{}` uses {local} bytes of local memory a thread; an H100 allows {MAX_LOCAL_PER_THREAD} (512 KiB)",
+                f.name
+            ));
+        }
+        if param > MAX_PARAM_BYTES
+            || f.params
+                .iter()
+                .any(|p| u64::from(p.0) + u64::from(p.1) > MAX_PARAM_BYTES)
+        {
+            return Err(format!(
+                "`{}` takes more than {MAX_PARAM_BYTES} bytes of parameters, the most a kernel or function takes",
+                f.name
+            ));
+        }
+    }
+    let arguments = launch
+        .function
+        .params
+        .iter()
+        .map(|p| u64::from(p.0) + u64::from(p.1))
+        .max()
+        .unwrap_or(0);
+    if arguments > launch.params.len() as u64 {
+        return Err(format!(
+            "`{name}` takes {arguments} bytes of arguments, and {} were given",
+            launch.params.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Run the launch on `threads` host threads, for as long as it takes.
 pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
-    let blocks = u64::from(launch.grid[0]) * u64::from(launch.grid[1]) * u64::from(launch.grid[2]);
+    run_until(launch, threads, None)
+}
+
+/// Run the launch on `threads` host threads; past `deadline` (from now), stop it with a
+/// fault that says so.
+pub fn run_until(launch: &Launch, threads: usize, deadline: Option<Duration>) -> Result<(), Fault> {
+    limits(launch).map_err(|message| Fault {
+        block: [0; 3],
+        thread: [0; 3],
+        message,
+    })?;
+    // Within limits, the grid's product fits: each dimension is a u32, and a u64 holds the
+    // product of two; the third is checked.
+    let blocks = (u64::from(launch.grid[0]) * u64::from(launch.grid[1]))
+        .checked_mul(u64::from(launch.grid[2]))
+        .ok_or_else(|| Fault {
+            block: [0; 3],
+            thread: [0; 3],
+            message: format!(
+                "a grid of {:?} blocks is more than the GPU runs",
+                launch.grid
+            ),
+        })?;
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let first_fault: Mutex<Option<(u64, Fault)>> = Mutex::new(None);
@@ -135,37 +294,61 @@ pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
     let depth = if calls { MAX_DEPTH } else { 1 };
     let widest =
         |f: fn(&Function) -> u32| launch.module.functions.iter().map(f).max().unwrap_or(0) as usize;
+    // Local memory: the widest frame times the depth, but no more than a thread may have
+    // (calls nested past it fault), and never less than one frame.
+    let frame = widest(|f| f.local_bytes).div_ceil(16) * 16;
     let sizes = Sizes {
         regs: widest(|f| f.regs) * if calls { 4 } else { 1 },
         param: widest(|f| f.param_bytes).div_ceil(8) * 8 * depth,
-        local: widest(|f| f.local_bytes).div_ceil(16) * 16 * depth,
+        local: (frame * depth)
+            .min(MAX_LOCAL_PER_THREAD as usize)
+            .max(frame),
     };
     let threads = threads.clamp(1, blocks.max(1) as usize);
+    let expired = AtomicBool::new(false);
+    let (done, watch) = mpsc::channel::<()>();
     std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let mut worker = Worker::new(launch, &sizes);
-                loop {
-                    if failed.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let b = next.fetch_add(1, Ordering::Relaxed);
-                    if b >= blocks {
-                        break;
-                    }
-                    if let Err(fault) = worker.block(b) {
-                        failed.store(true, Ordering::Relaxed);
-                        if let Ok(mut first) = first_fault.lock() {
-                            // The lowest block's fault, so that a run says the same each time.
-                            if first.as_ref().is_none_or(|(at, _)| b < *at) {
-                                *first = Some((b, fault));
-                            }
-                        }
-                        break;
-                    }
+        if let Some(deadline) = deadline {
+            let expired = &expired;
+            // The watchdog: raises `expired` at the deadline, unless every worker has
+            // finished first (the sender is dropped, and the wait ends at once).
+            scope.spawn(move || {
+                if let Err(mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(deadline) {
+                    expired.store(true, Ordering::Relaxed);
                 }
             });
         }
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut worker = Worker::new(launch, &sizes, &expired, deadline);
+                    loop {
+                        if failed.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let b = next.fetch_add(1, Ordering::Relaxed);
+                        if b >= blocks {
+                            break;
+                        }
+                        if let Err(fault) = worker.block(b) {
+                            failed.store(true, Ordering::Relaxed);
+                            if let Ok(mut first) = first_fault.lock() {
+                                // The lowest block's fault, so that a run says the same each time.
+                                if first.as_ref().is_none_or(|(at, _)| b < *at) {
+                                    *first = Some((b, fault));
+                                }
+                            }
+                            break;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            // A worker that panicked has its panic passed on when the scope ends.
+            let _ = worker.join();
+        }
+        drop(done);
     });
     match first_fault.into_inner() {
         Ok(Some((_, fault))) => Err(fault),
@@ -187,11 +370,20 @@ struct Worker<'a> {
     ctaid: [u32; 3],
     /// The allocation the last global access fell in.
     cache: (u64, u64),
+    /// Raised when the launch's deadline has passed.
+    expired: &'a AtomicBool,
+    deadline: Option<Duration>,
 }
 
 impl<'a> Worker<'a> {
-    fn new(l: &'a Launch<'a>, sizes: &'a Sizes) -> Worker<'a> {
-        let threads = (l.block[0] * l.block[1] * l.block[2]) as usize;
+    fn new(
+        l: &'a Launch<'a>,
+        sizes: &'a Sizes,
+        expired: &'a AtomicBool,
+        deadline: Option<Duration>,
+    ) -> Worker<'a> {
+        // At most 1024 (`limits`).
+        let threads = l.block.iter().map(|&n| n as usize).product::<usize>();
         let warps = threads.div_ceil(32);
         Worker {
             l,
@@ -218,9 +410,12 @@ impl<'a> Worker<'a> {
                     locals: vec![0; sizes.local * 32],
                 })
                 .collect(),
-            shared: vec![0; (l.module.shared_bytes + l.dynamic_shared) as usize],
+            // At most 227 KiB (`limits`).
+            shared: vec![UNWRITTEN; l.module.shared_bytes as usize + l.dynamic_shared as usize],
             ctaid: [0; 3],
             cache: (1, 0),
+            expired,
+            deadline,
         }
     }
 
@@ -231,8 +426,9 @@ impl<'a> Worker<'a> {
             (linear / u64::from(g[0]) % u64::from(g[1])) as u32,
             (linear / (u64::from(g[0]) * u64::from(g[1]))) as u32,
         ];
-        self.shared.fill(0);
+        self.shared.fill(UNWRITTEN);
         let f = self.l.function;
+        let frame = f.local_bytes as usize;
         let function_index = self.l.module.by_name.get(&f.name).copied().unwrap_or(0);
         for w in &mut self.warps {
             let all = if w.lanes == 32 {
@@ -253,6 +449,12 @@ impl<'a> Worker<'a> {
             w.function = [function_index; 32];
             for s in &mut w.stack {
                 s.clear();
+            }
+            // Each lane's first frame, as it starts (a call fills its own frame).
+            if frame > 0 {
+                for lane in w.locals.chunks_mut(self.sizes.local) {
+                    lane[..frame].fill(UNWRITTEN);
+                }
             }
         }
         let mut warps = std::mem::take(&mut self.warps);
@@ -412,7 +614,7 @@ impl<'a> Worker<'a> {
                 w.set(*d, l, v);
             }),
             Op::LocalAddr { d, off } => each_lane!(exec, |l| {
-                let v = u64::from(w.local_base[l] + off);
+                let v = u64::from(w.local_base[l]) + u64::from(*off);
                 w.set(*d, l, v);
             }),
             Op::Unpack { ds, a, bits } => unpack_lanes(w, exec, ds, *a, *bits),
@@ -432,6 +634,9 @@ impl<'a> Worker<'a> {
                 w.set(*d, l, u64::from(exec));
             }),
             Op::Bra { target } => {
+                if self.expired.load(Ordering::Relaxed) {
+                    return Err(self.past_deadline(w, exec | group));
+                }
                 w.branch(pc, group, exec, *target);
                 return Ok(());
             }
@@ -496,11 +701,9 @@ impl<'a> Worker<'a> {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            let p = self.resolve(w, l, space, addr, total, false)?;
+            let place = self.resolve(w, l, space, addr, total, false)?;
             for (i, d) in ds.iter().enumerate() {
-                // SAFETY: `resolve` checked that `total` bytes at `p` lie in memory
-                // this access may read.
-                let raw = unsafe { read(p.add(i * size as usize), size) };
+                let raw = self.read(w, place, i as u32 * size, size);
                 if let Some(d) = d {
                     w.set(*d, l, extend(ty, raw));
                 }
@@ -527,11 +730,10 @@ impl<'a> Worker<'a> {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            let p = self.resolve(w, l, space, addr, total, true)?;
+            let place = self.resolve(w, l, space, addr, total, true)?;
             for (i, s) in srcs.iter().enumerate() {
                 let v = w.get(*s, l);
-                // SAFETY: as for loads, checked writable.
-                unsafe { write(p.add(i * size as usize), size, v) };
+                self.write(w, place, i as u32 * size, size, v);
             }
         }
         Ok(())
@@ -556,10 +758,19 @@ impl<'a> Worker<'a> {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            let p = self.resolve(w, l, space, addr, ty.bytes(), true)?;
-            // SAFETY: checked, aligned to its size, inside memory this access may
-            // write; other host threads touch it only through atomics too.
-            let old = unsafe { atomic(p, op, ty, w.get(b, l), w.get(c, l)) };
+            let place = self.resolve(w, l, space, addr, ty.bytes(), true)?;
+            let (b, c) = (w.get(b, l), w.get(c, l));
+            let old = match place {
+                // SAFETY: `resolve` checked the word: inside an allocation of the launch
+                // and aligned to its size.
+                Place::Global(address) => unsafe { memory::atomic(address, op, ty, b, c) },
+                // The block's or the thread's own memory: this host thread's alone.
+                _ => {
+                    let old = self.read(w, place, 0, ty.bytes());
+                    self.write(w, place, 0, ty.bytes(), atom_value(op, ty, old, b, c));
+                    old
+                }
+            };
             if let Some(d) = d {
                 w.set(d, l, old);
             }
@@ -806,17 +1017,36 @@ impl<'a> Worker<'a> {
             function: w.function[l],
             ret,
         };
+        // Every count here is bounded by `limits` (registers, parameter and local bytes of
+        // a function) and the depth, far below 2^32.
         let regs = w.reg_base[l] + caller.regs;
         let params = w.param_base[l] + caller.param_bytes.div_ceil(8) * 8;
         let locals = w.local_base[l] + caller.local_bytes.div_ceil(16) * 16;
-        if params as usize + callee.param_bytes as usize > self.sizes.param
-            || locals as usize + callee.local_bytes as usize > self.sizes.local
+        // Each copy of an argument (and of the return value, on `ret`) stays inside the
+        // lane's parameter memory.
+        let inside = |at: u32, size: u32| fits(u64::from(at), size, self.sizes.param);
+        let copies_fit = args
+            .iter()
+            .zip(&callee.params)
+            .all(|(&(from, _), &(to, size, _))| {
+                inside(w.param_base[l] + from, size) && inside(params + to, size)
+            })
+            && match (ret, callee.retval) {
+                (Some((to, _)), Some((from, size))) => {
+                    inside(w.param_base[l] + to, size) && inside(params + from, size)
+                }
+                _ => true,
+            };
+        if !copies_fit
+            || !fits(u64::from(params), callee.param_bytes, self.sizes.param)
+            || !fits(u64::from(locals), callee.local_bytes, self.sizes.local)
+            || u64::from(regs) + u64::from(callee.regs) > MAX_REGISTER_SLOTS
         {
             return Err(self.fault(
                 w,
                 l,
                 format!(
-                    "calls nested too deep for their parameters and locals, calling `{}`",
+                    "calls nested too deep for their registers, parameters and locals, calling `{}`",
                     callee.name
                 ),
             ));
@@ -831,6 +1061,9 @@ impl<'a> Worker<'a> {
             let to = base + (params + to) as usize;
             w.params.copy_within(from..from + size as usize, to);
         }
+        // The callee's locals start unwritten, as a fresh stack frame's do on the GPU.
+        let at = l * self.sizes.local + locals as usize;
+        w.locals[at..at + callee.local_bytes as usize].fill(UNWRITTEN);
         w.stack[l].push(frame);
         w.reg_base[l] = regs;
         w.param_base[l] = params;
@@ -886,7 +1119,9 @@ impl<'a> Worker<'a> {
         threads.div_ceil(32)
     }
 
-    /// The host pointer for `size` bytes at `addr` in `space`, for lane `l`, once checked.
+    /// Where `size` bytes at `addr` in `space` are, for lane `l`, once checked: inside
+    /// memory this access may touch, and aligned to `size`.
+    #[allow(clippy::too_many_arguments)]
     fn resolve(
         &mut self,
         w: &mut Warp,
@@ -895,14 +1130,12 @@ impl<'a> Worker<'a> {
         addr: Addr,
         size: u32,
         write: bool,
-    ) -> Result<*mut u8, Fault> {
-        let size64 = u64::from(size);
+    ) -> Result<Place, Fault> {
         let (space, value) = match addr {
             Addr::Reg(r, off) => (space, w.get(Src::R(r), l).wrapping_add(off as u64)),
             Addr::Abs(v) => (space, v),
             Addr::KernelParam(off) => {
-                let end = off as usize + size as usize;
-                if write || end > self.l.params.len() {
+                if write || !fits(u64::from(off), size, self.l.params.len()) {
                     return Err(self.access_fault(
                         w,
                         l,
@@ -913,12 +1146,11 @@ impl<'a> Worker<'a> {
                         "outside the parameters",
                     ));
                 }
-                // Read only: `write` was refused above.
-                return Ok(self.l.params[off as usize..].as_ptr().cast_mut());
+                return Ok(Place::KernelParam(off as usize));
             }
             Addr::FrameParam(off) => {
-                let at = l * self.sizes.param + (w.param_base[l] + off) as usize;
-                if at + size as usize > w.params.len() {
+                let at = u64::from(w.param_base[l]) + u64::from(off);
+                if !fits(at, size, self.sizes.param) {
                     return Err(self.access_fault(
                         w,
                         l,
@@ -929,30 +1161,30 @@ impl<'a> Worker<'a> {
                         "outside the parameters of its frame",
                     ));
                 }
-                // SAFETY: in bounds, just checked.
-                return Ok(unsafe { w.params.as_mut_ptr().add(at) });
+                return Ok(Place::Param(l * self.sizes.param + at as usize));
             }
-            Addr::FrameLocal(off) => (Space::Local, u64::from(w.local_base[l] + off)),
+            Addr::FrameLocal(off) => (Space::Local, u64::from(w.local_base[l]) + u64::from(off)),
         };
-        if size > 1 && value % size64 != 0 {
+        if size > 1 && value % u64::from(size) != 0 {
             return Err(self.access_fault(w, l, space_name(space), value, size, write, &format!("misaligned: a {size}-byte access needs an address that is a multiple of {size}")));
         }
         match space {
-            Space::Shared => self.shared_ptr(w, l, value, size, write),
-            Space::Local => self.local_ptr(w, l, value, size, write),
-            Space::Global | Space::Const => self.global_ptr(w, l, space, value, size, write),
+            Space::Shared => self.shared_place(w, l, value, size, write),
+            Space::Local => self.local_place(w, l, value, size, write),
+            Space::Global | Space::Const => self.global_place(w, l, space, value, size, write),
             Space::Generic => {
-                let shared = self.shared.as_ptr() as u64;
-                let local = w.locals.as_ptr() as u64 + (l * self.sizes.local) as u64;
-                if value >= shared && value < shared + self.shared.len() as u64 {
-                    self.shared_ptr(w, l, value - shared, size, write)
-                } else if self.sizes.local > 0
-                    && value >= local
-                    && value < local + self.sizes.local as u64
-                {
-                    self.local_ptr(w, l, value - local, size, write)
-                } else {
-                    self.global_ptr(w, l, Space::Generic, value, size, write)
+                // A generic address is a host address: shared and local memory's are
+                // those of the block's and the lane's own buffers (`cvta`).
+                let shared = value
+                    .checked_sub(self.shared.as_ptr() as u64)
+                    .filter(|&o| o < self.shared.len() as u64);
+                let local = value
+                    .checked_sub(w.locals.as_ptr() as u64 + (l * self.sizes.local) as u64)
+                    .filter(|&o| o < self.sizes.local as u64);
+                match (shared, local) {
+                    (Some(offset), _) => self.shared_place(w, l, offset, size, write),
+                    (None, Some(offset)) => self.local_place(w, l, offset, size, write),
+                    (None, None) => self.global_place(w, l, Space::Generic, value, size, write),
                 }
             }
             Space::Param => Err(self.access_fault(
@@ -967,48 +1199,43 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn shared_ptr(
-        &mut self,
+    fn shared_place(
+        &self,
         w: &Warp,
         l: usize,
         offset: u64,
         size: u32,
         write: bool,
-    ) -> Result<*mut u8, Fault> {
-        if offset + u64::from(size) > self.shared.len() as u64 {
+    ) -> Result<Place, Fault> {
+        if !fits(offset, size, self.shared.len()) {
             let what = format!(
                 "outside the {} bytes of shared memory of the block",
                 self.shared.len()
             );
             return Err(self.access_fault(w, l, "shared", offset, size, write, &what));
         }
-        Ok(self.shared[offset as usize..].as_mut_ptr())
+        Ok(Place::Shared(offset as usize))
     }
 
-    fn local_ptr(
+    fn local_place(
         &self,
-        w: &mut Warp,
+        w: &Warp,
         l: usize,
         offset: u64,
         size: u32,
         write: bool,
-    ) -> Result<*mut u8, Fault> {
-        if offset + u64::from(size) > self.sizes.local as u64 {
+    ) -> Result<Place, Fault> {
+        if !fits(offset, size, self.sizes.local) {
             let what = format!(
                 "outside the {} bytes of local memory of the thread",
                 self.sizes.local
             );
             return Err(self.access_fault(w, l, "local", offset, size, write, &what));
         }
-        // SAFETY: inside the lane's local memory, just checked.
-        Ok(unsafe {
-            w.locals
-                .as_mut_ptr()
-                .add(l * self.sizes.local + offset as usize)
-        })
+        Ok(Place::Local(l * self.sizes.local + offset as usize))
     }
 
-    fn global_ptr(
+    fn global_place(
         &mut self,
         w: &Warp,
         l: usize,
@@ -1016,15 +1243,15 @@ impl<'a> Worker<'a> {
         address: u64,
         size: u32,
         write: bool,
-    ) -> Result<*mut u8, Fault> {
-        let end = address.wrapping_add(u64::from(size));
-        if address >= self.cache.0 && end <= self.cache.1 && end > address {
-            return Ok(address as *mut u8);
+    ) -> Result<Place, Fault> {
+        let end = address.checked_add(u64::from(size));
+        if address >= self.cache.0 && end.is_some_and(|end| end <= self.cache.1) {
+            return Ok(Place::Global(address));
         }
         match self.l.memory.find(address, u64::from(size)) {
             Some(i) => {
                 self.cache = self.l.memory.range(i);
-                Ok(address as *mut u8)
+                Ok(Place::Global(address))
             }
             None => {
                 let said = self.l.memory.describe(address, u64::from(size));
@@ -1039,6 +1266,47 @@ impl<'a> Worker<'a> {
                 ))
             }
         }
+    }
+
+    /// `size` bytes at `offset` into a checked place (an element of a vector access).
+    #[inline(always)]
+    fn read(&self, w: &Warp, place: Place, offset: u32, size: u32) -> u64 {
+        match place {
+            // SAFETY: `resolve` checked the whole access (of which this element is a
+            // part) to lie inside an allocation of the launch, aligned to its size, so
+            // the element is inside and aligned to its own size.
+            Place::Global(a) => unsafe { memory::load(a + u64::from(offset), size) },
+            Place::Shared(at) => memory::get(&self.shared, at + offset as usize, size),
+            Place::Local(at) => memory::get(&w.locals, at + offset as usize, size),
+            Place::Param(at) => memory::get(&w.params, at + offset as usize, size),
+            Place::KernelParam(at) => memory::get(self.l.params, at + offset as usize, size),
+        }
+    }
+
+    /// Store `size` bytes of `v` at `offset` into a checked, writable place.
+    #[inline(always)]
+    fn write(&mut self, w: &mut Warp, place: Place, offset: u32, size: u32, v: u64) {
+        match place {
+            // SAFETY: as in `read`.
+            Place::Global(a) => unsafe { memory::store(a + u64::from(offset), size, v) },
+            Place::Shared(at) => memory::put(&mut self.shared, at + offset as usize, size, v),
+            Place::Local(at) => memory::put(&mut w.locals, at + offset as usize, size, v),
+            Place::Param(at) => memory::put(&mut w.params, at + offset as usize, size, v),
+            // `resolve` refuses a store to the kernel's parameters.
+            Place::KernelParam(_) => {}
+        }
+    }
+
+    /// The fault of a launch stopped at its deadline, at the first lane of `lanes`.
+    fn past_deadline(&self, w: &Warp, lanes: u32) -> Fault {
+        let seconds = self.deadline.map_or(0.0, |d| d.as_secs_f64());
+        self.fault(
+            w,
+            lanes.trailing_zeros() as usize % 32,
+            format!(
+                "the kernel ran past its deadline of {seconds} s on the CPU device: does it end? (a loop whose condition never changes, a thread waiting for a write no thread makes)"
+            ),
+        )
     }
 
     #[allow(clippy::too_many_arguments)]

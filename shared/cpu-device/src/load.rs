@@ -686,6 +686,8 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
     f.param_bytes = d.param_bytes;
     f.local_bytes = d.local_bytes;
     let shared_end = d.shared_end;
+    f.shared_bytes = u32::try_from(shared_end - u64::from(module.shared_bytes))
+        .map_err(|_| "too much shared memory")?;
     module.shared_bytes = u32::try_from(shared_end).map_err(|_| "too much shared memory")?;
     module.code.extend(code);
     f.end = module.code.len() as u32;
