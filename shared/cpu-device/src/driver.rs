@@ -990,3 +990,20 @@ pub unsafe extern "C" fn cuEventDestroy_v2(event: *mut c_void) -> CuResult {
         SUCCESS
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_inside_is_an_error_code_and_a_line_not_an_unwind_into_c() {
+        let code = guarded(|| panic!("an invariant broke"));
+        assert_eq!(code, UNKNOWN);
+        let mut text = std::ptr::null();
+        // SAFETY: a pointer to write the message's address to.
+        unsafe { cuGetErrorString(code, &mut text) };
+        // SAFETY: the message, NUL-terminated.
+        let said = unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned();
+        assert!(said.contains("(an invariant broke): a bug of the CPU device"), "{said}");
+    }
+}

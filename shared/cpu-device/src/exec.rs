@@ -198,7 +198,10 @@ pub fn check_module(module: &Module) -> Result<(), String> {
 /// and within the interpreter's own ([`MAX_REGISTER_SLOTS`]): the reason in one line if not.
 pub fn limits(launch: &Launch) -> Result<(), String> {
     let name = &launch.function.name;
-    let threads: u64 = launch.block.iter().map(|&n| u64::from(n)).product();
+    let threads = launch
+        .block
+        .iter()
+        .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)));
     if launch.grid.contains(&0) || threads == 0 || threads > MAX_THREADS_PER_BLOCK {
         return Err(format!(
             "launching `{name}` with grid {:?} and block {:?}: a grid has at least one block, and a block 1 to {MAX_THREADS_PER_BLOCK} threads",
