@@ -29,7 +29,9 @@ fn error_string(code: i32) -> String {
     // SAFETY: a pointer to write the message's address to.
     unsafe { cuGetErrorString(code, &mut text) };
     // SAFETY: the driver's message, NUL-terminated, alive until the next error.
-    unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(text) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Launch `spin` with `n` (0: never ends, it counts past 2^32 and on) and `shared` bytes of
@@ -62,7 +64,10 @@ fn the_driver_stops_a_launch_at_its_deadline_and_keeps_the_gpus_shared_memory_li
     // SAFETY: NUL-terminated PTX, pointers to write the handles to.
     unsafe {
         assert_eq!(cuModuleLoadData(&mut module, PTX.as_ptr().cast()), 0);
-        assert_eq!(cuModuleGetFunction(&mut function, module, c"spin".as_ptr()), 0);
+        assert_eq!(
+            cuModuleGetFunction(&mut function, module, c"spin".as_ptr()),
+            0
+        );
     }
     // SAFETY: no other thread reads the environment (this binary's one test).
     unsafe { std::env::set_var(DEADLINE_VARIABLE, "0.5") };

@@ -98,7 +98,10 @@ const ACCESSES: &[(&str, &str)] = &[
     ("local_generic_atomic", "atom.add.u32 %r1, [%rd4], 1;"),
     ("shared_store", "st.shared.u32 [%rd5], %r1;"),
     ("shared_load", "ld.shared.u32 %r1, [%rd5];"),
-    ("shared_store_vector", "st.shared.v2.u32 [%rd5], {%r1, %r1};"),
+    (
+        "shared_store_vector",
+        "st.shared.v2.u32 [%rd5], {%r1, %r1};",
+    ),
     ("shared_atomic", "atom.shared.add.u32 %r1, [%rd5], 1;"),
     ("shared_cas", "atom.shared.cas.b32 %r1, [%rd5], 0, 1;"),
     ("shared_generic_store", "st.u32 [%rd6], %r1;"),
@@ -127,7 +130,10 @@ fn every_access_outside_or_misaligned_is_one_line_fault() {
             }
             let Err(fault) = run(&kernel(name, access), name, offset) else {
                 // A byte access at an odd offset inside is no fault.
-                assert!(inside && access.contains(".u8"), "{name} at {offset}: no fault");
+                assert!(
+                    inside && access.contains(".u8"),
+                    "{name} at {offset}: no fault"
+                );
                 continue;
             };
             let said = &fault.message;
@@ -155,7 +161,9 @@ fn an_index_of_minus_one_names_the_space_and_the_bounds() {
         fault.message
     );
     assert!(
-        fault.message.contains("outside the 64 bytes of local memory"),
+        fault
+            .message
+            .contains("outside the 64 bytes of local memory"),
         "{}",
         fault.message
     );
@@ -230,7 +238,13 @@ LOOP:
     );
     assert!(took < Duration::from_secs(3), "took {took:?}");
     // A kernel that ends is not stopped by a deadline it meets.
-    let out = run_with(READ_UNWRITTEN, "read_unwritten", 32, 0, Some(Duration::from_secs(60)));
+    let out = run_with(
+        READ_UNWRITTEN,
+        "read_unwritten",
+        32,
+        0,
+        Some(Duration::from_secs(60)),
+    );
     assert!(out.is_ok(), "{out:?}");
 }
 
@@ -274,7 +288,12 @@ fn launches_past_the_gpus_limits_are_refused() {
         memory: &snapshot,
     };
     assert!(exec::limits(&launch([1024, 1, 1], 0)).is_ok());
-    for block in [[1025, 1, 1], [32, 32, 2], [0, 1, 1], [u32::MAX, u32::MAX, 2]] {
+    for block in [
+        [1025, 1, 1],
+        [32, 32, 2],
+        [0, 1, 1],
+        [u32::MAX, u32::MAX, 2],
+    ] {
         let said = exec::limits(&launch(block, 0)).expect_err("too many threads");
         assert!(said.contains("a block 1 to 1024 threads"), "{said}");
         assert!(exec::run(&launch(block, 0), 1).is_err());
