@@ -1300,7 +1300,10 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// The fault of a launch stopped at its deadline, at the first lane of `lanes`.
+    /// The fault of a launch stopped at its deadline, at the first lane of `lanes`. Cold
+    /// and apart: it sits on the branch path, the interpreter's hottest but one.
+    #[cold]
+    #[inline(never)]
     fn past_deadline(&self, w: &Warp, lanes: u32) -> Fault {
         let seconds = self.deadline.map_or(0.0, |d| d.as_secs_f64());
         self.fault(

@@ -1,6 +1,6 @@
 //! The driver's own checks, through its C entry points as a lab calls them: the deadline that
 //! `LABS_EMULATE_DEADLINE` gives a launch, and dynamic shared memory past 48 KiB only after
-//! `cuFuncSetAttribute`. One test, so that setting the variable races with nothing.
+//! `cuFuncSetAttribute`. One test sets the variable, so that it races with no other reader.
 
 use std::ffi::{c_char, c_void, CStr};
 use std::time::{Duration, Instant};
@@ -104,4 +104,9 @@ fn the_driver_stops_a_launch_at_its_deadline_and_keeps_the_gpus_shared_memory_li
     assert_eq!(launch(function, 1, 227 * 1024 + 1), 1);
     // SAFETY: the module handle, unloaded once.
     assert_eq!(unsafe { cuModuleUnload(module) }, 0);
+}
+
+#[test]
+fn the_deadlines_variable_is_the_one_the_labs_and_the_grader_name() {
+    assert_eq!(DEADLINE_VARIABLE, shared::gpu::EMULATE_DEADLINE_VARIABLE);
 }

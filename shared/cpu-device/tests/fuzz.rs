@@ -355,7 +355,7 @@ fn fuzz(seeds: &[String]) {
         iteration += 1;
     }
     let _ = std::panic::take_hook();
-    eprintln!(
+    shared::cli::eprint_line(&format!(
         "fuzz: {iteration} programs in {:.1} s from seed {seed:#x}: {} refused at load, {} launches ({} ran, {} faulted), {} panics",
         start.elapsed().as_secs_f64(),
         tally.refused,
@@ -363,7 +363,7 @@ fn fuzz(seeds: &[String]) {
         tally.ran,
         tally.faulted,
         tally.panics.len()
-    );
+    ));
     // Each place that panicked once, with the first program that made it panic there.
     let mut places: Vec<(&str, &String)> = Vec::new();
     for p in &tally.panics {
