@@ -1003,7 +1003,12 @@ mod tests {
         // SAFETY: a pointer to write the message's address to.
         unsafe { cuGetErrorString(code, &mut text) };
         // SAFETY: the message, NUL-terminated.
-        let said = unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned();
-        assert!(said.contains("(an invariant broke): a bug of the CPU device"), "{said}");
+        let said = unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            said.contains("(an invariant broke): a bug of the CPU device"),
+            "{said}"
+        );
     }
 }
