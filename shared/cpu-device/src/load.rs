@@ -1219,8 +1219,14 @@ impl FnDecoder<'_> {
     }
 }
 
+/// A parameter's or local's offset plus an address's: one outside 0 to 2^32 - 1 (a negative
+/// or huge offset) is u32::MAX, which every access there finds outside its memory, rather
+/// than a number wrapped back inside.
 fn add(at: u32, offset: i64) -> u32 {
-    (i64::from(at) + offset) as u32
+    i64::from(at)
+        .checked_add(offset)
+        .and_then(|v| u32::try_from(v).ok())
+        .unwrap_or(u32::MAX)
 }
 
 /// The bits a value of `ty` keeps in its register.

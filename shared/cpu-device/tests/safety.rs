@@ -329,3 +329,25 @@ fn local_memory_past_512_kib_a_thread_is_refused() {
     let said = exec::limits(&launch).expect_err("too much local memory");
     assert!(said.contains("600000 bytes of local memory"), "{said}");
 }
+
+#[test]
+fn a_parameter_or_local_named_with_a_huge_or_negative_offset_is_a_fault() {
+    // The fuzzer's find: `[name+offset]` added the offset to the name's in 64-bit
+    // arithmetic that overflowed, and wrapped back inside where it did not.
+    for access in [
+        "ld.param.u32 %r1, [p+-4];",
+        "ld.param.u32 %r1, [off+9223372036854775807];",
+        "ld.param.u32 %r1, [off+4294967296];",
+        "st.local.u32 [depot+-4], %r1;",
+        "st.local.u32 [depot+9223372036854775807], %r1;",
+        "ld.local.u32 %r1, [depot+4294967296];",
+    ] {
+        let ptx = kernel("named", access);
+        let fault = run(&ptx, "named", 0).expect_err(access);
+        let said = &fault.message;
+        assert!(
+            said.contains("outside the") || said.contains("misaligned"),
+            "{access}: {said}"
+        );
+    }
+}
