@@ -45,6 +45,11 @@ const UNKNOWN: CuResult = 999;
 /// reference solution's own time.
 pub const DEADLINE_VARIABLE: &str = "LABS_EMULATE_DEADLINE";
 
+/// Set to 1, a launch stops at a load of shared or local memory that no thread of the block
+/// (or, for local memory, the thread itself) wrote in this launch, as compute-sanitizer's
+/// initcheck reports it.
+pub const INITCHECK_VARIABLE: &str = "LABS_EMULATE_INITCHECK";
+
 /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
 const MAX_DYNAMIC_SHARED_ATTRIBUTE: c_int = 8;
 
@@ -715,7 +720,11 @@ pub unsafe extern "C" fn cuLaunchKernel(
         if let Err(e) = exec::limits(&launch) {
             return fail(INVALID_VALUE, e);
         }
-        match exec::run_until(&launch, threads(), deadline) {
+        let options = exec::Options {
+            deadline,
+            initcheck: std::env::var_os(INITCHECK_VARIABLE).is_some_and(|v| v == "1"),
+        };
+        match exec::run_with(&launch, threads(), &options) {
             Ok(()) => SUCCESS,
             Err(fault) => launch_failed(&function.name, &fault),
         }

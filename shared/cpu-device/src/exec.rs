@@ -25,7 +25,11 @@
 //! slot no thread wrote goes wrong here as it does on the GPU, where such a slot holds
 //! whatever was there before.
 //!
-//! A launch may be given a deadline ([`run_until`]): every branch checks a flag that a
+//! With [`Options::initcheck`], a load of shared or local memory that no thread of the block
+//! wrote in this launch stops it, as compute-sanitizer's initcheck reports it: a byte map
+//! beside each, cleared as the pattern is filled in.
+//!
+//! A launch may be given a deadline ([`Options::deadline`]): every branch checks a flag that a
 //! watchdog thread raises when it passes, so a kernel that never ends stops with a fault
 //! saying so. (A run that never branches ends: straight code runs off its end, and calls
 //! stop at `MAX_DEPTH`.)
@@ -141,6 +145,17 @@ struct Warp {
     /// Each lane's parameter and local memory, `param` and `local` bytes a lane.
     params: Vec<u8>,
     locals: Vec<u8>,
+    /// Under initcheck, which bytes of `locals` a store has written (else empty).
+    locals_written: Vec<bool>,
+}
+
+/// How a launch is watched.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Stop the launch this long after it starts.
+    pub deadline: Option<Duration>,
+    /// Stop at a load of shared or local memory no thread of the block wrote.
+    pub initcheck: bool,
 }
 
 enum Stop {
@@ -262,12 +277,14 @@ pub fn limits(launch: &Launch) -> Result<(), String> {
 
 /// Run the launch on `threads` host threads, for as long as it takes.
 pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
-    run_until(launch, threads, None)
+    run_with(launch, threads, &Options::default())
 }
 
-/// Run the launch on `threads` host threads; past `deadline` (from now), stop it with a
-/// fault that says so.
-pub fn run_until(launch: &Launch, threads: usize, deadline: Option<Duration>) -> Result<(), Fault> {
+/// Run the launch on `threads` host threads, watched as `options` say: past its deadline
+/// (from now), or at a load of unwritten memory under initcheck, stopped with a fault that
+/// says so.
+pub fn run_with(launch: &Launch, threads: usize, options: &Options) -> Result<(), Fault> {
+    let deadline = options.deadline;
     limits(launch).map_err(|message| Fault {
         block: [0; 3],
         thread: [0; 3],
@@ -324,7 +341,7 @@ pub fn run_until(launch: &Launch, threads: usize, deadline: Option<Duration>) ->
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
-                    let mut worker = Worker::new(launch, &sizes, &expired, deadline);
+                    let mut worker = Worker::new(launch, &sizes, &expired, options);
                     loop {
                         if failed.load(Ordering::Relaxed) {
                             break;
@@ -376,6 +393,9 @@ struct Worker<'a> {
     /// Raised when the launch's deadline has passed.
     expired: &'a AtomicBool,
     deadline: Option<Duration>,
+    /// Under initcheck, which bytes of `shared` a store has written (else empty).
+    shared_written: Vec<bool>,
+    initcheck: bool,
 }
 
 impl<'a> Worker<'a> {
@@ -383,8 +403,10 @@ impl<'a> Worker<'a> {
         l: &'a Launch<'a>,
         sizes: &'a Sizes,
         expired: &'a AtomicBool,
-        deadline: Option<Duration>,
+        options: &Options,
     ) -> Worker<'a> {
+        let shared = l.module.shared_bytes as usize + l.dynamic_shared as usize;
+        let marks = |n: usize| vec![false; if options.initcheck { n } else { 0 }];
         // At most 1024 (`limits`).
         let threads = l.block.iter().map(|&n| n as usize).product::<usize>();
         let warps = threads.div_ceil(32);
@@ -411,14 +433,17 @@ impl<'a> Worker<'a> {
                     stack: vec![Vec::new(); 32],
                     params: vec![0; sizes.param * 32],
                     locals: vec![0; sizes.local * 32],
+                    locals_written: marks(sizes.local * 32),
                 })
                 .collect(),
             // At most 227 KiB (`limits`).
-            shared: vec![UNWRITTEN; l.module.shared_bytes as usize + l.dynamic_shared as usize],
+            shared: vec![UNWRITTEN; shared],
             ctaid: [0; 3],
             cache: (1, 0),
             expired,
-            deadline,
+            deadline: options.deadline,
+            shared_written: marks(shared),
+            initcheck: options.initcheck,
         }
     }
 
@@ -430,6 +455,7 @@ impl<'a> Worker<'a> {
             (linear / (u64::from(g[0]) * u64::from(g[1]))) as u32,
         ];
         self.shared.fill(UNWRITTEN);
+        self.shared_written.fill(false);
         let f = self.l.function;
         let frame = f.local_bytes as usize;
         let function_index = self.l.module.by_name.get(&f.name).copied().unwrap_or(0);
@@ -459,6 +485,7 @@ impl<'a> Worker<'a> {
                     lane[..frame].fill(UNWRITTEN);
                 }
             }
+            w.locals_written.fill(false);
         }
         let mut warps = std::mem::take(&mut self.warps);
         let result = self.schedule(&mut warps);
@@ -705,6 +732,9 @@ impl<'a> Worker<'a> {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
             let place = self.resolve(w, l, space, addr, total, false)?;
+            if self.initcheck {
+                self.check_written(w, l, place, total)?;
+            }
             for (i, d) in ds.iter().enumerate() {
                 let raw = self.read(w, place, i as u32 * size, size);
                 if let Some(d) = d {
@@ -1067,6 +1097,12 @@ impl<'a> Worker<'a> {
         // The callee's locals start unwritten, as a fresh stack frame's do on the GPU.
         let at = l * self.sizes.local + locals as usize;
         w.locals[at..at + callee.local_bytes as usize].fill(UNWRITTEN);
+        if let Some(marks) = w
+            .locals_written
+            .get_mut(at..at + callee.local_bytes as usize)
+        {
+            marks.fill(false);
+        }
         w.stack[l].push(frame);
         w.reg_base[l] = regs;
         w.param_base[l] = params;
@@ -1286,9 +1322,57 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// Under initcheck, fault if any of the `size` bytes a load reads at `place` is one no
+    /// thread of the block has written (global and parameter memory are always written).
+    #[cold]
+    fn check_written(&self, w: &Warp, l: usize, place: Place, size: u32) -> Result<(), Fault> {
+        let (space, marks, at, address, who) = match place {
+            Place::Shared(at) => (
+                "shared",
+                &self.shared_written,
+                at,
+                at,
+                "no thread of the block",
+            ),
+            Place::Local(at) => (
+                "local",
+                &w.locals_written,
+                at,
+                at - l * self.sizes.local,
+                "the thread never",
+            ),
+            _ => return Ok(()),
+        };
+        let unwritten = marks
+            .get(at..at + size as usize)
+            .is_some_and(|m| m.contains(&false));
+        if unwritten {
+            return Err(self.access_fault(
+                w,
+                l,
+                space,
+                address as u64,
+                size,
+                false,
+                &format!("initcheck: it reads memory {who} wrote in this launch (it holds 0x{UNWRITTEN:02x} bytes)"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Store `size` bytes of `v` at `offset` into a checked, writable place.
     #[inline(always)]
     fn write(&mut self, w: &mut Warp, place: Place, offset: u32, size: u32, v: u64) {
+        if self.initcheck {
+            let marks = match place {
+                Place::Shared(at) => self.shared_written.get_mut(at + offset as usize..),
+                Place::Local(at) => w.locals_written.get_mut(at + offset as usize..),
+                _ => None,
+            };
+            if let Some(marks) = marks.and_then(|m| m.get_mut(..size as usize)) {
+                marks.fill(true);
+            }
+        }
         match place {
             // SAFETY: as in `read`.
             Place::Global(a) => unsafe { memory::store(a + u64::from(offset), size, v) },

@@ -294,7 +294,11 @@ fn try_program(rng: &mut Rng, ptx: &str, tally: &mut Tally) {
             memory: &snapshot,
         };
         tally.runs += 1;
-        match exec::run_until(&launch, 2, Some(Duration::from_millis(100))) {
+        let options = exec::Options {
+            deadline: Some(Duration::from_millis(100)),
+            initcheck: rng.below(2) == 0,
+        };
+        match exec::run_with(&launch, 2, &options) {
             Ok(()) => tally.ran += 1,
             Err(fault) => {
                 assert!(!fault.message.contains('\n'), "{}", fault.message);

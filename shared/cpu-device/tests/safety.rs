@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use cpu_device::exec::{self, Fault, Launch, UNWRITTEN};
+use cpu_device::exec::{self, Fault, Launch, Options, UNWRITTEN};
 use cpu_device::load::{load, Module};
 use cpu_device::memory::Memory;
 
@@ -16,14 +16,16 @@ fn module(memory: &Memory, ptx: &str) -> Module {
     load(&format!("{HEADER}{ptx}"), memory).expect("the PTX loads")
 }
 
-/// Run `kernel` on one block of `block` threads with arguments (p: a zeroed 256-byte
-/// allocation, offset), under `deadline`: the allocation afterwards, or the fault.
+/// Run `kernel` on two blocks of `block` threads with arguments (p: a zeroed 256-byte
+/// allocation, offset), under `deadline` and initcheck if asked: the allocation afterwards,
+/// or the fault.
 fn run_with(
     ptx: &str,
     kernel: &str,
     block: u32,
     offset: i64,
     deadline: Option<Duration>,
+    initcheck: bool,
 ) -> Result<Vec<u8>, Fault> {
     let memory = Memory::default();
     let module = module(&memory, ptx);
@@ -40,14 +42,21 @@ fn run_with(
         params: &params,
         memory: &snapshot,
     };
-    exec::run_until(&launch, 2, deadline)?;
+    exec::run_with(
+        &launch,
+        2,
+        &Options {
+            deadline,
+            initcheck,
+        },
+    )?;
     let mut out = vec![0u8; 256];
     memory.read(buffer.address, &mut out).expect("read back");
     Ok(out)
 }
 
 fn run(ptx: &str, kernel: &str, offset: i64) -> Result<Vec<u8>, Fault> {
-    run_with(ptx, kernel, 32, offset, None)
+    run_with(ptx, kernel, 32, offset, None, false)
 }
 
 /// A kernel named `name` whose thread 0 makes `access` at byte `offset` (the second
@@ -210,7 +219,7 @@ fn unwritten_shared_and_local_memory_hold_the_pattern_in_every_block() {
     // Each block zeroes its slots after reading them: the next block (on the same host
     // thread) still reads the pattern, as it would read another block's leftovers on a GPU
     // rather than zeros.
-    let out = run_with(READ_UNWRITTEN, "read_unwritten", 32, 0, None).expect("runs");
+    let out = run_with(READ_UNWRITTEN, "read_unwritten", 32, 0, None, false).expect("runs");
     assert!(out[..256].iter().all(|&b| b == UNWRITTEN), "{out:?}");
 }
 
@@ -226,7 +235,7 @@ LOOP:
 }
 ";
     let start = Instant::now();
-    let fault = run_with(spin, "spin", 64, 0, Some(Duration::from_millis(300)))
+    let fault = run_with(spin, "spin", 64, 0, Some(Duration::from_millis(300)), false)
         .expect_err("stopped at the deadline");
     let took = start.elapsed();
     assert!(
@@ -244,6 +253,7 @@ LOOP:
         32,
         0,
         Some(Duration::from_secs(60)),
+        false,
     );
     assert!(out.is_ok(), "{out:?}");
 }
@@ -350,4 +360,43 @@ fn a_parameter_or_local_named_with_a_huge_or_negative_offset_is_a_fault() {
             "{access}: {said}"
         );
     }
+}
+
+#[test]
+fn initcheck_stops_a_load_of_memory_no_thread_wrote_and_passes_one_of_written_memory() {
+    let fault = run_with(READ_UNWRITTEN, "read_unwritten", 32, 0, None, true)
+        .expect_err("an unwritten shared load");
+    assert_eq!(fault.block, [0, 0, 0]);
+    assert_eq!(fault.thread, [0, 0, 0]);
+    assert!(
+        fault.message.contains(
+            "shared load of 4 bytes at 0x0 in read_unwritten (line 16), initcheck: it reads memory no thread of the block wrote in this launch"
+        ),
+        "{}",
+        fault.message
+    );
+    // Written first (by another thread, across a barrier), the same loads are clean.
+    let written = READ_UNWRITTEN.replace(
+        "    ld.shared.u32 %r2, [%rd4];",
+        "    st.shared.u32 [%rd4], %r1;\n    bar.sync 0;\n    ld.shared.u32 %r2, [%rd4+-4];",
+    );
+    let fault = run_with(&written, "read_unwritten", 32, 0, None, true)
+        .expect_err("thread 0 reads below the array; the local load is unwritten");
+    assert!(fault.message.contains("outside the"), "{}", fault.message);
+    let written = written.replace("[%rd4+-4]", "[%rd4]").replace(
+        "    ld.local.u32 %r3, [%rd6];",
+        "    st.local.u32 [%rd6], %r1;\n    ld.local.u32 %r3, [%rd6];",
+    );
+    assert!(run_with(&written, "read_unwritten", 32, 0, None, true).is_ok());
+    // The local load alone: the thread never wrote its slot.
+    let local_only = READ_UNWRITTEN.replace("    ld.shared.u32 %r2, [%rd4];", "");
+    let fault = run_with(&local_only, "read_unwritten", 32, 0, None, true)
+        .expect_err("an unwritten local load");
+    assert!(
+        fault
+            .message
+            .contains("local load of 4 bytes at 0x0 in read_unwritten (line 20), initcheck: it reads memory the thread never wrote"),
+        "{}",
+        fault.message
+    );
 }
