@@ -343,6 +343,10 @@ pub struct DeviceArg {
 /// test` runs the GPU tests so where no GPU opens).
 pub const EMULATE_VARIABLE: &str = "LABS_EMULATE";
 
+/// Set to a number of seconds, the CPU device stops any launch still running then, with a
+/// line saying so (the grader sets it from the solution's own time on the CPU device).
+pub const EMULATE_DEADLINE_VARIABLE: &str = "LABS_EMULATE_DEADLINE";
+
 /// Set once the CPU device is loaded in place of the driver.
 static EMULATED: AtomicBool = AtomicBool::new(false);
 

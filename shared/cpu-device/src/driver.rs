@@ -4,17 +4,24 @@
 //! thread, an event is the moment it was recorded, and a kernel time is wall time here.
 //!
 //! Every function returns a `CUresult` that exists in the driver's own list, and a launch
-//! that faults returns `CUDA_ERROR_ILLEGAL_ADDRESS` (or `_ILLEGAL_INSTRUCTION` for a trap)
-//! with `cuGetErrorString` giving the fault in words: kernel, block, thread, address,
-//! allocation.
+//! that faults returns `CUDA_ERROR_ILLEGAL_ADDRESS` (or `_ILLEGAL_INSTRUCTION` for a trap,
+//! `_LAUNCH_TIMEOUT` past its deadline) with `cuGetErrorString` giving the fault in words:
+//! kernel, block, thread, address, allocation.
+//!
+//! No panic crosses into the caller: every entry point runs its body in [`guarded`], which
+//! turns one (a bug of the CPU device, never of the program) into an error code and a line.
+//! Device memory is touched by one call at a time ([`State::device`]): a launch's kernel
+//! reaches allocations through their addresses, so nothing may free or copy into them
+//! while it runs.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
-use crate::exec::{self, Launch};
+use crate::exec::{self, Launch, MAX_SHARED_OPT_IN, MAX_STATIC_SHARED};
 use crate::ir::Function;
 use crate::load::{load, Module};
 use crate::memory::Memory;
@@ -29,13 +36,31 @@ const INVALID_PTX: CuResult = 218;
 const INVALID_HANDLE: CuResult = 400;
 const NOT_FOUND: CuResult = 500;
 const ILLEGAL_ADDRESS: CuResult = 700;
+const LAUNCH_TIMEOUT: CuResult = 702;
 const ILLEGAL_INSTRUCTION: CuResult = 715;
+const UNKNOWN: CuResult = 999;
+
+/// The environment variable that gives every launch a deadline, in seconds (a decimal
+/// number): a kernel still running then stops with `CUDA_ERROR_LAUNCH_TIMEOUT` and a line
+/// saying so. Unset, a launch runs as long as it takes. The grader sets it from the
+/// reference solution's own time.
+pub const DEADLINE_VARIABLE: &str = "LABS_EMULATE_DEADLINE";
+
+/// Set to 1, a launch stops at a load of shared or local memory that no thread of the block
+/// (or, for local memory, the thread itself) wrote in this launch, as compute-sanitizer's
+/// initcheck reports it.
+pub const INITCHECK_VARIABLE: &str = "LABS_EMULATE_INITCHECK";
+
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+const MAX_DYNAMIC_SHARED_ATTRIBUTE: c_int = 8;
 
 /// The device's name, as the labs report it: never mistaken for a GPU's.
 pub const NAME: &str = "CPU device (PTX interpreter)";
 
 struct State {
     memory: Memory,
+    /// Held by every call that reads, writes or frees device memory, launches included.
+    device: Mutex<()>,
     host: Mutex<HashMap<usize, usize>>,
     /// The last error in words, for `cuGetErrorString`.
     last: Mutex<Option<(CuResult, CString)>>,
@@ -47,6 +72,7 @@ fn state() -> &'static State {
     static STATE: OnceLock<State> = OnceLock::new();
     STATE.get_or_init(|| State {
         memory: Memory::default(),
+        device: Mutex::new(()),
         host: Mutex::new(HashMap::new()),
         last: Mutex::new(None),
         printf: Mutex::new(Vec::new()),
@@ -69,6 +95,52 @@ fn flush_printf() {
     pending.clear();
 }
 
+/// Device memory, to this caller alone until the guard is dropped. A call that panicked
+/// while holding it left nothing half done that matters (memory is bytes), so a poisoned
+/// lock is taken as it is.
+fn device() -> MutexGuard<'static, ()> {
+    state()
+        .device
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Run a driver call's body; a panic inside (a bug of the CPU device) becomes
+/// `CUDA_ERROR_UNKNOWN` and one line, instead of unwinding into C, which would abort.
+fn guarded(body: impl FnOnce() -> CuResult) -> CuResult {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(code) => code,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            fail(
+                UNKNOWN,
+                format!("the CPU device failed inside itself ({what}): a bug of the CPU device, not of the program; please report it with the kernel"),
+            )
+        }
+    }
+}
+
+/// The deadline `DEADLINE_VARIABLE` gives, if it is set to a positive number of seconds.
+fn deadline() -> Result<Option<Duration>, String> {
+    let Some(text) = std::env::var_os(DEADLINE_VARIABLE) else {
+        return Ok(None);
+    };
+    let text = text.to_string_lossy();
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .filter(|d| !d.is_zero())
+        .map(Some)
+        .ok_or_else(|| {
+            format!("{DEADLINE_VARIABLE}={text}: give the deadline as a positive number of seconds")
+        })
+}
+
 fn fail(code: CuResult, message: String) -> CuResult {
     if let Ok(mut last) = state().last.lock() {
         let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
@@ -84,6 +156,9 @@ struct ModuleHandle {
 struct FunctionHandle {
     module: Arc<Module>,
     index: usize,
+    /// The most dynamic shared memory a launch may ask for: 48 KiB less the static, unless
+    /// raised with `cuFuncSetAttribute`, as on the GPU.
+    max_dynamic_shared: AtomicU32,
 }
 
 struct Event {
@@ -118,29 +193,33 @@ unsafe fn put<T>(p: *mut T, v: T) -> CuResult {
 
 #[no_mangle]
 pub extern "C" fn cuInit(_flags: c_uint) -> CuResult {
-    SUCCESS
+    guarded(|| SUCCESS)
 }
 
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGet(device: *mut c_int, ordinal: c_int) -> CuResult {
-    if ordinal != 0 {
-        return fail(
-            INVALID_DEVICE,
-            format!("the CPU device is device 0 only (asked for {ordinal})"),
-        );
-    }
-    // SAFETY: the caller's pointer.
-    unsafe { put(device, 0) }
+    guarded(|| {
+        if ordinal != 0 {
+            return fail(
+                INVALID_DEVICE,
+                format!("the CPU device is device 0 only (asked for {ordinal})"),
+            );
+        }
+        // SAFETY: the caller's pointer.
+        unsafe { put(device, 0) }
+    })
 }
 
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CuResult {
-    // SAFETY: the caller's pointer.
-    unsafe { put(count, 1) }
+    guarded(|| {
+        // SAFETY: the caller's pointer.
+        unsafe { put(count, 1) }
+    })
 }
 
 /// The attributes the labs and cudarc ask for, with an H100's values where one matters to
@@ -176,76 +255,90 @@ pub unsafe extern "C" fn cuDeviceGetAttribute(
     attrib: c_int,
     _dev: c_int,
 ) -> CuResult {
-    // SAFETY: the caller's pointer.
-    unsafe { put(pi, attribute(attrib)) }
+    guarded(|| {
+        // SAFETY: the caller's pointer.
+        unsafe { put(pi, attribute(attrib)) }
+    })
 }
 
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
 pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, _dev: c_int) -> CuResult {
-    if name.is_null() || len <= 0 {
-        return INVALID_VALUE;
-    }
-    let text = format!("{NAME}, {} threads", threads());
-    let bytes = text.as_bytes();
-    let n = bytes.len().min(len as usize - 1);
-    // SAFETY: `name` holds `len` bytes, the caller's promise; n + 1 <= len.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), name, n);
-        *name.add(n) = 0;
-    }
-    SUCCESS
+    guarded(|| {
+        if name.is_null() || len <= 0 {
+            return INVALID_VALUE;
+        }
+        let text = format!("{NAME}, {} threads", threads());
+        let bytes = text.as_bytes();
+        let n = bytes.len().min(len as usize - 1);
+        // SAFETY: `name` holds `len` bytes, the caller's promise; n + 1 <= len.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr().cast::<c_char>(), name, n);
+            *name.add(n) = 0;
+        }
+        SUCCESS
+    })
 }
 
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
 pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(pctx: *mut *mut c_void, _dev: c_int) -> CuResult {
-    // SAFETY: the caller's pointer.
-    unsafe { put(pctx, context()) }
+    guarded(|| {
+        // SAFETY: the caller's pointer.
+        unsafe { put(pctx, context()) }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn cuDevicePrimaryCtxRelease_v2(_dev: c_int) -> CuResult {
-    flush_printf();
-    SUCCESS
+    guarded(|| {
+        flush_printf();
+        SUCCESS
+    })
 }
 
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
 pub unsafe extern "C" fn cuCtxGetCurrent(pctx: *mut *mut c_void) -> CuResult {
-    // SAFETY: the caller's pointer.
-    unsafe { put(pctx, context()) }
+    guarded(|| {
+        // SAFETY: the caller's pointer.
+        unsafe { put(pctx, context()) }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn cuCtxSetCurrent(_ctx: *mut c_void) -> CuResult {
-    SUCCESS
+    guarded(|| SUCCESS)
 }
 
 #[no_mangle]
 pub extern "C" fn cuCtxSynchronize() -> CuResult {
-    flush_printf();
-    SUCCESS
+    guarded(|| {
+        flush_printf();
+        SUCCESS
+    })
 }
 
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
 pub unsafe extern "C" fn cuGetErrorString(error: CuResult, p_str: *mut *const c_char) -> CuResult {
-    static GENERIC: &CStr = c"the CPU device failed";
-    let text = match state().last.lock() {
-        Ok(last) => match last.as_ref() {
-            Some((code, text)) if *code == error => text.as_ptr(),
-            _ => GENERIC.as_ptr(),
-        },
-        Err(_) => GENERIC.as_ptr(),
-    };
-    // SAFETY: the caller's pointer. The text lives until the next error replaces it, which
-    // outlasts the error's one message.
-    unsafe { put(p_str, text) }
+    guarded(|| {
+        static GENERIC: &CStr = c"the CPU device failed";
+        let text = match state().last.lock() {
+            Ok(last) => match last.as_ref() {
+                Some((code, text)) if *code == error => text.as_ptr(),
+                _ => GENERIC.as_ptr(),
+            },
+            Err(_) => GENERIC.as_ptr(),
+        };
+        // SAFETY: the caller's pointer. The text lives until the next error replaces it, which
+        // outlasts the error's one message.
+        unsafe { put(p_str, text) }
+    })
 }
 
 fn meminfo(key: &str) -> Option<usize> {
@@ -259,24 +352,28 @@ fn meminfo(key: &str) -> Option<usize> {
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
 pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CuResult {
-    let all = meminfo("MemTotal:").unwrap_or(16 << 30);
-    let available = meminfo("MemAvailable:").unwrap_or(all / 2);
-    // SAFETY: the caller's pointers.
-    unsafe {
-        put(free, available);
-        put(total, all)
-    }
+    guarded(|| {
+        let all = meminfo("MemTotal:").unwrap_or(16 << 30);
+        let available = meminfo("MemAvailable:").unwrap_or(all / 2);
+        // SAFETY: the caller's pointers.
+        unsafe {
+            put(free, available);
+            put(total, all)
+        }
+    })
 }
 
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
 pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut u64, bytesize: usize) -> CuResult {
-    match state().memory.alloc(bytesize as u64, "") {
-        // SAFETY: the caller's pointer.
-        Ok(region) => unsafe { put(dptr, region.address) },
-        Err(e) => fail(OUT_OF_MEMORY, e),
-    }
+    guarded(|| {
+        match state().memory.alloc(bytesize as u64, "") {
+            // SAFETY: the caller's pointer.
+            Ok(region) => unsafe { put(dptr, region.address) },
+            Err(e) => fail(OUT_OF_MEMORY, e),
+        }
+    })
 }
 
 /// # Safety
@@ -287,29 +384,37 @@ pub unsafe extern "C" fn cuMemAllocAsync(
     bytesize: usize,
     _stream: *mut c_void,
 ) -> CuResult {
-    // SAFETY: the caller's pointer.
-    unsafe { cuMemAlloc_v2(dptr, bytesize) }
+    guarded(|| {
+        // SAFETY: the caller's pointer.
+        unsafe { cuMemAlloc_v2(dptr, bytesize) }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemFree_v2(dptr: u64) -> CuResult {
-    match state().memory.free(dptr) {
-        Ok(()) => SUCCESS,
-        Err(e) => fail(INVALID_VALUE, e),
-    }
+    guarded(|| {
+        let _device = device();
+        match state().memory.free(dptr) {
+            Ok(()) => SUCCESS,
+            Err(e) => fail(INVALID_VALUE, e),
+        }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemFreeAsync(dptr: u64, _stream: *mut c_void) -> CuResult {
-    cuMemFree_v2(dptr)
+    guarded(|| cuMemFree_v2(dptr))
 }
 
 #[no_mangle]
 pub extern "C" fn cuMemsetD8Async(dst: u64, value: u8, n: usize, _stream: *mut c_void) -> CuResult {
-    match state().memory.fill(dst, value, n as u64) {
-        Ok(()) => SUCCESS,
-        Err(e) => fail(INVALID_VALUE, e),
-    }
+    guarded(|| {
+        let _device = device();
+        match state().memory.fill(dst, value, n as u64) {
+            Ok(()) => SUCCESS,
+            Err(e) => fail(INVALID_VALUE, e),
+        }
+    })
 }
 
 /// # Safety
@@ -321,18 +426,21 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
     n: usize,
     _stream: *mut c_void,
 ) -> CuResult {
-    if n == 0 {
-        return SUCCESS;
-    }
-    if src.is_null() {
-        return INVALID_VALUE;
-    }
-    // SAFETY: the caller's promise.
-    let bytes = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
-    match state().memory.write(dst, bytes) {
-        Ok(()) => SUCCESS,
-        Err(e) => fail(INVALID_VALUE, e),
-    }
+    guarded(|| {
+        if n == 0 {
+            return SUCCESS;
+        }
+        if src.is_null() {
+            return INVALID_VALUE;
+        }
+        // SAFETY: the caller's promise.
+        let bytes = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
+        let _device = device();
+        match state().memory.write(dst, bytes) {
+            Ok(()) => SUCCESS,
+            Err(e) => fail(INVALID_VALUE, e),
+        }
+    })
 }
 
 /// # Safety
@@ -344,18 +452,21 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
     n: usize,
     _stream: *mut c_void,
 ) -> CuResult {
-    if n == 0 {
-        return SUCCESS;
-    }
-    if dst.is_null() {
-        return INVALID_VALUE;
-    }
-    // SAFETY: the caller's promise.
-    let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
-    match state().memory.read(src, out) {
-        Ok(()) => SUCCESS,
-        Err(e) => fail(INVALID_VALUE, e),
-    }
+    guarded(|| {
+        if n == 0 {
+            return SUCCESS;
+        }
+        if dst.is_null() {
+            return INVALID_VALUE;
+        }
+        // SAFETY: the caller's promise.
+        let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
+        let _device = device();
+        match state().memory.read(src, out) {
+            Ok(()) => SUCCESS,
+            Err(e) => fail(INVALID_VALUE, e),
+        }
+    })
 }
 
 /// # Safety
@@ -366,41 +477,45 @@ pub unsafe extern "C" fn cuMemHostAlloc(
     bytesize: usize,
     _flags: c_uint,
 ) -> CuResult {
-    let Ok(layout) = std::alloc::Layout::from_size_align(bytesize.max(1), 64) else {
-        return INVALID_VALUE;
-    };
-    // SAFETY: a non-zero size.
-    let p = unsafe { std::alloc::alloc_zeroed(layout) };
-    if p.is_null() {
-        return fail(
-            OUT_OF_MEMORY,
-            format!("out of host memory allocating {bytesize} bytes"),
-        );
-    }
-    if let Ok(mut host) = state().host.lock() {
-        host.insert(p as usize, bytesize.max(1));
-    }
-    // SAFETY: the caller's pointer.
-    unsafe { put(pp, p.cast()) }
+    guarded(|| {
+        let Ok(layout) = std::alloc::Layout::from_size_align(bytesize.max(1), 64) else {
+            return INVALID_VALUE;
+        };
+        // SAFETY: a non-zero size.
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        if p.is_null() {
+            return fail(
+                OUT_OF_MEMORY,
+                format!("out of host memory allocating {bytesize} bytes"),
+            );
+        }
+        if let Ok(mut host) = state().host.lock() {
+            host.insert(p as usize, bytesize.max(1));
+        }
+        // SAFETY: the caller's pointer.
+        unsafe { put(pp, p.cast()) }
+    })
 }
 
 /// # Safety
 /// A driver call: `p` from `cuMemHostAlloc`.
 #[no_mangle]
 pub unsafe extern "C" fn cuMemFreeHost(p: *mut c_void) -> CuResult {
-    let size = state()
-        .host
-        .lock()
-        .ok()
-        .and_then(|mut h| h.remove(&(p as usize)));
-    match size.and_then(|s| std::alloc::Layout::from_size_align(s, 64).ok()) {
-        // SAFETY: allocated above with this layout, and removed from the map: freed once.
-        Some(layout) => unsafe {
-            std::alloc::dealloc(p.cast(), layout);
-            SUCCESS
-        },
-        None => INVALID_VALUE,
-    }
+    guarded(|| {
+        let size = state()
+            .host
+            .lock()
+            .ok()
+            .and_then(|mut h| h.remove(&(p as usize)));
+        match size.and_then(|s| std::alloc::Layout::from_size_align(s, 64).ok()) {
+            // SAFETY: allocated above with this layout, and removed from the map: freed once.
+            Some(layout) => unsafe {
+                std::alloc::dealloc(p.cast(), layout);
+                SUCCESS
+            },
+            None => INVALID_VALUE,
+        }
+    })
 }
 
 /// # Safety
@@ -410,37 +525,47 @@ pub unsafe extern "C" fn cuModuleLoadData(
     module: *mut *mut c_void,
     image: *const c_void,
 ) -> CuResult {
-    if image.is_null() {
-        return INVALID_VALUE;
-    }
-    flush_printf();
-    // SAFETY: the caller's promise: an image; a cubin starts with the ELF magic, PTX text
-    // ends with a NUL.
-    let head = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), 4) };
-    if head == b"\x7fELF" {
-        return fail(
+    guarded(|| {
+        if image.is_null() {
+            return INVALID_VALUE;
+        }
+        flush_printf();
+        // SAFETY: the caller's promise: an image, PTX text ending with a NUL or a cubin,
+        // whose ELF magic holds no NUL, so reading up to the first NUL stays inside either.
+        let text = unsafe { CStr::from_ptr(image.cast::<c_char>()) };
+        if text.to_bytes().starts_with(b"\x7fELF") {
+            return fail(
             INVALID_IMAGE,
             "the CPU device runs PTX, not a cubin: compile the kernel to PTX (shared::gpu does under --emulate)".to_string(),
         );
-    }
-    // SAFETY: as above.
-    let text = unsafe { CStr::from_ptr(image.cast::<c_char>()) };
-    let Ok(text) = text.to_str() else {
-        return fail(INVALID_PTX, "the PTX is not UTF-8 text".to_string());
-    };
-    match load(text, &state().memory) {
-        Ok(m) => {
-            let handle = Box::new(ModuleHandle {
-                module: Arc::new(m),
-            });
-            // SAFETY: the caller's pointer.
-            unsafe { put(module, Box::into_raw(handle).cast()) }
         }
-        Err(e) => fail(
-            INVALID_PTX,
-            format!("the CPU device cannot run this PTX: {e}"),
-        ),
-    }
+        let Ok(text) = text.to_str() else {
+            return fail(INVALID_PTX, "the PTX is not UTF-8 text".to_string());
+        };
+        let loaded = load(text, &state().memory).and_then(|m| match exec::check_module(&m) {
+            Ok(()) => Ok(m),
+            Err(e) => {
+                let _device = device();
+                for region in &m.regions {
+                    let _ = state().memory.free(region.address);
+                }
+                Err(e)
+            }
+        });
+        match loaded {
+            Ok(m) => {
+                let handle = Box::new(ModuleHandle {
+                    module: Arc::new(m),
+                });
+                // SAFETY: the caller's pointer.
+                unsafe { put(module, Box::into_raw(handle).cast()) }
+            }
+            Err(e) => fail(
+                INVALID_PTX,
+                format!("the CPU device cannot run this PTX: {e}"),
+            ),
+        }
+    })
 }
 
 /// # Safety
@@ -451,28 +576,34 @@ pub unsafe extern "C" fn cuModuleGetFunction(
     hmod: *mut c_void,
     name: *const c_char,
 ) -> CuResult {
-    if hmod.is_null() || name.is_null() {
-        return INVALID_HANDLE;
-    }
-    // SAFETY: a handle this library made, still loaded (the caller's promise).
-    let m = unsafe { &*hmod.cast::<ModuleHandle>() };
-    // SAFETY: NUL-terminated, the caller's promise.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    match m.module.by_name.get(name.as_ref()) {
-        Some(&i) if m.module.functions[i as usize].entry => {
-            let handle = Box::new(FunctionHandle {
-                module: Arc::clone(&m.module),
-                index: i as usize,
-            });
-            // SAFETY: the caller's pointer. Function handles live as long as the process,
-            // as the driver's do while their module is loaded.
-            unsafe { put(hfunc, Box::into_raw(handle).cast()) }
+    guarded(|| {
+        if hmod.is_null() || name.is_null() {
+            return INVALID_HANDLE;
         }
-        _ => fail(
-            NOT_FOUND,
-            format!("the module has no kernel named `{name}`"),
-        ),
-    }
+        // SAFETY: a handle this library made, still loaded (the caller's promise).
+        let m = unsafe { &*hmod.cast::<ModuleHandle>() };
+        // SAFETY: NUL-terminated, the caller's promise.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        match m.module.by_name.get(name.as_ref()) {
+            Some(&i) if m.module.functions[i as usize].entry => {
+                let index = i as usize;
+                let static_shared = exec::static_shared(&m.module, &m.module.functions[index]);
+                let handle = Box::new(FunctionHandle {
+                    module: Arc::clone(&m.module),
+                    index,
+                    // At most 48 KiB (`check_module`).
+                    max_dynamic_shared: AtomicU32::new((MAX_STATIC_SHARED - static_shared) as u32),
+                });
+                // SAFETY: the caller's pointer. Function handles live as long as the process,
+                // as the driver's do while their module is loaded.
+                unsafe { put(hfunc, Box::into_raw(handle).cast()) }
+            }
+            _ => fail(
+                NOT_FOUND,
+                format!("the module has no kernel named `{name}`"),
+            ),
+        }
+    })
 }
 
 /// # Safety
@@ -484,51 +615,56 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     hmod: *mut c_void,
     name: *const c_char,
 ) -> CuResult {
-    if hmod.is_null() || name.is_null() {
-        return INVALID_HANDLE;
-    }
-    // SAFETY: as in cuModuleGetFunction.
-    let m = unsafe { &*hmod.cast::<ModuleHandle>() };
-    // SAFETY: as in cuModuleGetFunction.
-    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-    match m
-        .module
-        .variables
-        .iter()
-        .find(|v| v.name == name && v.space != crate::ir::Space::Shared)
-    {
-        Some(v) => {
-            // SAFETY: the caller's pointers; either may be null.
-            unsafe {
-                if !dptr.is_null() {
-                    put(dptr, v.address);
-                }
-                if !bytes.is_null() {
-                    put(bytes, v.size as usize);
-                }
-            }
-            SUCCESS
+    guarded(|| {
+        if hmod.is_null() || name.is_null() {
+            return INVALID_HANDLE;
         }
-        None => fail(
-            NOT_FOUND,
-            format!("the module has no global variable named `{name}`"),
-        ),
-    }
+        // SAFETY: as in cuModuleGetFunction.
+        let m = unsafe { &*hmod.cast::<ModuleHandle>() };
+        // SAFETY: as in cuModuleGetFunction.
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        match m
+            .module
+            .variables
+            .iter()
+            .find(|v| v.name == name && v.space != crate::ir::Space::Shared)
+        {
+            Some(v) => {
+                // SAFETY: the caller's pointers; either may be null.
+                unsafe {
+                    if !dptr.is_null() {
+                        put(dptr, v.address);
+                    }
+                    if !bytes.is_null() {
+                        put(bytes, v.size as usize);
+                    }
+                }
+                SUCCESS
+            }
+            None => fail(
+                NOT_FOUND,
+                format!("the module has no global variable named `{name}`"),
+            ),
+        }
+    })
 }
 
 /// # Safety
 /// A driver call: `hmod` from `cuModuleLoadData`, unloaded once.
 #[no_mangle]
 pub unsafe extern "C" fn cuModuleUnload(hmod: *mut c_void) -> CuResult {
-    if hmod.is_null() {
-        return INVALID_HANDLE;
-    }
-    // SAFETY: made by Box::into_raw in cuModuleLoadData, unloaded once.
-    let m = unsafe { Box::from_raw(hmod.cast::<ModuleHandle>()) };
-    for region in &m.module.regions {
-        let _ = state().memory.free(region.address);
-    }
-    SUCCESS
+    guarded(|| {
+        if hmod.is_null() {
+            return INVALID_HANDLE;
+        }
+        // SAFETY: made by Box::into_raw in cuModuleLoadData, unloaded once.
+        let m = unsafe { Box::from_raw(hmod.cast::<ModuleHandle>()) };
+        let _device = device();
+        for region in &m.module.regions {
+            let _ = state().memory.free(region.address);
+        }
+        SUCCESS
+    })
 }
 
 /// # Safety
@@ -549,61 +685,83 @@ pub unsafe extern "C" fn cuLaunchKernel(
     kernel_params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CuResult {
-    if f.is_null() {
-        return INVALID_HANDLE;
-    }
-    if !extra.is_null() {
-        return fail(
-            INVALID_VALUE,
-            "the CPU device takes kernel arguments as kernelParams only".to_string(),
-        );
-    }
-    // SAFETY: a handle this library made.
-    let handle = unsafe { &*f.cast::<FunctionHandle>() };
-    let module = &handle.module;
-    let function = &module.functions[handle.index];
-    let grid = [grid_x, grid_y, grid_z];
-    let block = [block_x, block_y, block_z];
-    let threads_per_block = u64::from(block_x) * u64::from(block_y) * u64::from(block_z);
-    if grid.contains(&0)
-        || block.contains(&0)
-        || threads_per_block > 1024
-        || block_z > 64
-        || grid_y > 65535
-        || grid_z > 65535
-    {
-        return fail(INVALID_VALUE, format!(
+    guarded(|| {
+        if f.is_null() {
+            return INVALID_HANDLE;
+        }
+        if !extra.is_null() {
+            return fail(
+                INVALID_VALUE,
+                "the CPU device takes kernel arguments as kernelParams only".to_string(),
+            );
+        }
+        // SAFETY: a handle this library made.
+        let handle = unsafe { &*f.cast::<FunctionHandle>() };
+        let module = &handle.module;
+        let function = &module.functions[handle.index];
+        let grid = [grid_x, grid_y, grid_z];
+        let block = [block_x, block_y, block_z];
+        let threads_per_block = u64::from(block_x) * u64::from(block_y) * u64::from(block_z);
+        if grid.contains(&0)
+            || block.contains(&0)
+            || threads_per_block > 1024
+            || block_z > 64
+            || grid_y > 65535
+            || grid_z > 65535
+        {
+            return fail(INVALID_VALUE, format!(
             "launching `{}` with grid {grid:?} and block {block:?}: a block holds 1 to 1024 threads, and a grid is at most 65535 blocks in y and z",
             function.name
         ));
-    }
-    // SAFETY: the caller's promise, passed on.
-    let params = match unsafe { kernel_arguments(function, kernel_params) } {
-        Ok(params) => params,
-        Err(code) => return code,
-    };
-    let snapshot = match state().memory.snapshot() {
-        Ok(s) => s,
-        Err(e) => return fail(INVALID_VALUE, e),
-    };
-    let launch = Launch {
-        module,
-        function,
-        grid,
-        block,
-        dynamic_shared: shared_mem_bytes,
-        params: &params,
-        memory: &snapshot,
-    };
-    flush_printf();
-    let (result, printed) = exec::run_printing(&launch, threads(), crate::printf::FIFO_BYTES);
-    if let Ok(mut pending) = state().printf.lock() {
-        pending.extend_from_slice(&printed);
-    }
-    match result {
-        Ok(()) => SUCCESS,
-        Err(fault) => launch_failed(&function.name, &fault),
-    }
+        }
+        let allowed = handle.max_dynamic_shared.load(Ordering::Relaxed);
+        if shared_mem_bytes > allowed {
+            return fail(INVALID_VALUE, format!(
+                "launching `{}` with {shared_mem_bytes} bytes of dynamic shared memory, where it may have {allowed}: past 48 KiB in all, raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES with cuFuncSetAttribute first, as on the GPU (227 KiB at most)",
+                function.name
+            ));
+        }
+        let deadline = match deadline() {
+            Ok(deadline) => deadline,
+            Err(e) => return fail(INVALID_VALUE, e),
+        };
+        // SAFETY: the caller's promise, passed on.
+        let params = match unsafe { kernel_arguments(function, kernel_params) } {
+            Ok(params) => params,
+            Err(code) => return code,
+        };
+        let _device = device();
+        let snapshot = match state().memory.snapshot() {
+            Ok(s) => s,
+            Err(e) => return fail(INVALID_VALUE, e),
+        };
+        let launch = Launch {
+            module,
+            function,
+            grid,
+            block,
+            dynamic_shared: shared_mem_bytes,
+            params: &params,
+            memory: &snapshot,
+        };
+        if let Err(e) = exec::limits(&launch) {
+            return fail(INVALID_VALUE, e);
+        }
+        let options = exec::Options {
+            deadline,
+            initcheck: std::env::var_os(INITCHECK_VARIABLE).is_some_and(|v| v == "1"),
+            printf_room: crate::printf::FIFO_BYTES,
+        };
+        flush_printf();
+        let (result, printed) = exec::run_with(&launch, threads(), &options);
+        if let Ok(mut pending) = state().printf.lock() {
+            pending.extend_from_slice(&printed);
+        }
+        match result {
+            Ok(()) => SUCCESS,
+            Err(fault) => launch_failed(&function.name, &fault),
+        }
+    })
 }
 
 /// The kernel's parameter buffer: each argument copied to its parameter's offset.
@@ -618,9 +776,19 @@ unsafe fn kernel_arguments(
     let size = function
         .params
         .iter()
-        .map(|&(off, size, _)| off + size)
+        .map(|&(off, size, _)| u64::from(off) + u64::from(size))
         .max()
         .unwrap_or(0);
+    if size > exec::MAX_PARAM_BYTES {
+        return Err(fail(
+            INVALID_VALUE,
+            format!(
+                "`{}` takes {size} bytes of parameters, more than the {} a kernel takes",
+                function.name,
+                exec::MAX_PARAM_BYTES
+            ),
+        ));
+    }
     let mut params = vec![0u8; size as usize];
     if !function.params.is_empty() && kernel_params.is_null() {
         return Err(fail(
@@ -654,6 +822,8 @@ unsafe fn kernel_arguments(
 fn launch_failed(kernel: &str, fault: &exec::Fault) -> CuResult {
     let code = if fault.message.contains("trapped") {
         ILLEGAL_INSTRUCTION
+    } else if fault.message.contains("past its deadline") {
+        LAUNCH_TIMEOUT
     } else {
         ILLEGAL_ADDRESS
     };
@@ -680,13 +850,15 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
     limit: c_int,
     _flags: c_uint,
 ) -> CuResult {
-    // An H100's answer for a kernel of few registers: the largest block allowed.
-    let size = if limit > 0 { limit.min(1024) } else { 1024 };
-    // SAFETY: the caller's pointers.
-    unsafe {
-        put(min_grid_size, 132 * (2048 / size));
-        put(block_size, size)
-    }
+    guarded(|| {
+        // An H100's answer for a kernel of few registers: the largest block allowed.
+        let size = if limit > 0 { limit.min(1024) } else { 1024 };
+        // SAFETY: the caller's pointers.
+        unsafe {
+            put(min_grid_size, 132 * (2048 / size));
+            put(block_size, size)
+        }
+    })
 }
 
 /// # Safety
@@ -699,8 +871,10 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     _dynamic_smem: usize,
     _flags: c_uint,
 ) -> CuResult {
-    // SAFETY: the caller's pointer.
-    unsafe { put(num_blocks, (2048 / block_size.max(1)).clamp(1, 32)) }
+    guarded(|| {
+        // SAFETY: the caller's pointer.
+        unsafe { put(num_blocks, (2048 / block_size.max(1)).clamp(1, 32)) }
+    })
 }
 
 /// # Safety
@@ -711,28 +885,74 @@ pub unsafe extern "C" fn cuFuncGetAttribute(
     attrib: c_int,
     hfunc: *mut c_void,
 ) -> CuResult {
-    if hfunc.is_null() {
-        return INVALID_HANDLE;
-    }
-    // SAFETY: a handle this library made.
-    let handle = unsafe { &*hfunc.cast::<FunctionHandle>() };
-    let function = &handle.module.functions[handle.index];
-    let value = match attrib {
-        0 => 1024,                                    // max threads per block
-        1 => handle.module.shared_bytes as c_int,     // static shared bytes
-        3 => function.local_bytes as c_int,           // local bytes per thread
-        4 => (function.regs as c_int).clamp(16, 255), // registers per thread
-        5 | 6 => 90,                                  // PTX and binary versions
-        _ => 0,
-    };
-    // SAFETY: the caller's pointer.
-    unsafe { put(pi, value) }
+    guarded(|| {
+        if hfunc.is_null() {
+            return INVALID_HANDLE;
+        }
+        // SAFETY: a handle this library made.
+        let handle = unsafe { &*hfunc.cast::<FunctionHandle>() };
+        let function = &handle.module.functions[handle.index];
+        let value = match attrib {
+            0 => 1024,                                    // max threads per block
+            1 => handle.module.shared_bytes as c_int,     // static shared bytes
+            3 => function.local_bytes as c_int,           // local bytes per thread
+            4 => (function.regs as c_int).clamp(16, 255), // registers per thread
+            5 | 6 => 90,                                  // PTX and binary versions
+            _ => 0,
+        };
+        // SAFETY: the caller's pointer.
+        unsafe { put(pi, value) }
+    })
+}
+
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`, the one attribute a kernel sets: how
+/// much dynamic shared memory its launches may ask for, up to 227 KiB with the static.
+///
+/// # Safety
+/// A driver call: `hfunc` from `cuModuleGetFunction`.
+#[no_mangle]
+pub unsafe extern "C" fn cuFuncSetAttribute(
+    hfunc: *mut c_void,
+    attrib: c_int,
+    value: c_int,
+) -> CuResult {
+    guarded(|| {
+        if hfunc.is_null() {
+            return INVALID_HANDLE;
+        }
+        // SAFETY: a handle this library made.
+        let handle = unsafe { &*hfunc.cast::<FunctionHandle>() };
+        let function = &handle.module.functions[handle.index];
+        let most = MAX_SHARED_OPT_IN - exec::static_shared(&handle.module, function);
+        match (attrib, u64::try_from(value)) {
+            (MAX_DYNAMIC_SHARED_ATTRIBUTE, Ok(bytes)) if bytes <= most => {
+                handle
+                    .max_dynamic_shared
+                    .store(bytes as u32, Ordering::Relaxed);
+                SUCCESS
+            }
+            (MAX_DYNAMIC_SHARED_ATTRIBUTE, _) => fail(
+                INVALID_VALUE,
+                format!(
+                    "`{}` may have at most {most} bytes of dynamic shared memory (227 KiB less its {} static), not {value}",
+                    function.name,
+                    exec::static_shared(&handle.module, function)
+                ),
+            ),
+            _ => fail(
+                INVALID_VALUE,
+                format!("the CPU device sets no function attribute {attrib} (only the dynamic shared memory size, 8)"),
+            ),
+        }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn cuStreamSynchronize(_stream: *mut c_void) -> CuResult {
-    flush_printf();
-    SUCCESS
+    guarded(|| {
+        flush_printf();
+        SUCCESS
+    })
 }
 
 #[no_mangle]
@@ -741,39 +961,45 @@ pub extern "C" fn cuStreamWaitEvent(
     _event: *mut c_void,
     _flags: c_uint,
 ) -> CuResult {
-    SUCCESS
+    guarded(|| SUCCESS)
 }
 
 /// # Safety
 /// A driver call: pointers as the CUDA driver API documents them.
 #[no_mangle]
 pub unsafe extern "C" fn cuEventCreate(ph_event: *mut *mut c_void, _flags: c_uint) -> CuResult {
-    let event = Box::new(Event {
-        at: Mutex::new(Instant::now()),
-    });
-    // SAFETY: the caller's pointer.
-    unsafe { put(ph_event, Box::into_raw(event).cast()) }
+    guarded(|| {
+        let event = Box::new(Event {
+            at: Mutex::new(Instant::now()),
+        });
+        // SAFETY: the caller's pointer.
+        unsafe { put(ph_event, Box::into_raw(event).cast()) }
+    })
 }
 
 /// # Safety
 /// A driver call: `event` from `cuEventCreate`.
 #[no_mangle]
 pub unsafe extern "C" fn cuEventRecord(event: *mut c_void, _stream: *mut c_void) -> CuResult {
-    if event.is_null() {
-        return INVALID_HANDLE;
-    }
-    // SAFETY: a handle this library made.
-    let event = unsafe { &*event.cast::<Event>() };
-    if let Ok(mut at) = event.at.lock() {
-        *at = Instant::now();
-    }
-    SUCCESS
+    guarded(|| {
+        if event.is_null() {
+            return INVALID_HANDLE;
+        }
+        // SAFETY: a handle this library made.
+        let event = unsafe { &*event.cast::<Event>() };
+        if let Ok(mut at) = event.at.lock() {
+            *at = Instant::now();
+        }
+        SUCCESS
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn cuEventSynchronize(_event: *mut c_void) -> CuResult {
-    flush_printf();
-    SUCCESS
+    guarded(|| {
+        flush_printf();
+        SUCCESS
+    })
 }
 
 /// # Safety
@@ -784,27 +1010,53 @@ pub unsafe extern "C" fn cuEventElapsedTime(
     start: *mut c_void,
     end: *mut c_void,
 ) -> CuResult {
-    if start.is_null() || end.is_null() {
-        return INVALID_HANDLE;
-    }
-    // SAFETY: handles this library made.
-    let (start, end) = unsafe { (&*start.cast::<Event>(), &*end.cast::<Event>()) };
-    let (Ok(a), Ok(b)) = (start.at.lock(), end.at.lock()) else {
-        return INVALID_HANDLE;
-    };
-    let elapsed = b.saturating_duration_since(*a).as_secs_f64() * 1e3;
-    // SAFETY: the caller's pointer.
-    unsafe { put(ms, elapsed as f32) }
+    guarded(|| {
+        if start.is_null() || end.is_null() {
+            return INVALID_HANDLE;
+        }
+        // SAFETY: handles this library made.
+        let (start, end) = unsafe { (&*start.cast::<Event>(), &*end.cast::<Event>()) };
+        let (Ok(a), Ok(b)) = (start.at.lock(), end.at.lock()) else {
+            return INVALID_HANDLE;
+        };
+        let elapsed = b.saturating_duration_since(*a).as_secs_f64() * 1e3;
+        // SAFETY: the caller's pointer.
+        unsafe { put(ms, elapsed as f32) }
+    })
 }
 
 /// # Safety
 /// A driver call: `event` from `cuEventCreate`, destroyed once.
 #[no_mangle]
 pub unsafe extern "C" fn cuEventDestroy_v2(event: *mut c_void) -> CuResult {
-    if event.is_null() {
-        return INVALID_HANDLE;
+    guarded(|| {
+        if event.is_null() {
+            return INVALID_HANDLE;
+        }
+        // SAFETY: made by Box::into_raw in cuEventCreate, destroyed once.
+        drop(unsafe { Box::from_raw(event.cast::<Event>()) });
+        SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_inside_is_an_error_code_and_a_line_not_an_unwind_into_c() {
+        let code = guarded(|| panic!("an invariant broke"));
+        assert_eq!(code, UNKNOWN);
+        let mut text = std::ptr::null();
+        // SAFETY: a pointer to write the message's address to.
+        unsafe { cuGetErrorString(code, &mut text) };
+        // SAFETY: the message, NUL-terminated.
+        let said = unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            said.contains("(an invariant broke): a bug of the CPU device"),
+            "{said}"
+        );
     }
-    // SAFETY: made by Box::into_raw in cuEventCreate, destroyed once.
-    drop(unsafe { Box::from_raw(event.cast::<Event>()) });
-    SUCCESS
 }

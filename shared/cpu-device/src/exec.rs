@@ -16,16 +16,34 @@
 //! Every memory access is checked against what it may touch: its allocation (global and
 //! constant memory), the block's shared memory, the lane's local and parameter memory. A
 //! fault stops the launch with one message naming the kernel, block, thread and address.
+//! Offsets are checked in checked arithmetic (an index of -1 is 2^64 - 1 bytes in, not one
+//! byte before), and only global memory is reached through a pointer: the rest are slices.
+//!
+//! The GPU's limits hold here too ([`limits`]): threads per block, shared memory per block,
+//! local memory per thread, parameter bytes. Shared and local memory start each block (and
+//! local memory each call) filled with [`UNWRITTEN`], not zeroed, so that a kernel reading a
+//! slot no thread wrote goes wrong here as it does on the GPU, where such a slot holds
+//! whatever was there before.
+//!
+//! With [`Options::initcheck`], a load of shared or local memory that no thread of the block
+//! wrote in this launch stops it, as compute-sanitizer's initcheck reports it: a byte map
+//! beside each, cleared as the pattern is filled in.
+//!
+//! A launch may be given a deadline ([`Options::deadline`]): every branch checks a flag that a
+//! watchdog thread raises when it passes, so a kernel that never ends stops with a fault
+//! saying so. (A run that never branches ends: straight code runs off its end, and calls
+//! stop at `MAX_DEPTH`.)
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
 
 use crate::float::{ftz_bits32, NAN32};
 use crate::ir::*;
 use crate::load::{mask as type_mask, Module};
-use crate::memory::Snapshot;
+use crate::memory::{self, fits, Snapshot};
 use crate::ops::*;
 
 /// Run `$body` for each lane in the mask `$exec`, lowest first. A macro, not a closure,
@@ -71,6 +89,26 @@ const MAX_DEPTH: usize = 64;
 /// Below this many lanes, an instruction runs lane by lane; from it on, on all 32 at once.
 const WHOLE_WARP: u32 = 12;
 
+/// The byte shared and local memory hold until a thread writes them: every byte 0xff, so an
+/// unwritten `float` reads as a NaN and an unwritten integer as -1 (or its type's largest
+/// value), both of which show in a sum, a count or an index.
+pub const UNWRITTEN: u8 = 0xff;
+
+/// An H100's limits (CUDA C++ Programming Guide, compute capability 9.0): threads per
+/// block; static shared memory per block without opting in (what ptxas allows); shared
+/// memory per block with `cudaFuncAttributeMaxDynamicSharedMemorySize` (227 KiB); local
+/// memory per thread; bytes of kernel parameters.
+pub const MAX_THREADS_PER_BLOCK: u64 = 1024;
+pub const MAX_STATIC_SHARED: u64 = 0xc000;
+pub const MAX_SHARED_OPT_IN: u64 = 227 * 1024;
+pub const MAX_LOCAL_PER_THREAD: u64 = 512 * 1024;
+pub const MAX_PARAM_BYTES: u64 = 32764;
+
+/// Register slots a thread may hold across its frames: PTX's registers are virtual (ptxas
+/// maps them to at most 255), so this bounds the interpreter's memory, not the kernel's
+/// registers; NVRTC's kernels declare hundreds.
+pub const MAX_REGISTER_SLOTS: u64 = 1 << 15;
+
 #[derive(Clone, Copy, Default)]
 struct Frame {
     return_pc: u32,
@@ -113,11 +151,46 @@ struct Warp {
     cc: u32,
     /// Each lane's predicate at a `bar.red`, bit `lane`, for the barrier's release.
     bar_pred: u32,
+    /// Under initcheck, which bytes of `locals` a store has written (else empty).
+    locals_written: Vec<bool>,
+}
+
+/// How a launch is watched.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Stop the launch this long after it starts.
+    pub deadline: Option<Duration>,
+    /// Stop at a load of shared or local memory no thread of the block wrote.
+    pub initcheck: bool,
+    /// The bytes of `printf` lines the launch keeps (the GPU's printf buffer left).
+    pub printf_room: usize,
+}
+
+impl Default for Options {
+    /// No deadline, no initcheck, the GPU's whole printf buffer.
+    fn default() -> Options {
+        Options {
+            deadline: None,
+            initcheck: false,
+            printf_room: crate::printf::FIFO_BYTES,
+        }
+    }
 }
 
 enum Stop {
     Done,
     Barrier,
+}
+
+/// Where a checked access goes: a host address in global memory, or an index into the
+/// block's shared memory, the warp's local or parameter memory, the launch's arguments.
+#[derive(Clone, Copy)]
+enum Place {
+    Global(u64),
+    Shared(usize),
+    Local(usize),
+    Param(usize),
+    KernelParam(usize),
 }
 
 struct Sizes {
@@ -126,25 +199,147 @@ struct Sizes {
     local: usize,
 }
 
-/// Run the launch on `threads` host threads; what its `printf`s print goes to stdout
-/// when it ends (as a launch followed by a synchronisation prints it on the GPU).
+/// The static shared memory a kernel uses: the module's shared variables and those declared
+/// inside the kernel. (ptxas counts only the module's variables the kernel names; NVRTC
+/// declares a kernel's `__shared__` variables inside it, so the two agree on its output.)
+pub fn static_shared(module: &Module, kernel: &Function) -> u64 {
+    let module_wide = module
+        .variables
+        .iter()
+        .filter(|v| v.space == Space::Shared)
+        .map(|v| v.address.saturating_add(v.size))
+        .max()
+        .unwrap_or(0);
+    module_wide.saturating_add(u64::from(kernel.shared_bytes))
+}
+
+/// Refuse a module as ptxas would: a kernel with more than 48 KiB of static shared memory,
+/// in ptxas's own words.
+pub fn check_module(module: &Module) -> Result<(), String> {
+    for f in module.functions.iter().filter(|f| f.entry) {
+        let bytes = static_shared(module, f);
+        if bytes > MAX_STATIC_SHARED {
+            return Err(format!(
+                "Entry function '{}' uses too much shared data (0x{bytes:x} bytes, 0x{MAX_STATIC_SHARED:x} max): as ptxas refuses it for the GPU; larger shared memory is dynamic, up to 227 KiB with cuFuncSetAttribute",
+                f.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the launch is within the GPU's limits ([`MAX_THREADS_PER_BLOCK`] and the rest),
+/// and within the interpreter's own ([`MAX_REGISTER_SLOTS`]): the reason in one line if not.
+pub fn limits(launch: &Launch) -> Result<(), String> {
+    let name = &launch.function.name;
+    let threads = launch
+        .block
+        .iter()
+        .fold(1u64, |n, &d| n.saturating_mul(u64::from(d)));
+    if launch.grid.contains(&0) || threads == 0 || threads > MAX_THREADS_PER_BLOCK {
+        return Err(format!(
+            "launching `{name}` with grid {:?} and block {:?}: a grid has at least one block, and a block 1 to {MAX_THREADS_PER_BLOCK} threads",
+            launch.grid, launch.block
+        ));
+    }
+    let shared = u64::from(launch.module.shared_bytes) + u64::from(launch.dynamic_shared);
+    if shared > MAX_SHARED_OPT_IN {
+        return Err(format!(
+            "launching `{name}` with {} bytes of dynamic shared memory besides {} static: a block has at most {MAX_SHARED_OPT_IN} (227 KiB) on an H100",
+            launch.dynamic_shared, launch.module.shared_bytes
+        ));
+    }
+    for f in &launch.module.functions {
+        let (regs, local, param) = (
+            u64::from(f.regs),
+            u64::from(f.local_bytes),
+            u64::from(f.param_bytes),
+        );
+        if regs > MAX_REGISTER_SLOTS {
+            return Err(format!(
+                "`{}` declares {regs} registers; the CPU device holds at most {MAX_REGISTER_SLOTS} a thread",
+                f.name
+            ));
+        }
+        if local > MAX_LOCAL_PER_THREAD {
+            return Err(format!(
+                "`{}` uses {local} bytes of local memory a thread; an H100 allows {MAX_LOCAL_PER_THREAD} (512 KiB)",
+                f.name
+            ));
+        }
+        if param > MAX_PARAM_BYTES
+            || f.params
+                .iter()
+                .any(|p| u64::from(p.0) + u64::from(p.1) > MAX_PARAM_BYTES)
+        {
+            return Err(format!(
+                "`{}` takes more than {MAX_PARAM_BYTES} bytes of parameters, the most a kernel or function takes",
+                f.name
+            ));
+        }
+    }
+    let arguments = launch
+        .function
+        .params
+        .iter()
+        .map(|p| u64::from(p.0) + u64::from(p.1))
+        .max()
+        .unwrap_or(0);
+    if arguments > launch.params.len() as u64 {
+        return Err(format!(
+            "`{name}` takes {arguments} bytes of arguments, and {} were given",
+            launch.params.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Run the launch on `threads` host threads, for as long as it takes; what its `printf`s
+/// print goes to stdout when it ends (as a launch followed by a synchronisation prints it
+/// on the GPU).
 pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
-    let (result, printed) = run_printing(launch, threads, crate::printf::FIFO_BYTES);
+    let (result, printed) = run_with(launch, threads, &Options::default());
     let mut out = std::io::stdout().lock();
     // Lost output is not the kernel's fault: the launch's result stands.
     let _ = out.write_all(&printed).and_then(|()| out.flush());
     result
 }
 
-/// Run the launch on `threads` host threads: its result, and the lines its `printf`s
-/// printed, in block order, as many whole lines as fit in `room` bytes (the GPU's printf
-/// buffer left; the rest are dropped, as the GPU drops them).
-pub fn run_printing(launch: &Launch, threads: usize, room: usize) -> (Result<(), Fault>, Vec<u8>) {
+/// Run the launch on `threads` host threads, watched as `options` say: past its deadline
+/// (from now), or at a load of unwritten memory under initcheck, stopped with a fault that
+/// says so. Its result, and the lines its `printf`s printed, in block order, as many whole
+/// lines as fit in `options.printf_room` bytes (the rest are dropped, as the GPU drops them).
+pub fn run_with(
+    launch: &Launch,
+    threads: usize,
+    options: &Options,
+) -> (Result<(), Fault>, Vec<u8>) {
+    let refused = |message| {
+        let fault = Fault {
+            block: [0; 3],
+            thread: [0; 3],
+            message,
+        };
+        (Err(fault), Vec::new())
+    };
+    let deadline = options.deadline;
+    if let Err(message) = limits(launch) {
+        return refused(message);
+    }
+    // Within limits, the grid's product fits: each dimension is a u32, and a u64 holds the
+    // product of two; the third is checked.
+    let Some(blocks) = (u64::from(launch.grid[0]) * u64::from(launch.grid[1]))
+        .checked_mul(u64::from(launch.grid[2]))
+    else {
+        return refused(format!(
+            "a grid of {:?} blocks is more than the GPU runs",
+            launch.grid
+        ));
+    };
     let printed = Printed {
-        room,
+        room: options.printf_room,
         kept: Mutex::default(),
     };
-    let blocks = u64::from(launch.grid[0]) * u64::from(launch.grid[1]) * u64::from(launch.grid[2]);
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let first_fault: Mutex<Option<(u64, Fault)>> = Mutex::new(None);
@@ -157,39 +352,63 @@ pub fn run_printing(launch: &Launch, threads: usize, room: usize) -> (Result<(),
     let depth = if calls { MAX_DEPTH } else { 1 };
     let widest =
         |f: fn(&Function) -> u32| launch.module.functions.iter().map(f).max().unwrap_or(0) as usize;
+    // Local memory: the widest frame times the depth, but no more than a thread may have
+    // (calls nested past it fault), and never less than one frame.
+    let frame = widest(|f| f.local_bytes).div_ceil(16) * 16;
     let sizes = Sizes {
         regs: widest(|f| f.regs) * if calls { 4 } else { 1 },
         param: widest(|f| f.param_bytes).div_ceil(8) * 8 * depth,
-        local: widest(|f| f.local_bytes).div_ceil(16) * 16 * depth,
+        local: (frame * depth)
+            .min(MAX_LOCAL_PER_THREAD as usize)
+            .max(frame),
     };
     let threads = threads.clamp(1, blocks.max(1) as usize);
+    let expired = AtomicBool::new(false);
+    let (done, watch) = mpsc::channel::<()>();
     std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                let mut worker = Worker::new(launch, &sizes, &printed);
-                loop {
-                    if failed.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let b = next.fetch_add(1, Ordering::Relaxed);
-                    if b >= blocks {
-                        break;
-                    }
-                    let result = worker.block(b);
-                    printed.keep(b, std::mem::take(&mut worker.lines));
-                    if let Err(fault) = result {
-                        failed.store(true, Ordering::Relaxed);
-                        if let Ok(mut first) = first_fault.lock() {
-                            // The lowest block's fault, so that a run says the same each time.
-                            if first.as_ref().is_none_or(|(at, _)| b < *at) {
-                                *first = Some((b, fault));
-                            }
-                        }
-                        break;
-                    }
+        if let Some(deadline) = deadline {
+            let expired = &expired;
+            // The watchdog: raises `expired` at the deadline, unless every worker has
+            // finished first (the sender is dropped, and the wait ends at once).
+            scope.spawn(move || {
+                if let Err(mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(deadline) {
+                    expired.store(true, Ordering::Relaxed);
                 }
             });
         }
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut worker = Worker::new(launch, &sizes, &expired, options);
+                    loop {
+                        if failed.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let b = next.fetch_add(1, Ordering::Relaxed);
+                        if b >= blocks {
+                            break;
+                        }
+                        let result = worker.block(b);
+                        printed.keep(b, std::mem::take(&mut worker.lines));
+                        if let Err(fault) = result {
+                            failed.store(true, Ordering::Relaxed);
+                            if let Ok(mut first) = first_fault.lock() {
+                                // The lowest block's fault, so that a run says the same each time.
+                                if first.as_ref().is_none_or(|(at, _)| b < *at) {
+                                    *first = Some((b, fault));
+                                }
+                            }
+                            break;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            // A worker that panicked has its panic passed on when the scope ends.
+            let _ = worker.join();
+        }
+        drop(done);
     });
     let result = match first_fault.into_inner() {
         Ok(Some((_, fault))) => Err(fault),
@@ -264,11 +483,25 @@ struct Worker<'a> {
     lines: Vec<Vec<u8>>,
     printed: usize,
     room: usize,
+    /// Raised when the launch's deadline has passed.
+    expired: &'a AtomicBool,
+    deadline: Option<Duration>,
+    /// Under initcheck, which bytes of `shared` a store has written (else empty).
+    shared_written: Vec<bool>,
+    initcheck: bool,
 }
 
 impl<'a> Worker<'a> {
-    fn new(l: &'a Launch<'a>, sizes: &'a Sizes, printed: &Printed) -> Worker<'a> {
-        let threads = (l.block[0] * l.block[1] * l.block[2]) as usize;
+    fn new(
+        l: &'a Launch<'a>,
+        sizes: &'a Sizes,
+        expired: &'a AtomicBool,
+        options: &Options,
+    ) -> Worker<'a> {
+        let shared = l.module.shared_bytes as usize + l.dynamic_shared as usize;
+        let marks = |n: usize| vec![false; if options.initcheck { n } else { 0 }];
+        // At most 1024 (`limits`).
+        let threads = l.block.iter().map(|&n| n as usize).product::<usize>();
         let warps = threads.div_ceil(32);
         Worker {
             l,
@@ -295,14 +528,20 @@ impl<'a> Worker<'a> {
                     locals: vec![0; sizes.local * 32],
                     cc: 0,
                     bar_pred: 0,
+                    locals_written: marks(sizes.local * 32),
                 })
                 .collect(),
-            shared: vec![0; (l.module.shared_bytes + l.dynamic_shared) as usize],
+            // At most 227 KiB (`limits`).
+            shared: vec![UNWRITTEN; shared],
             ctaid: [0; 3],
             cache: (1, 0),
             lines: Vec::new(),
             printed: 0,
-            room: printed.room,
+            room: options.printf_room,
+            expired,
+            deadline: options.deadline,
+            shared_written: marks(shared),
+            initcheck: options.initcheck,
         }
     }
 
@@ -313,9 +552,11 @@ impl<'a> Worker<'a> {
             (linear / u64::from(g[0]) % u64::from(g[1])) as u32,
             (linear / (u64::from(g[0]) * u64::from(g[1]))) as u32,
         ];
-        self.shared.fill(0);
+        self.shared.fill(UNWRITTEN);
+        self.shared_written.fill(false);
         self.printed = 0;
         let f = self.l.function;
+        let frame = f.local_bytes as usize;
         let function_index = self.l.module.by_name.get(&f.name).copied().unwrap_or(0);
         for w in &mut self.warps {
             let all = if w.lanes == 32 {
@@ -337,6 +578,13 @@ impl<'a> Worker<'a> {
             for s in &mut w.stack {
                 s.clear();
             }
+            // Each lane's first frame, as it starts (a call fills its own frame).
+            if frame > 0 {
+                for lane in w.locals.chunks_mut(self.sizes.local) {
+                    lane[..frame].fill(UNWRITTEN);
+                }
+            }
+            w.locals_written.fill(false);
         }
         let mut warps = std::mem::take(&mut self.warps);
         let result = self.schedule(&mut warps);
@@ -499,7 +747,7 @@ impl<'a> Worker<'a> {
                 w.set(*d, l, v);
             }),
             Op::LocalAddr { d, off } => each_lane!(exec, |l| {
-                let v = u64::from(w.local_base[l] + off);
+                let v = u64::from(w.local_base[l]) + u64::from(*off);
                 w.set(*d, l, v);
             }),
             Op::Unpack { ds, a, bits } => unpack_lanes(w, exec, ds, *a, *bits),
@@ -530,6 +778,9 @@ impl<'a> Worker<'a> {
                 w.set(*d, l, u64::from(exec));
             }),
             Op::Bra { target } => {
+                if self.expired.load(Ordering::Relaxed) {
+                    return Err(self.past_deadline(w, exec | group));
+                }
                 w.branch(pc, group, exec, *target);
                 return Ok(());
             }
@@ -595,11 +846,12 @@ impl<'a> Worker<'a> {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            let p = self.resolve(w, l, space, addr, total, false)?;
+            let place = self.resolve(w, l, space, addr, total, false)?;
+            if self.initcheck {
+                self.check_written(w, l, place, total)?;
+            }
             for (i, d) in ds.iter().enumerate() {
-                // SAFETY: `resolve` checked that `total` bytes at `p` lie in memory
-                // this access may read.
-                let raw = unsafe { read(p.add(i * size as usize), size) };
+                let raw = self.read(w, place, i as u32 * size, size);
                 if let Some(d) = d {
                     w.set(*d, l, extend(ty, raw));
                 }
@@ -626,11 +878,10 @@ impl<'a> Worker<'a> {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            let p = self.resolve(w, l, space, addr, total, true)?;
+            let place = self.resolve(w, l, space, addr, total, true)?;
             for (i, s) in srcs.iter().enumerate() {
                 let v = w.get(*s, l);
-                // SAFETY: as for loads, checked writable.
-                unsafe { write(p.add(i * size as usize), size, v) };
+                self.write(w, place, i as u32 * size, size, v);
             }
         }
         Ok(())
@@ -655,10 +906,19 @@ impl<'a> Worker<'a> {
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
-            let p = self.resolve(w, l, space, addr, ty.bytes(), true)?;
-            // SAFETY: checked, aligned to its size, inside memory this access may
-            // write; other host threads touch it only through atomics too.
-            let old = unsafe { atomic(p, op, ty, w.get(b, l), w.get(c, l)) };
+            let place = self.resolve(w, l, space, addr, ty.bytes(), true)?;
+            let (b, c) = (w.get(b, l), w.get(c, l));
+            let old = match place {
+                // SAFETY: `resolve` checked the word: inside an allocation of the launch
+                // and aligned to its size.
+                Place::Global(address) => unsafe { memory::atomic(address, op, ty, b, c) },
+                // The block's or the thread's own memory: this host thread's alone.
+                _ => {
+                    let old = self.read(w, place, 0, ty.bytes());
+                    self.write(w, place, 0, ty.bytes(), atom_value(op, ty, old, b, c));
+                    old
+                }
+            };
             if let Some(d) = d {
                 w.set(d, l, old);
             }
@@ -950,10 +1210,10 @@ impl<'a> Worker<'a> {
             let param = |me: &mut Self, w: &mut Warp, off: u32, write: bool| {
                 me.resolve(w, l, Space::Param, Addr::FrameParam(off), 8, write)
             };
-            // SAFETY: `resolve` checked 8 bytes of the frame's parameters there.
-            let text = unsafe { read(param(self, w, format, false)?, 8) };
-            // SAFETY: as above.
-            let base = unsafe { read(param(self, w, args, false)?, 8) };
+            let text = param(self, w, format, false)?;
+            let text = self.read(w, text, 0, 8);
+            let base = param(self, w, args, false)?;
+            let base = self.read(w, base, 0, 8);
             let value = if text == 0 {
                 -1
             } else {
@@ -974,9 +1234,8 @@ impl<'a> Worker<'a> {
                 n
             };
             if let Some(ret) = ret {
-                let p = param(self, w, ret, true)?;
-                // SAFETY: `resolve` checked the parameter writable for 8 bytes, 4 written.
-                unsafe { write(p, 4, u64::from(value as u32)) };
+                let place = param(self, w, ret, true)?;
+                self.write(w, place, 0, 4, u64::from(value as u32));
             }
         });
         Ok(())
@@ -1075,17 +1334,36 @@ impl<'a> Worker<'a> {
             function: w.function[l],
             ret,
         };
+        // Every count here is bounded by `limits` (registers, parameter and local bytes of
+        // a function) and the depth, far below 2^32.
         let regs = w.reg_base[l] + caller.regs;
         let params = w.param_base[l] + caller.param_bytes.div_ceil(8) * 8;
         let locals = w.local_base[l] + caller.local_bytes.div_ceil(16) * 16;
-        if params as usize + callee.param_bytes as usize > self.sizes.param
-            || locals as usize + callee.local_bytes as usize > self.sizes.local
+        // Each copy of an argument (and of the return value, on `ret`) stays inside the
+        // lane's parameter memory.
+        let inside = |at: u32, size: u32| fits(u64::from(at), size, self.sizes.param);
+        let copies_fit = args
+            .iter()
+            .zip(&callee.params)
+            .all(|(&(from, _), &(to, size, _))| {
+                inside(w.param_base[l] + from, size) && inside(params + to, size)
+            })
+            && match (ret, callee.retval) {
+                (Some((to, _)), Some((from, size))) => {
+                    inside(w.param_base[l] + to, size) && inside(params + from, size)
+                }
+                _ => true,
+            };
+        if !copies_fit
+            || !fits(u64::from(params), callee.param_bytes, self.sizes.param)
+            || !fits(u64::from(locals), callee.local_bytes, self.sizes.local)
+            || u64::from(regs) + u64::from(callee.regs) > MAX_REGISTER_SLOTS
         {
             return Err(self.fault(
                 w,
                 l,
                 format!(
-                    "calls nested too deep for their parameters and locals, calling `{}`",
+                    "calls nested too deep for their registers, parameters and locals, calling `{}`",
                     callee.name
                 ),
             ));
@@ -1099,6 +1377,15 @@ impl<'a> Worker<'a> {
             let from = base + (w.param_base[l] + from) as usize;
             let to = base + (params + to) as usize;
             w.params.copy_within(from..from + size as usize, to);
+        }
+        // The callee's locals start unwritten, as a fresh stack frame's do on the GPU.
+        let at = l * self.sizes.local + locals as usize;
+        w.locals[at..at + callee.local_bytes as usize].fill(UNWRITTEN);
+        if let Some(marks) = w
+            .locals_written
+            .get_mut(at..at + callee.local_bytes as usize)
+        {
+            marks.fill(false);
         }
         w.stack[l].push(frame);
         w.reg_base[l] = regs;
@@ -1156,7 +1443,9 @@ impl<'a> Worker<'a> {
         threads.div_ceil(32)
     }
 
-    /// The host pointer for `size` bytes at `addr` in `space`, for lane `l`, once checked.
+    /// Where `size` bytes at `addr` in `space` are, for lane `l`, once checked: inside
+    /// memory this access may touch, and aligned to `size`.
+    #[allow(clippy::too_many_arguments)]
     fn resolve(
         &mut self,
         w: &mut Warp,
@@ -1165,14 +1454,12 @@ impl<'a> Worker<'a> {
         addr: Addr,
         size: u32,
         write: bool,
-    ) -> Result<*mut u8, Fault> {
-        let size64 = u64::from(size);
+    ) -> Result<Place, Fault> {
         let (space, value) = match addr {
             Addr::Reg(r, off) => (space, w.get(Src::R(r), l).wrapping_add(off as u64)),
             Addr::Abs(v) => (space, v),
             Addr::KernelParam(off) => {
-                let end = off as usize + size as usize;
-                if write || end > self.l.params.len() {
+                if write || !fits(u64::from(off), size, self.l.params.len()) {
                     return Err(self.access_fault(
                         w,
                         l,
@@ -1183,12 +1470,11 @@ impl<'a> Worker<'a> {
                         "outside the parameters",
                     ));
                 }
-                // Read only: `write` was refused above.
-                return Ok(self.l.params[off as usize..].as_ptr().cast_mut());
+                return Ok(Place::KernelParam(off as usize));
             }
             Addr::FrameParam(off) => {
-                let at = l * self.sizes.param + (w.param_base[l] + off) as usize;
-                if at + size as usize > w.params.len() {
+                let at = u64::from(w.param_base[l]) + u64::from(off);
+                if !fits(at, size, self.sizes.param) {
                     return Err(self.access_fault(
                         w,
                         l,
@@ -1199,30 +1485,30 @@ impl<'a> Worker<'a> {
                         "outside the parameters of its frame",
                     ));
                 }
-                // SAFETY: in bounds, just checked.
-                return Ok(unsafe { w.params.as_mut_ptr().add(at) });
+                return Ok(Place::Param(l * self.sizes.param + at as usize));
             }
-            Addr::FrameLocal(off) => (Space::Local, u64::from(w.local_base[l] + off)),
+            Addr::FrameLocal(off) => (Space::Local, u64::from(w.local_base[l]) + u64::from(off)),
         };
-        if size > 1 && value % size64 != 0 {
+        if size > 1 && value % u64::from(size) != 0 {
             return Err(self.access_fault(w, l, space_name(space), value, size, write, &format!("misaligned: a {size}-byte access needs an address that is a multiple of {size}")));
         }
         match space {
-            Space::Shared => self.shared_ptr(w, l, value, size, write),
-            Space::Local => self.local_ptr(w, l, value, size, write),
-            Space::Global | Space::Const => self.global_ptr(w, l, space, value, size, write),
+            Space::Shared => self.shared_place(w, l, value, size, write),
+            Space::Local => self.local_place(w, l, value, size, write),
+            Space::Global | Space::Const => self.global_place(w, l, space, value, size, write),
             Space::Generic => {
-                let shared = self.shared.as_ptr() as u64;
-                let local = w.locals.as_ptr() as u64 + (l * self.sizes.local) as u64;
-                if value >= shared && value < shared + self.shared.len() as u64 {
-                    self.shared_ptr(w, l, value - shared, size, write)
-                } else if self.sizes.local > 0
-                    && value >= local
-                    && value < local + self.sizes.local as u64
-                {
-                    self.local_ptr(w, l, value - local, size, write)
-                } else {
-                    self.global_ptr(w, l, Space::Generic, value, size, write)
+                // A generic address is a host address: shared and local memory's are
+                // those of the block's and the lane's own buffers (`cvta`).
+                let shared = value
+                    .checked_sub(self.shared.as_ptr() as u64)
+                    .filter(|&o| o < self.shared.len() as u64);
+                let local = value
+                    .checked_sub(w.locals.as_ptr() as u64 + (l * self.sizes.local) as u64)
+                    .filter(|&o| o < self.sizes.local as u64);
+                match (shared, local) {
+                    (Some(offset), _) => self.shared_place(w, l, offset, size, write),
+                    (None, Some(offset)) => self.local_place(w, l, offset, size, write),
+                    (None, None) => self.global_place(w, l, Space::Generic, value, size, write),
                 }
             }
             Space::Param => Err(self.access_fault(
@@ -1237,48 +1523,43 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn shared_ptr(
-        &mut self,
+    fn shared_place(
+        &self,
         w: &Warp,
         l: usize,
         offset: u64,
         size: u32,
         write: bool,
-    ) -> Result<*mut u8, Fault> {
-        if offset + u64::from(size) > self.shared.len() as u64 {
+    ) -> Result<Place, Fault> {
+        if !fits(offset, size, self.shared.len()) {
             let what = format!(
                 "outside the {} bytes of shared memory of the block",
                 self.shared.len()
             );
             return Err(self.access_fault(w, l, "shared", offset, size, write, &what));
         }
-        Ok(self.shared[offset as usize..].as_mut_ptr())
+        Ok(Place::Shared(offset as usize))
     }
 
-    fn local_ptr(
+    fn local_place(
         &self,
-        w: &mut Warp,
+        w: &Warp,
         l: usize,
         offset: u64,
         size: u32,
         write: bool,
-    ) -> Result<*mut u8, Fault> {
-        if offset + u64::from(size) > self.sizes.local as u64 {
+    ) -> Result<Place, Fault> {
+        if !fits(offset, size, self.sizes.local) {
             let what = format!(
                 "outside the {} bytes of local memory of the thread",
                 self.sizes.local
             );
             return Err(self.access_fault(w, l, "local", offset, size, write, &what));
         }
-        // SAFETY: inside the lane's local memory, just checked.
-        Ok(unsafe {
-            w.locals
-                .as_mut_ptr()
-                .add(l * self.sizes.local + offset as usize)
-        })
+        Ok(Place::Local(l * self.sizes.local + offset as usize))
     }
 
-    fn global_ptr(
+    fn global_place(
         &mut self,
         w: &Warp,
         l: usize,
@@ -1286,15 +1567,15 @@ impl<'a> Worker<'a> {
         address: u64,
         size: u32,
         write: bool,
-    ) -> Result<*mut u8, Fault> {
-        let end = address.wrapping_add(u64::from(size));
-        if address >= self.cache.0 && end <= self.cache.1 && end > address {
-            return Ok(address as *mut u8);
+    ) -> Result<Place, Fault> {
+        let end = address.checked_add(u64::from(size));
+        if address >= self.cache.0 && end.is_some_and(|end| end <= self.cache.1) {
+            return Ok(Place::Global(address));
         }
         match self.l.memory.find(address, u64::from(size)) {
             Some(i) => {
                 self.cache = self.l.memory.range(i);
-                Ok(address as *mut u8)
+                Ok(Place::Global(address))
             }
             None => {
                 let said = self.l.memory.describe(address, u64::from(size));
@@ -1309,6 +1590,98 @@ impl<'a> Worker<'a> {
                 ))
             }
         }
+    }
+
+    /// `size` bytes at `offset` into a checked place (an element of a vector access).
+    #[inline(always)]
+    fn read(&self, w: &Warp, place: Place, offset: u32, size: u32) -> u64 {
+        match place {
+            // SAFETY: `resolve` checked the whole access (of which this element is a
+            // part) to lie inside an allocation of the launch, aligned to its size, so
+            // the element is inside and aligned to its own size.
+            Place::Global(a) => unsafe { memory::load(a + u64::from(offset), size) },
+            Place::Shared(at) => memory::get(&self.shared, at + offset as usize, size),
+            Place::Local(at) => memory::get(&w.locals, at + offset as usize, size),
+            Place::Param(at) => memory::get(&w.params, at + offset as usize, size),
+            Place::KernelParam(at) => memory::get(self.l.params, at + offset as usize, size),
+        }
+    }
+
+    /// Under initcheck, fault if any of the `size` bytes a load reads at `place` is one no
+    /// thread of the block has written (global and parameter memory are always written).
+    #[cold]
+    fn check_written(&self, w: &Warp, l: usize, place: Place, size: u32) -> Result<(), Fault> {
+        let (space, marks, at, address, who) = match place {
+            Place::Shared(at) => (
+                "shared",
+                &self.shared_written,
+                at,
+                at,
+                "no thread of the block",
+            ),
+            Place::Local(at) => (
+                "local",
+                &w.locals_written,
+                at,
+                at - l * self.sizes.local,
+                "the thread never",
+            ),
+            _ => return Ok(()),
+        };
+        let unwritten = marks
+            .get(at..at + size as usize)
+            .is_some_and(|m| m.contains(&false));
+        if unwritten {
+            return Err(self.access_fault(
+                w,
+                l,
+                space,
+                address as u64,
+                size,
+                false,
+                &format!("initcheck: it reads memory {who} wrote in this launch (it holds 0x{UNWRITTEN:02x} bytes)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Store `size` bytes of `v` at `offset` into a checked, writable place.
+    #[inline(always)]
+    fn write(&mut self, w: &mut Warp, place: Place, offset: u32, size: u32, v: u64) {
+        if self.initcheck {
+            let marks = match place {
+                Place::Shared(at) => self.shared_written.get_mut(at + offset as usize..),
+                Place::Local(at) => w.locals_written.get_mut(at + offset as usize..),
+                _ => None,
+            };
+            if let Some(marks) = marks.and_then(|m| m.get_mut(..size as usize)) {
+                marks.fill(true);
+            }
+        }
+        match place {
+            // SAFETY: as in `read`.
+            Place::Global(a) => unsafe { memory::store(a + u64::from(offset), size, v) },
+            Place::Shared(at) => memory::put(&mut self.shared, at + offset as usize, size, v),
+            Place::Local(at) => memory::put(&mut w.locals, at + offset as usize, size, v),
+            Place::Param(at) => memory::put(&mut w.params, at + offset as usize, size, v),
+            // `resolve` refuses a store to the kernel's parameters.
+            Place::KernelParam(_) => {}
+        }
+    }
+
+    /// The fault of a launch stopped at its deadline, at the first lane of `lanes`. Cold
+    /// and apart: it sits on the branch path, the interpreter's hottest but one.
+    #[cold]
+    #[inline(never)]
+    fn past_deadline(&self, w: &Warp, lanes: u32) -> Fault {
+        let seconds = self.deadline.map_or(0.0, |d| d.as_secs_f64());
+        self.fault(
+            w,
+            lanes.trailing_zeros() as usize % 32,
+            format!(
+                "the kernel ran past its deadline of {seconds} s on the CPU device: does it end? (a loop whose condition never changes, a thread waiting for a write no thread makes)"
+            ),
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1349,19 +1722,17 @@ impl crate::printf::Source for LaneMemory<'_, '_> {
     type Error = Fault;
     fn arg(&mut self, offset: u64, size: u32) -> Result<u64, Fault> {
         let at = Addr::Abs(self.base.wrapping_add(offset));
-        let p = self
+        let place = self
             .worker
             .resolve(self.w, self.l, Space::Generic, at, size, false)?;
-        // SAFETY: `resolve` checked `size` readable bytes at `p`.
-        Ok(unsafe { read(p, size) })
+        Ok(self.worker.read(self.w, place, 0, size))
     }
     fn byte(&mut self, address: u64) -> Result<u8, Fault> {
         let at = Addr::Abs(address);
-        let p = self
+        let place = self
             .worker
             .resolve(self.w, self.l, Space::Generic, at, 1, false)?;
-        // SAFETY: `resolve` checked one readable byte at `p`.
-        Ok(unsafe { read(p, 1) } as u8)
+        Ok(self.worker.read(self.w, place, 0, 1) as u8)
     }
 }
 

@@ -522,6 +522,9 @@ pub struct Function {
     pub retval: Option<(u32, u32)>,
     /// Bytes of its frame's local area.
     pub local_bytes: u32,
+    /// Bytes of static shared memory declared inside it (NVRTC's "demoted" `__shared__`
+    /// variables), padding included; the module's own come on top.
+    pub shared_bytes: u32,
     /// Whether it holds a `bar.sync` (then its block's warps take turns at barriers).
     pub barriers: bool,
 }

@@ -177,7 +177,9 @@ fn decl(c: &mut Cursor) -> LoadResult<Decl> {
             unsized_array = true;
             continue;
         }
-        count *= c.number()?;
+        count = count
+            .checked_mul(c.number()?)
+            .ok_or_else(|| format!("line {}: `{name}` has more elements than 2^64", c.line()))?;
         c.expect_punct(']')?;
     }
     let size = ty.bytes().max(1) * vector;
@@ -193,7 +195,7 @@ fn decl(c: &mut Cursor) -> LoadResult<Decl> {
 
 impl Decl {
     fn bytes(&self) -> u64 {
-        u64::from(self.ty.bytes().max(1) * self.vector) * self.count
+        u64::from(self.ty.bytes().max(1) * self.vector).saturating_mul(self.count)
     }
 }
 
@@ -383,7 +385,7 @@ fn place_variables(module: &mut Module, vars: &[VarDecl], memory: &Memory) -> Lo
                 shared = shared.div_ceil(align) * align;
                 let at = shared;
                 if !v.decl.unsized_array {
-                    shared += size;
+                    shared = shared.saturating_add(size);
                 }
                 at
             }
@@ -625,9 +627,11 @@ impl FnDecoder<'_> {
             .scopes
             .last_mut()
             .map_or(&mut self.param_bytes, |s| &mut s.next_param);
+        // Saturating: a frame past 2^32 bytes is far past the GPU's limit, which the launch
+        // refuses.
         let align = align.max(1);
-        let at = scope.div_ceil(align) * align;
-        *scope = at + size;
+        let at = scope.div_ceil(align).saturating_mul(align);
+        *scope = at.saturating_add(size);
         let end = *scope;
         self.param_bytes = self.param_bytes.max(end);
         at
@@ -738,6 +742,8 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
     f.param_bytes = d.param_bytes;
     f.local_bytes = d.local_bytes;
     let shared_end = d.shared_end;
+    f.shared_bytes = u32::try_from(shared_end - u64::from(module.shared_bytes))
+        .map_err(|_| "too much shared memory")?;
     module.shared_bytes = u32::try_from(shared_end).map_err(|_| "too much shared memory")?;
     module.code.extend(code);
     f.end = module.code.len() as u32;
@@ -768,11 +774,13 @@ fn declare_params(d: &mut FnDecoder, h: &Header, f: &mut Function) {
     // lays out kernel arguments (each at its own alignment); a function's in its frame.
     let mut kernel_offset = 0u32;
     for p in &h.params {
-        let size = p.bytes() as u32;
+        let size = u32::try_from(p.bytes()).unwrap_or(u32::MAX);
         let off = if h.entry {
-            kernel_offset = kernel_offset.div_ceil(p.align.max(1)) * p.align.max(1);
+            kernel_offset = kernel_offset
+                .div_ceil(p.align.max(1))
+                .saturating_mul(p.align.max(1));
             let at = kernel_offset;
-            kernel_offset += size;
+            kernel_offset = kernel_offset.saturating_add(size);
             d.declare(&p.name, Name::KernelParam(at));
             at
         } else {
@@ -804,6 +812,12 @@ fn declaration(d: &mut FnDecoder, c: &mut Cursor, word: &str) -> LoadResult<bool
                 if c.eat_punct('<') {
                     let n = c.number()?;
                     c.expect_punct('>')?;
+                    if u64::from(d.regs).saturating_add(n) > crate::exec::MAX_REGISTER_SLOTS {
+                        return Err(d.err(format!(
+                            "`{name}<{n}>` declares more registers than the {} the CPU device holds",
+                            crate::exec::MAX_REGISTER_SLOTS
+                        )));
+                    }
                     for i in 0..n {
                         let r = d.new_reg();
                         d.declare(&format!("{name}{i}"), Name::Reg(r));
@@ -822,16 +836,18 @@ fn declaration(d: &mut FnDecoder, c: &mut Cursor, word: &str) -> LoadResult<bool
         ".local" => {
             let v = decl(c)?;
             c.expect_punct(';')?;
-            let align = v.align.max(1);
-            let at = d.local_bytes.div_ceil(align) * align;
-            d.local_bytes = at + v.bytes() as u32;
+            let align = u64::from(v.align.max(1));
+            let at = u64::from(d.local_bytes).div_ceil(align) * align;
+            // Saturating: the launch refuses past 512 KiB a thread.
+            let at = u32::try_from(at).unwrap_or(u32::MAX);
+            d.local_bytes = u32::try_from(u64::from(at) + v.bytes()).unwrap_or(u32::MAX);
             d.declare(&v.name, Name::Local(at));
             Ok(true)
         }
         ".param" => {
             let v = decl(c)?;
             c.expect_punct(';')?;
-            let at = d.param_slot(v.bytes() as u32, v.align);
+            let at = d.param_slot(u32::try_from(v.bytes()).unwrap_or(u32::MAX), v.align);
             d.declare(&v.name, Name::FrameParam(at));
             Ok(true)
         }
@@ -840,8 +856,8 @@ fn declaration(d: &mut FnDecoder, c: &mut Cursor, word: &str) -> LoadResult<bool
             let v = decl(c)?;
             c.expect_punct(';')?;
             let align = u64::from(v.align.max(1));
-            let at = d.shared_end.div_ceil(align) * align;
-            d.shared_end = at + v.bytes();
+            let at = d.shared_end.div_ceil(align).saturating_mul(align);
+            d.shared_end = at.saturating_add(v.bytes());
             d.declare(&v.name, Name::Shared(at));
             Ok(true)
         }
@@ -1121,8 +1137,9 @@ fn single_operand(c: &mut Cursor) -> LoadResult<Operand> {
         let mut offset = 0i64;
         while c.eat_punct('+') {
             let negative = c.eat_punct('-');
+            // Wrapping, as addresses do: `[%rd+-1]` is one byte below, whatever the size.
             let n = c.number()? as i64;
-            offset += if negative { -n } else { n };
+            offset = offset.wrapping_add(if negative { n.wrapping_neg() } else { n });
         }
         c.expect_punct(']')?;
         return Ok(Operand::Address(Box::new(base), offset));
@@ -1295,8 +1312,14 @@ impl FnDecoder<'_> {
     }
 }
 
+/// A parameter's or local's offset plus an address's: one outside 0 to 2^32 - 1 (a negative
+/// or huge offset) is u32::MAX, which every access there finds outside its memory, rather
+/// than a number wrapped back inside.
 fn add(at: u32, offset: i64) -> u32 {
-    (i64::from(at) + offset) as u32
+    i64::from(at)
+        .checked_add(offset)
+        .and_then(|v| u32::try_from(v).ok())
+        .unwrap_or(u32::MAX)
 }
 
 /// The bits a value of `ty` keeps in its register.

@@ -1,8 +1,6 @@
 //! One lane's arithmetic: what each instruction computes from its operands' bits, in
 //! PTX's words (integer widths and signs, IEEE rounding, the GPU's NaNs, saturation).
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use crate::float::*;
 use crate::ir::*;
 use crate::load::mask as type_mask;
@@ -15,34 +13,6 @@ pub fn mask_bits(bits: u32) -> u64 {
     }
 }
 
-/// # Safety
-/// `p` must be valid for `size` bytes.
-pub unsafe fn read(p: *const u8, size: u32) -> u64 {
-    // SAFETY: the caller's promise.
-    unsafe {
-        match size {
-            1 => u64::from(*p),
-            2 => u64::from(p.cast::<u16>().read_unaligned()),
-            4 => u64::from(p.cast::<u32>().read_unaligned()),
-            _ => p.cast::<u64>().read_unaligned(),
-        }
-    }
-}
-
-/// # Safety
-/// `p` must be valid for `size` bytes of writes.
-pub unsafe fn write(p: *mut u8, size: u32, v: u64) {
-    // SAFETY: the caller's promise.
-    unsafe {
-        match size {
-            1 => *p = v as u8,
-            2 => p.cast::<u16>().write_unaligned(v as u16),
-            4 => p.cast::<u32>().write_unaligned(v as u32),
-            _ => p.cast::<u64>().write_unaligned(v),
-        }
-    }
-}
-
 /// A loaded value as its register holds it: signed types sign-extended.
 pub fn extend(ty: Ty, raw: u64) -> u64 {
     match ty {
@@ -50,35 +20,6 @@ pub fn extend(ty: Ty, raw: u64) -> u64 {
         Ty::S16 => raw as u16 as i16 as i64 as u64,
         Ty::S32 => raw as u32 as i32 as i64 as u64,
         _ => raw,
-    }
-}
-
-/// # Safety
-/// `p` must be valid, aligned to `ty`'s size, and touched by other threads only atomically.
-pub unsafe fn atomic(p: *mut u8, op: AtomOp, ty: Ty, b: u64, c: u64) -> u64 {
-    use std::sync::atomic::AtomicU64 as A64;
-    if ty.bytes() == 4 {
-        // SAFETY: the caller's promise.
-        let cell = unsafe { AtomicU32::from_ptr(p.cast::<u32>()) };
-        let mut old = cell.load(Ordering::Relaxed);
-        loop {
-            let new = atom_value(op, ty, u64::from(old), b, c) as u32;
-            match cell.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return u64::from(old),
-                Err(now) => old = now,
-            }
-        }
-    } else {
-        // SAFETY: the caller's promise.
-        let cell = unsafe { A64::from_ptr(p.cast::<u64>()) };
-        let mut old = cell.load(Ordering::Relaxed);
-        loop {
-            let new = atom_value(op, ty, old, b, c);
-            match cell.compare_exchange_weak(old, new, Ordering::Relaxed, Ordering::Relaxed) {
-                Ok(_) => return old,
-                Err(now) => old = now,
-            }
-        }
     }
 }
 

@@ -63,7 +63,11 @@ fn run_ptx(case: &Case, ptx: &str, room: usize) -> (Vec<u64>, String) {
         params: &params,
         memory: &snapshot,
     };
-    let (result, printed) = exec::run_printing(&launch, 2, room);
+    let options = exec::Options {
+        printf_room: room,
+        ..exec::Options::default()
+    };
+    let (result, printed) = exec::run_with(&launch, 2, &options);
     if let Err(fault) = result {
         panic!("{} faults: {}", case.name, fault.message);
     }

@@ -240,12 +240,25 @@ fn sandboxed(
         .jail
         .give(out.path())
         .map_err(|e| context.grader_failed(format!("{e:#}")))?;
-    let (spec, gpu) = spec(context, lab, program, args, out.path())?;
+    let (mut spec, gpu) = spec(context, lab, program, args, out.path())?;
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err("did not finish within the check's time limit".to_string());
     }
-    let follows = gpu_limit(context, lab, program, gpu, left);
+    // The CPU device stands in for a GPU: the same limit, from the solution's own runs on
+    // it, and each launch stopped at the kernel's share of it (the limit less the
+    // start-up), so a kernel that never ends says so in its own line.
+    let emulated = !gpu && context.cpu_device.is_some() && kernel_runs(lab, program);
+    let follows = gpu_limit(context, lab, program, gpu || emulated, left);
+    if let (true, Some((limit, _))) = (emulated, follows) {
+        let kernel = limit
+            .saturating_sub(context.gpu_time.1)
+            .max(Duration::from_secs(1));
+        spec = spec.env(
+            shared::gpu::EMULATE_DEADLINE_VARIABLE,
+            format!("{:.3}", kernel.as_secs_f64()),
+        );
+    }
     let wall = follows.map_or(left, |(limit, _)| limit);
     let limits = if gpu {
         Limits::check(wall).on_gpu()
@@ -259,7 +272,7 @@ fn sandboxed(
     let solution = matches!(program, Program::Solution { .. });
     match context.jail.run(&spec, &limits) {
         Ok((status, ran, _)) if status.success() => {
-            note_solution(context, lab, program, gpu, ran.wall);
+            note_solution(context, lab, program, gpu || emulated, ran.wall);
             Ok(Sandboxed {
                 stdout: ran.stdout,
                 wall: ran.wall,
@@ -290,6 +303,15 @@ fn sandboxed(
     }
 }
 
+/// Whether `program` runs `lab`'s kernels: on the GPU, or on the CPU device in its place.
+fn kernel_runs(lab: &'static Lab, program: &Program) -> bool {
+    match program {
+        Program::SolutionWithKernel(_) | Program::Planted { .. } => true,
+        Program::Solution { gpu } => *gpu,
+        Program::Student => lab.first().variant.device == labs::Device::Gpu,
+    }
+}
+
 /// What the sandbox runs for `program` with `args`, writing into `out`, and whether it is
 /// given the GPU (not where the CPU device stands in for it).
 fn spec(
@@ -300,11 +322,7 @@ fn spec(
     out: &Path,
 ) -> Result<(Spec, bool), String> {
     // A kernel file runs on the GPU; a student's binary needs one if its lab does.
-    let gpu = match program {
-        Program::SolutionWithKernel(_) | Program::Planted { .. } => true,
-        Program::Solution { gpu } => *gpu,
-        Program::Student => lab.first().variant.device == labs::Device::Gpu,
-    };
+    let gpu = kernel_runs(lab, program);
     let bins = match program {
         Program::Student | Program::Planted { student: true, .. } => &context.student.bins,
         Program::Solution { .. }
@@ -359,10 +377,10 @@ fn spec(
     Ok((spec, gpu))
 }
 
-/// A student's run on a real GPU: the limit that follows the reference's time for the same
-/// work, and that time, where it is below the `left` of the check's time. A kernel that
-/// never ends held each of lab04's six GPU checks for the whole 120 s (12 minutes a
-/// submission); now it costs the start-up and a few seconds.
+/// A student's run on a GPU, or on the CPU device in its place: the limit that follows the
+/// reference's time for the same work, and that time, where it is below the `left` of the
+/// check's time. A kernel that never ends held each of lab04's six GPU checks for the whole
+/// 120 s (12 minutes a submission); now it costs the start-up and a few seconds.
 fn gpu_limit(
     context: &Context,
     lab: &'static Lab,
