@@ -31,8 +31,10 @@ fn base() -> PathBuf {
 }
 
 /// The base folder, made if need be, and checked to be this user's alone: a folder another
-/// user made (or a link) in a shared /tmp would let them swap a grade's files.
-fn open_base(base: &Path) -> Result<()> {
+/// user made (or a link) in a shared /tmp would let them swap a grade's files. Mode 0711:
+/// any user passes it (a sandbox reaches its grade's folder), none lists it, and no grade
+/// changes it (two grades at once each gave it their own group, and each lost its runs).
+pub fn open_base(base: &Path) -> Result<()> {
     match fs::DirBuilder::new().mode(0o711).create(base) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -108,6 +110,8 @@ pub fn sweep(base: &Path) -> usize {
 fn make_own(base: &Path) -> Result<Own> {
     open_base(base)?;
     sweep(base);
+    // And the modes a killed grade changed outside its folder, where no grade holds them.
+    crate::sandbox::give_back();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -165,11 +169,13 @@ pub fn tempdir(prefix: &str) -> Result<tempfile::TempDir> {
         .with_context(|| format!("cannot make a folder in {}", own.display()))
 }
 
-/// Remove this process's folder and lock (the grade is over).
+/// Remove this process's folder and lock, and let go of the modes it changed outside it
+/// (the grade is over).
 pub fn finish() {
     let Some(Ok(own)) = OWN.get() else {
         return;
     };
+    crate::sandbox::give_back();
     let Ok(mut guard) = own.lock() else {
         return;
     };

@@ -120,6 +120,8 @@ pub fn task(plan: &Path) -> Result<()> {
 
 /// A class: each submission graded by this command in a subprocess, with these options.
 fn grade_class(args: Args) -> Result<()> {
+    // The class's own scratch (its sandbox's probe) goes when it returns, as a grade's does.
+    let _finish = scratch::Finish;
     let forward = class::Forward {
         bin_dir: args.bin_dir,
         unsandboxed: args.unsandboxed,
