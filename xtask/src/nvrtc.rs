@@ -2,7 +2,7 @@
 //! alike, so the kernel checks, the CPU device and the tests need it found.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where `.ci/run` installs NVRTC (pip's `nvidia-cuda-nvrtc-cu12`), in the workspace root.
 const NVRTC_FOLDER: &str = ".nvrtc/nvidia/cuda_nvrtc/lib";
@@ -20,18 +20,18 @@ pub enum Nvrtc {
     System,
 }
 
-/// NVRTC in the workspace's `.nvrtc/` folder, else on the system; or why not.
+/// NVRTC in the workspace's `.nvrtc/` folder (not from a dist folder, which reads nothing
+/// of the workspace: [`crate::bins::dist_folder`]), else on the system; or why not.
 ///
 /// cudarc 0.19 (with `cuda-12000`) loads `libnvrtc.so`, `libnvrtc.so.12`, `.11`, ... by
 /// name: the folder must be on `LD_LIBRARY_PATH` when a test process starts, so it is
 /// looked for here and passed down, not loaded in this process.
 pub fn find() -> Result<Nvrtc, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap_or(Path::new("."));
-    let folder = root.join(NVRTC_FOLDER);
-    if folder.join("libnvrtc.so.12").is_file() {
-        return Ok(Nvrtc::Folder(folder));
+    if let Some(root) = crate::bins::workspace() {
+        let folder = root.join(NVRTC_FOLDER);
+        if folder.join("libnvrtc.so.12").is_file() {
+            return Ok(Nvrtc::Folder(folder));
+        }
     }
     // A folder on the loader's path: named, so that a sandboxed lab can be given it too.
     let path = std::env::var_os("LD_LIBRARY_PATH").unwrap_or_default();

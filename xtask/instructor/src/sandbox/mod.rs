@@ -465,11 +465,7 @@ impl Jail {
             Some(minor) => format!("; its GPU runs saw /dev/nvidia{minor} alone of the GPUs"),
             None => String::new(),
         };
-        format!(
-            "{how}; each check's memory, processes, disk and files were limited for its whole \
-             process tree, by {}{gpu}",
-            tree::mechanism().describe()
-        )
+        format!("{how}; {}{gpu}", tree_limits(tree::mechanism()))
     }
 
     /// The path at which a sandboxed process finds `host`, mounted at `inside`: the fallback
@@ -673,6 +669,16 @@ impl Jail {
             Kind::Fallback { .. } | Kind::Unsandboxed => direct_command(spec, &spec.mounts),
         }
     }
+}
+
+/// How each check's whole process tree was limited, by `mechanism`: a clause of the report's
+/// "Grading:" line (it read "limited ... by measured by the grader").
+fn tree_limits(mechanism: tree::Mechanism) -> String {
+    format!(
+        "each check's memory, processes, disk and files were limited for its whole process \
+         tree: {}",
+        mechanism.describe()
+    )
 }
 
 /// A sandbox that could not be set up: the grader's failure, not the student's.
@@ -1215,12 +1221,16 @@ impl Jail {
         let Kind::Fallback { landlock: None, .. } = self.kind else {
             return Ok(None);
         };
-        let cache = xtask::bins::target_dir().join("grade-cache");
         // What is not staged (the toolchain, the cache's vendored sources and target) is
-        // reached where it is; NVRTC and the CPU device are staged, the references too.
-        let mut keep = vec![cache.clone(), std::env::temp_dir()];
+        // reached where it is; NVRTC and the CPU device are staged, the references too. From
+        // a dist folder nothing is built: there is no cache, nor a workspace to hold one.
+        let mut keep = vec![std::env::temp_dir()];
         keep.extend(toolchain());
-        fs_create(&cache)?;
+        if xtask::bins::dist_folder().is_none() {
+            let cache = xtask::bins::target_dir().join("grade-cache");
+            fs_create(&cache)?;
+            keep.push(cache);
+        }
         // Other grades' folders (a class's, or one killed with -9 that left its folder: another
         // student's build) are their own sandboxes' groups' alone, in a folder no user lists.
         let protection = permissions::protect(roots, &keep)?;
@@ -1266,6 +1276,27 @@ mod tests {
 
     fn limits(seconds: u64) -> Limits {
         Limits::check(Duration::from_secs(seconds))
+    }
+
+    #[test]
+    fn the_tree_limits_clause_reads_for_every_mechanism() {
+        assert_eq!(
+            tree_limits(tree::Mechanism::Measured),
+            format!(
+                "each check's memory, processes, disk and files were limited for its whole \
+                 process tree: {}",
+                tree::Mechanism::Measured.describe()
+            )
+        );
+        for mechanism in [
+            tree::Mechanism::V2,
+            tree::Mechanism::V1,
+            tree::Mechanism::Measured,
+        ] {
+            let clause = tree_limits(mechanism);
+            assert!(!clause.contains(" by measured"), "{clause}");
+            assert!(clause.contains("tree: a cgroup") || clause.contains("tree: measured"));
+        }
     }
 
     #[test]
