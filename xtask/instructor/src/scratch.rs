@@ -8,7 +8,7 @@
 
 use std::fs::{self, File};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
@@ -61,6 +61,15 @@ pub fn open_base(base: &Path) -> Result<()> {
              remove it, or set TMPDIR to another folder",
             base.display()
         );
+    }
+    // An older grader gave it each grade's group in turn, mode 0710: the next grade's
+    // sandbox could not pass it.
+    // SAFETY: getegid has no preconditions and cannot fail.
+    let group = unsafe { libc::getegid() };
+    if meta.mode() & 0o7777 != 0o711 || meta.gid() != group {
+        std::os::unix::fs::chown(base, None, Some(group))
+            .and_then(|()| fs::set_permissions(base, fs::Permissions::from_mode(0o711)))
+            .with_context(|| format!("cannot give {} its mode back", base.display()))?;
     }
     Ok(())
 }
@@ -247,6 +256,17 @@ mod tests {
         assert!(!dead.exists() && !lock.exists());
         // The living grade's folder is untouched.
         assert!(mine.dir.join("kept").exists());
+    }
+
+    /// An older grader left the base folder of its group, 0710: given back 0711, ours.
+    #[test]
+    fn a_base_folder_an_older_grader_closed_is_opened_again() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let base = dir.path().join("xtask-grader");
+        fs::create_dir(&base).expect("created");
+        fs::set_permissions(&base, fs::Permissions::from_mode(0o710)).expect("a mode");
+        open_base(&base).expect("ours");
+        assert_eq!(fs::metadata(&base).expect("exists").mode() & 0o7777, 0o711);
     }
 
     #[test]

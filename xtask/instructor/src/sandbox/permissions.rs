@@ -74,7 +74,7 @@ fn protect_in(roots: &[PathBuf], keep: &[PathBuf], record: &Path) -> Result<Prot
         record: record.to_path_buf(),
     };
     with_record(record, |state| {
-        hold(state);
+        hold(state, record);
         for root in &roots {
             lock_down(root, &keep, &mut state.saved)?;
         }
@@ -100,14 +100,29 @@ pub fn record_path() -> Result<PathBuf> {
     Ok(folder.join("modes.json"))
 }
 
+/// The records this process holds (until it lets go).
+static HOLDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether this process holds `record`.
+fn holding(record: &Path) -> bool {
+    HOLDING
+        .lock()
+        .is_ok_and(|held| held.iter().any(|r| r == record))
+}
+
 /// This process holds the record's changes; a holder that no longer runs was killed (it
 /// lets go of nothing itself) and is struck off.
-fn hold(state: &mut Record) {
+fn hold(state: &mut Record, record: &Path) {
     let me = std::process::id();
     state
         .holders
         .retain(|&pid| pid != me && Path::new(&format!("/proc/{pid}")).exists());
     state.holders.push(me);
+    if let Ok(mut held) = HOLDING.lock() {
+        if !held.iter().any(|r| r == record) {
+            held.push(record.to_path_buf());
+        }
+    }
 }
 
 /// Let go of the record's changes: this process, and any holder that was killed. The last
@@ -115,6 +130,9 @@ fn hold(state: &mut Record) {
 /// when a grade ends, and when one starts (what a grade killed with -9 left is put back by
 /// the next to start while no other grade holds it). Err: the record could not be read.
 fn let_go(record: &Path) -> Result<()> {
+    if let Ok(mut held) = HOLDING.lock() {
+        held.retain(|r| r != record);
+    }
     with_record(record, |state| {
         let me = std::process::id();
         state
@@ -286,11 +304,13 @@ pub fn open_way_to(path: &Path, own: &Path, gid: u32, record: &Path) -> Result<(
             closed.push(folder.to_path_buf());
         }
     }
-    if closed.is_empty() {
+    // A way another grade opened is held too, once: the last grade out closes it, never
+    // one that ends while this one still runs through it.
+    if closed.is_empty() && holding(record) {
         return Ok(());
     }
     with_record(record, |state| {
-        hold(state);
+        hold(state, record);
         for folder in &closed {
             let mode = fs::symlink_metadata(folder)
                 .with_context(|| format!("cannot read {}", folder.display()))?
@@ -586,6 +606,20 @@ mod tests {
         assert_eq!(mode(&own), 0o710);
         assert_eq!(mode(&own.join("grade-x")) & 0o077, 0o010);
         assert_eq!(mode(&base), 0o711, "the shared base is never changed");
+        // A second grade that finds the way open holds it too: the first out leaves it.
+        let text = fs::read_to_string(&record).expect("the record");
+        let me = std::process::id().to_string();
+        let mut both: Record = serde_json::from_str(&text).expect("the record reads");
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep runs");
+        both.holders.push(other.id());
+        fs::write(&record, serde_json::to_string(&both).expect("encoded")).expect("written");
+        let_go(&record).expect("let go");
+        assert_eq!(mode(&home), 0o701, "the other grade still runs through it");
+        let _ = other.kill();
+        let _ = other.wait();
         // The last grade out puts the way back.
         let_go(&record).expect("let go");
         assert_eq!(mode(&home), 0o700);
@@ -598,7 +632,6 @@ mod tests {
         let dead_pid = dead.id();
         dead.wait().expect("ended");
         let text = fs::read_to_string(&record).expect("the record");
-        let me = std::process::id().to_string();
         let theirs: Record = serde_json::from_str(&text.replace(&me, &dead_pid.to_string()))
             .expect("the record reads");
         assert_eq!(theirs.holders, [dead_pid]);

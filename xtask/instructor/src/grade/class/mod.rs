@@ -119,6 +119,12 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     for note in &class.notes {
         shared::cli::eprint_line(&inert::line(&format!("xtask: {note}")));
     }
+    // The reference binaries (built now where no --bin-dir or dist gives them): the CPU
+    // device beside them says what grades the GPU checks here.
+    let bins = xtask::bins::Bins::locate(
+        super::reference_dir(forward.bin_dir.as_deref())?,
+        reference_labs(&rubric),
+    )?;
     let (slots, where_, _protection) = if args.slurm {
         (
             Vec::new(),
@@ -136,7 +142,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
         roots.extend(forward.bin_dir.clone());
         let protection = jail.protect(&roots)?;
         let slots = local_slots(&jail, args.gpus)?;
-        let where_ = where_graded(&slots, &gpu_checks_here(&forward)?);
+        let where_ = where_graded(&slots, &gpu_checks_here(&forward, bins.dir()));
         (slots, where_, protection)
     };
     // Where the class is graded is part of the grader's identity: what grades the GPU
@@ -148,6 +154,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
         args.submission_time_limit,
         &where_,
         args.prebuilt,
+        &bins,
     )?;
     shared::cli::eprint_line(&format!(
         "xtask: {} submissions in {} ({}); grading on {where_}",
@@ -256,21 +263,25 @@ fn where_graded(slots: &[Slot], gpu_checks: &str) -> String {
 }
 
 /// What grades the GPU checks of this class's grades here ([`super::gpu_checks`]), found
-/// as each grade finds it: the GPU, else the CPU device beside the reference binaries.
-fn gpu_checks_here(forward: &Forward) -> Result<String> {
+/// as each grade finds it: the GPU, else the CPU device beside the reference binaries in
+/// `reference`.
+fn gpu_checks_here(forward: &Forward, reference: &Path) -> String {
     let probe = xtask::gpu::probe();
-    let device = match (&probe, forward.no_cpu_device) {
-        (Err(_), false) => {
-            let dir = super::reference_dir(forward.bin_dir.as_deref())?
-                .unwrap_or_else(|| xtask::bins::target_dir().join("release"));
-            Some(super::checks::cpu_device(&dir))
-        }
-        _ => None,
-    };
-    Ok(super::gpu_checks(
-        probe.as_deref().map_err(String::as_str),
-        device.as_ref(),
-    ))
+    let device =
+        (probe.is_err() && !forward.no_cpu_device).then(|| super::checks::cpu_device(reference));
+    super::gpu_checks(probe.as_deref().map_err(String::as_str), device.as_ref())
+}
+
+/// The labs whose reference binaries a grade of `rubric` runs.
+fn reference_labs(rubric: &Rubric) -> Vec<&'static xtask::labs::Lab> {
+    xtask::labs::LABS
+        .iter()
+        .filter(|lab| {
+            *lab == xtask::labs::REFERENCE.lab
+                || *lab == xtask::labs::REFERENCE.stand_in
+                || rubric.checks.iter().any(|c| c.lab.name == lab.name)
+        })
+        .collect()
 }
 
 /// The entries still to grade, each with its digest, and how many were graded before with
@@ -360,6 +371,7 @@ fn settings(
     limit: Option<u64>,
     where_: &str,
     prebuilt: bool,
+    bins: &xtask::bins::Bins,
 ) -> Result<Settings> {
     let exe = std::env::current_exe().context("cannot find this program's own path")?;
     let mut passed = Vec::new();
@@ -397,16 +409,7 @@ fn settings(
     hash.update(b"\0hand-out\0");
     hash.update(crate::files::handout_digest()?.as_bytes());
     hash.update(b"\0reference\0");
-    let bin_dir = super::reference_dir(forward.bin_dir.as_deref())?;
-    let labs: Vec<&xtask::labs::Lab> = xtask::labs::LABS
-        .iter()
-        .filter(|lab| {
-            *lab == xtask::labs::REFERENCE.lab
-                || *lab == xtask::labs::REFERENCE.stand_in
-                || rubric.checks.iter().any(|c| c.lab.name == lab.name)
-        })
-        .collect();
-    let bins = xtask::bins::Bins::locate(bin_dir, labs.iter().copied())?;
+    let labs = reference_labs(rubric);
     let names = labs.iter().map(|lab| lab.name).chain(["libcpu_device.so"]);
     for name in names {
         let path = bins.dir().join(name);
@@ -689,11 +692,21 @@ mod tests {
             build_time_limit: None,
             no_cpu_device: false,
         };
+        let located = xtask::bins::Bins::locate(Some(bins.clone()), reference_labs(&rubric))
+            .expect("the references");
         let where_ = "this machine, without a GPU: the GPU checks ran on the CPU device";
         let grader = |prebuilt: bool| {
-            settings(&rubric, top.path(), &forward, None, where_, prebuilt)
-                .expect("settings")
-                .grader
+            settings(
+                &rubric,
+                top.path(),
+                &forward,
+                None,
+                where_,
+                prebuilt,
+                &located,
+            )
+            .expect("settings")
+            .grader
         };
         let first = grader(false);
         assert_eq!(grader(false), first, "the same grader twice");
@@ -723,6 +736,8 @@ mod tests {
             build_time_limit: None,
             no_cpu_device: false,
         };
+        let located = xtask::bins::Bins::locate(Some(bins.clone()), reference_labs(&rubric))
+            .expect("the references");
         let no_gpu = Err("no CUDA driver");
         let without_nvrtc = Err("NVRTC not found".to_string());
         let with_nvrtc = Ok(crate::grade::checks::CpuDevice {
@@ -740,7 +755,7 @@ mod tests {
             .iter()
             .map(|where_| {
                 let where_ = where_graded(&[Slot::numbered(0)], where_);
-                settings(&rubric, top.path(), &forward, None, &where_, true)
+                settings(&rubric, top.path(), &forward, None, &where_, true, &located)
                     .expect("settings")
                     .grader
             })
