@@ -110,6 +110,29 @@ pub fn cargo() -> Command {
     cargo
 }
 
+/// The `cargo xtask dist` folder this program runs from (the dist's stamp beside it), or
+/// None. A program run from a dist reads nothing of the workspace it was built in, whose
+/// path it was compiled with: the machine that runs it (a GPU machine without Rust) may
+/// hold another checkout at that path, or nothing ([`workspace`]).
+pub fn dist_folder() -> Option<PathBuf> {
+    static FOLDER: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    FOLDER
+        .get_or_init(|| {
+            let exe = std::env::current_exe().ok()?;
+            let dir = exe.parent()?;
+            dir.join(crate::dist::STAMP)
+                .is_file()
+                .then(|| dir.to_path_buf())
+        })
+        .clone()
+}
+
+/// The workspace root, or None where this program runs from a dist folder
+/// ([`dist_folder`]).
+pub fn workspace() -> Option<PathBuf> {
+    dist_folder().is_none().then(workspace_root)
+}
+
 /// The workspace root: xtask lives one level below it.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -10,8 +10,9 @@ use crate::bins::{c_program, cargo, target_dir, Result, C_PROGRAM};
 use crate::members;
 
 /// The file that marks a folder as made by `dist`, listing (one per line, relative to the
-/// folder) every file it copied there: only those are ever removed.
-const STAMP: &str = ".xtask-dist";
+/// folder) every file it copied there: only those are ever removed. A program that finds it
+/// beside itself runs from a dist ([`crate::bins::dist_folder`]).
+pub const STAMP: &str = ".xtask-dist";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -81,6 +82,27 @@ pub fn run(args: Args) -> Result<()> {
     for (from, relative) in &files {
         bytes += copy(from, &args.out.join(relative))?;
     }
+    // The files members add of their own (the grader's record of the hand-out), each made by
+    // its binary as built, not the copy: a program in a dist reads nothing of the workspace.
+    let mut added = Vec::new();
+    for member in members::dist_files()? {
+        let program = files
+            .iter()
+            .find(|(_, relative)| relative == Path::new(&member.binary))
+            .map(|(from, _)| from)
+            .ok_or_else(|| format!("{} was not built", member.binary))?;
+        added.extend(dist_files(program, &member.command, &args.out)?);
+    }
+    if !added.is_empty() {
+        let listing: String = files
+            .iter()
+            .map(|(_, relative)| relative)
+            .chain(&added)
+            .map(|relative| format!("{}\n", relative.display()))
+            .collect();
+        shared::output::write_file(&args.out.join(STAMP), listing.as_bytes())
+            .map_err(|e| e.to_string())?;
+    }
     shared::cli::eprint_line(&format!(
         "xtask: {} ready, {} MiB",
         args.out.display(),
@@ -115,6 +137,42 @@ fn previous_files(out: &Path) -> Result<Vec<PathBuf>> {
             out.display()
         )),
     }
+}
+
+/// Run `program command out`: the names of the files it wrote into `out`, one a line on
+/// its stdout, each a plain name below `out`.
+fn dist_files(program: &Path, command: &str, out: &Path) -> Result<Vec<PathBuf>> {
+    let output = std::process::Command::new(program)
+        .arg(command)
+        .arg(out)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} {command} failed ({})",
+            program.display(),
+            output.status
+        ));
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(PathBuf::from)
+        .map(|path| {
+            let plain = path
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            if plain && out.join(&path).is_file() {
+                Ok(path)
+            } else {
+                Err(format!(
+                    "{} {command} named {} as its file",
+                    program.display(),
+                    path.display()
+                ))
+            }
+        })
+        .collect()
 }
 
 fn remove_if_present(path: &Path) -> Result<()> {

@@ -2,7 +2,7 @@
 //! alike, so the kernel checks, the CPU device and the tests need it found.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use shared::nvrtc::{LIBRARY, LOADER_PATH, PIP_FOLDER};
 
@@ -37,7 +37,8 @@ pub fn install(_: Args) -> anyhow::Result<()> {
         pip.args(words).current_dir(&root);
         let status = pip.status().map_err(|e| {
             anyhow::anyhow!(
-                "cannot run python3 ({e}): install Python 3 with pip, then run                  `cargo xtask install-nvrtc` again"
+                "cannot run python3 ({e}): install Python 3 with pip, then run \
+                 `cargo xtask install-nvrtc` again"
             )
         })?;
         if !status.success() {
@@ -68,7 +69,8 @@ pub enum Nvrtc {
     System,
 }
 
-/// NVRTC in the workspace's `.nvrtc/` folder, else on the system; or why not.
+/// NVRTC in the workspace's `.nvrtc/` folder (not from a dist folder, which reads nothing
+/// of the workspace: [`crate::bins::dist_folder`]), else on the system; or why not.
 ///
 /// cudarc 0.19 (with `cuda-12000`) loads `libnvrtc.so`, `libnvrtc.so.12`, `.11`, ... (on
 /// Windows `nvrtc64_120_0.dll`) by name: the folder must be on the loader's path when a test
@@ -77,12 +79,12 @@ pub fn find() -> Result<Nvrtc, String> {
     if let Some(why) = shared::nvrtc::UNAVAILABLE {
         return Err(why.to_string());
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap_or(Path::new("."));
-    let folder = root.join(NVRTC_FOLDER).join(PIP_FOLDER);
-    if folder.join(LIBRARY).is_file() {
-        return Ok(Nvrtc::Folder(folder));
+    // Not from a dist folder, which reads nothing of the workspace it was built in.
+    if let Some(root) = crate::bins::workspace() {
+        let folder = root.join(NVRTC_FOLDER).join(PIP_FOLDER);
+        if folder.join(LIBRARY).is_file() {
+            return Ok(Nvrtc::Folder(folder));
+        }
     }
     // A folder on the loader's path: named, so that a sandboxed lab can be given it too.
     let path = std::env::var_os(LOADER_PATH).unwrap_or_default();

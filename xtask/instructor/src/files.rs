@@ -56,8 +56,26 @@ impl File {
     }
 }
 
-/// The hand-out's files, in memory, and how many regions were replaced or kept.
+/// The file of a dist folder that holds the hand-out's digest ([`write_dist_files`]).
+const DIST_HANDOUT: &str = "instructor-handout.json";
+
+/// What a dist folder carries of the hand-out: its digest.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct DistHandout {
+    digest: String,
+}
+
+/// The hand-out's files, in memory, and how many regions were replaced or kept. From a dist
+/// folder, which carries no workspace, refused with what to do instead.
 pub fn handout(keep: Keep) -> Result<(Vec<File>, usize)> {
+    if let Some(dist) = xtask::bins::dist_folder() {
+        bail!(
+            "this grader runs from the dist folder {}, which holds no hand-out to build a \
+             submission in: grade folders made by `instructor grade SUBMISSION --build-only` \
+             in the workspace (`grade --built DIR`, or `grade --class DIR --prebuilt`)",
+            dist.display()
+        );
+    }
     let (mut files, regions) = replaced_files(keep)?;
     let lock = pruned_lock(&files)?;
     if let Some(file) = files
@@ -102,6 +120,50 @@ fn replaced_files(keep: Keep) -> Result<(Vec<File>, usize)> {
         });
     }
     Ok((files, regions))
+}
+
+/// The digest of the hand-out a submission is laid into (every file's path, mode and
+/// bytes), a part of a class's identity: from the dist folder this program runs from, as
+/// `cargo xtask dist` wrote it; else from the workspace.
+pub fn handout_digest() -> Result<String> {
+    let Some(dist) = xtask::bins::dist_folder() else {
+        return digest_of(&handout(Keep::Stub)?.0);
+    };
+    let path = dist.join(DIST_HANDOUT);
+    let text = fs::read_to_string(&path).with_context(|| {
+        format!(
+            "cannot read {} (`cargo xtask dist` writes it beside the grader)",
+            path.display()
+        )
+    })?;
+    let carried: DistHandout = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not the hand-out's digest", path.display()))?;
+    Ok(carried.digest)
+}
+
+fn digest_of(files: &[File]) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for file in files {
+        hash.update(file.path.as_os_str().as_encoded_bytes());
+        hash.update([0]);
+        hash.update(file.mode.to_le_bytes());
+        hash.update((file.bytes.len() as u64).to_le_bytes());
+        hash.update(&file.bytes);
+    }
+    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// `instructor dist-files DIR`, run by `cargo xtask dist` with the grader as built: write
+/// the hand-out's digest into DIR and print its name.
+pub fn write_dist_files(dir: &Path) -> Result<()> {
+    let carried = DistHandout {
+        digest: handout_digest()?,
+    };
+    let json = serde_json::to_string_pretty(&carried).context("cannot encode the digest")?;
+    shared::output::write_file(&dir.join(DIST_HANDOUT), format!("{json}\n").as_bytes())?;
+    shared::cli::print_line(DIST_HANDOUT)?;
+    Ok(())
 }
 
 /// The lock file of the hand-out's workspace: this one's, less the packages that only the

@@ -48,6 +48,13 @@ enum Command {
         #[arg(value_name = "PLAN")]
         plan: std::path::PathBuf,
     },
+    /// Write what the grader needs beside it in a dist folder, run by `cargo xtask dist`:
+    /// the hand-out's digest
+    #[command(hide = true)]
+    DistFiles {
+        #[arg(value_name = "DIR")]
+        dir: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -61,6 +68,7 @@ fn main() -> ExitCode {
         Command::Autograder(args) => autograder::run(args).map(|()| ExitCode::SUCCESS),
         Command::Classroom(args) => classroom::run(args).map(|()| ExitCode::SUCCESS),
         Command::ClassTask { plan } => grade::task(&plan).map(|()| ExitCode::SUCCESS),
+        Command::DistFiles { dir } => files::write_dist_files(&dir).map(|()| ExitCode::SUCCESS),
         Command::Test(args) => test::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),

@@ -8,7 +8,7 @@
 
 use std::fs::{self, File};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
@@ -31,8 +31,10 @@ fn base() -> PathBuf {
 }
 
 /// The base folder, made if need be, and checked to be this user's alone: a folder another
-/// user made (or a link) in a shared /tmp would let them swap a grade's files.
-fn open_base(base: &Path) -> Result<()> {
+/// user made (or a link) in a shared /tmp would let them swap a grade's files. Mode 0711:
+/// any user passes it (a sandbox reaches its grade's folder), none lists it, and no grade
+/// changes it (two grades at once each gave it their own group, and each lost its runs).
+pub fn open_base(base: &Path) -> Result<()> {
     match fs::DirBuilder::new().mode(0o711).create(base) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -59,6 +61,15 @@ fn open_base(base: &Path) -> Result<()> {
              remove it, or set TMPDIR to another folder",
             base.display()
         );
+    }
+    // An older grader gave it each grade's group in turn, mode 0710: the next grade's
+    // sandbox could not pass it.
+    // SAFETY: getegid has no preconditions and cannot fail.
+    let group = unsafe { libc::getegid() };
+    if meta.mode() & 0o7777 != 0o711 || meta.gid() != group {
+        std::os::unix::fs::chown(base, None, Some(group))
+            .and_then(|()| fs::set_permissions(base, fs::Permissions::from_mode(0o711)))
+            .with_context(|| format!("cannot give {} its mode back", base.display()))?;
     }
     Ok(())
 }
@@ -108,6 +119,8 @@ pub fn sweep(base: &Path) -> usize {
 fn make_own(base: &Path) -> Result<Own> {
     open_base(base)?;
     sweep(base);
+    // And the modes a killed grade changed outside its folder, where no grade holds them.
+    crate::sandbox::give_back();
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -165,11 +178,13 @@ pub fn tempdir(prefix: &str) -> Result<tempfile::TempDir> {
         .with_context(|| format!("cannot make a folder in {}", own.display()))
 }
 
-/// Remove this process's folder and lock (the grade is over).
+/// Remove this process's folder and lock, and let go of the modes it changed outside it
+/// (the grade is over).
 pub fn finish() {
     let Some(Ok(own)) = OWN.get() else {
         return;
     };
+    crate::sandbox::give_back();
     let Ok(mut guard) = own.lock() else {
         return;
     };
@@ -241,6 +256,17 @@ mod tests {
         assert!(!dead.exists() && !lock.exists());
         // The living grade's folder is untouched.
         assert!(mine.dir.join("kept").exists());
+    }
+
+    /// An older grader left the base folder of its group, 0710: given back 0711, ours.
+    #[test]
+    fn a_base_folder_an_older_grader_closed_is_opened_again() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let base = dir.path().join("xtask-grader");
+        fs::create_dir(&base).expect("created");
+        fs::set_permissions(&base, fs::Permissions::from_mode(0o710)).expect("a mode");
+        open_base(&base).expect("ours");
+        assert_eq!(fs::metadata(&base).expect("exists").mode() & 0o7777, 0o711);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use xtask_test_support::{binary, copy_dir, fields, target_dir, workspace};
+use xtask_test_support::{binary, cargo_run, copy_dir, fields, target_dir, workspace};
 
 /// The tests that build into copies of this workspace's release folder, or into it, one at a
 /// time: a copy taken while another build writes would be half old, half new.
@@ -510,6 +510,118 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
             "{student}: the GPU checks are listed as graded later: {text}"
         );
     }
+}
+
+/// The dist grades alone: a copy of `cargo xtask dist` in a fresh folder grades a folder of
+/// `grade SUBMISSION --build-only`'s making, on its own (`--built`) and as a class
+/// (`--prebuilt`), with PATH holding neither git nor cargo nor rustc and the workspace it
+/// was built in hidden under an empty folder (a mount namespace of its own): the class's
+/// identity read the hand-out from the workspace's path with git, and failed at once on a
+/// machine without them ("cannot run git").
+#[test]
+#[ignore = "needs root and a sandbox (cargo instructor test runs it as root where one starts)"]
+fn the_dist_grades_alone_with_no_workspace_git_or_cargo() {
+    let _builds = release_builds();
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let made = scratch.path().join("made");
+    succeed(
+        cargo_run("xtask").args(["dist", "--out"]).arg(&made),
+        "cargo xtask dist",
+    );
+    // Taken elsewhere, as a laptop's dist to a cluster.
+    let dist = scratch.path().join("elsewhere").join("dist");
+    fs::create_dir_all(scratch.path().join("elsewhere")).expect("created");
+    copy_dir(&made, &dist);
+    assert!(
+        fs::read_to_string(dist.join(".xtask-dist"))
+            .expect("the dist's stamp")
+            .lines()
+            .any(|line| line == "instructor-handout.json"),
+        "the dist lists the hand-out's digest it carries"
+    );
+    // The solution's binaries, laid out as `--build-only` lays a student's out.
+    let class = scratch.path().join("class");
+    let built = class.join("alice");
+    fs::create_dir_all(built.join("bin")).expect("created");
+    for lab in ["lab02", "lab03", "lab04", "lab05", "lab06"] {
+        fs::copy(dist.join(lab), built.join("bin").join(lab)).expect("copied");
+    }
+    fs::write(built.join("intake.json"), r#"{"notes": [], "broken": []}"#).expect("written");
+    // The machine's programs, git's, cargo's and rustc's left out.
+    let tools = scratch.path().join("tools");
+    fs::create_dir(&tools).expect("created");
+    for dir in ["/usr/bin", "/bin", "/usr/sbin", "/sbin"] {
+        for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let left_out = ["git", "cargo", "rustc", "rustup"]
+                .iter()
+                .any(|tool| name.starts_with(tool));
+            let link = tools.join(&name);
+            if !left_out && fs::symlink_metadata(&link).is_err() {
+                std::os::unix::fs::symlink(entry.path(), &link).expect("a link");
+            }
+        }
+    }
+    // Run from the copy, the workspace an empty folder, no variable of cargo's set.
+    let alone = |args: &[&std::ffi::OsStr]| {
+        let mut command = Command::new("unshare");
+        command
+            .env_clear()
+            .env("PATH", &tools)
+            .env("HOME", scratch.path())
+            .env("CUDA_VISIBLE_DEVICES", "")
+            .args(["--mount", "sh", "-c"])
+            .arg("mount -t tmpfs -o size=1m none \"$0\" && exec \"$@\"")
+            .arg(workspace())
+            .arg(dist.join("instructor"))
+            .args(args);
+        let output = command.output().expect("unshare runs");
+        let said = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "{args:?}:\n{said}");
+        assert!(!said.contains("cannot run git"), "{said}");
+        said
+    };
+    let results = scratch.path().join("alice.json");
+    let said = alone(&[
+        "grade".as_ref(),
+        "--built".as_ref(),
+        built.as_os_str(),
+        "--no-cpu-device".as_ref(),
+        "--gradescope".as_ref(),
+        results.as_os_str(),
+    ]);
+    assert_expected(
+        "solution",
+        &scores(&results),
+        "--built from the dist",
+        &said,
+    );
+    let out = scratch.path().join("out");
+    let said = alone(&[
+        "grade".as_ref(),
+        "--class".as_ref(),
+        class.as_os_str(),
+        "--prebuilt".as_ref(),
+        "--no-cpu-device".as_ref(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    let results = fs::read_dir(out.join("students"))
+        .expect("the students' folder")
+        .flatten()
+        .map(|e| e.path().join("results.json"))
+        .next()
+        .expect("alice's row");
+    assert_expected(
+        "solution",
+        &scores(&results),
+        "--class from the dist",
+        &said,
+    );
 }
 
 #[test]

@@ -625,6 +625,22 @@ fn a_grade_killed_with_9_leaves_no_scratch_once_another_starts() {
     fs::create_dir(&tmp).expect("created");
     // SAFETY: geteuid has no preconditions.
     let base = tmp.join(format!("xtask-grader-{}", unsafe { libc::geteuid() }));
+    // The folders the fallback may open (search) while it grades: those above the toolchain
+    // and the workspace's. The killed grade cannot close them; the next puts them back.
+    let sysroot = Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .expect("rustc runs");
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+    let modes = || -> Vec<(PathBuf, u32)> {
+        use std::os::unix::fs::PermissionsExt;
+        sysroot
+            .ancestors()
+            .chain(workspace().join("target").ancestors())
+            .filter_map(|p| Some((p.to_path_buf(), fs::metadata(p).ok()?.permissions().mode())))
+            .collect()
+    };
+    let before = modes();
     let mut grade = binary("instructor")
         .arg("grade")
         .arg(&handout)
@@ -680,6 +696,7 @@ fn a_grade_killed_with_9_leaves_no_scratch_once_another_starts() {
         .output()
         .expect("xtask runs");
     assert!(!next.status.success());
+    assert_eq!(modes(), before, "the modes the grades changed are put back");
     let left: Vec<_> = fs::read_dir(&base)
         .expect("the grader's folder")
         .flatten()

@@ -111,9 +111,7 @@ impl Cache {
         // Laid out outside the instructor's workspace: cargo reads the `.cargo/config.toml`
         // of every folder above the one it builds in, and the fallback sandbox, at host
         // paths, may read none of the workspace's.
-        let scratch = tempfile::Builder::new()
-            .prefix("xtask-grade-cache-")
-            .tempdir()
+        let scratch = crate::scratch::tempdir("grade-cache-")
             .context("cannot make a folder to build the grader's cache in")?;
         let work = scratch.path().join("work");
         lay_out(&work, files, &Default::default())?;

@@ -120,6 +120,8 @@ pub fn task(plan: &Path) -> Result<()> {
 
 /// A class: each submission graded by this command in a subprocess, with these options.
 fn grade_class(args: Args) -> Result<()> {
+    // The class's own scratch (its sandbox's probe) goes when it returns, as a grade's does.
+    let _finish = scratch::Finish;
     let forward = class::Forward {
         bin_dir: args.bin_dir,
         unsandboxed: args.unsandboxed,
@@ -207,6 +209,7 @@ fn grade_one(args: &Args) -> Result<()> {
     report_grade(
         args,
         &machine.jail,
+        &machine.gpu_checks,
         &intake,
         &graded_checks,
         only_note,
@@ -279,11 +282,14 @@ struct Machine {
     jail: sandbox::Jail,
     reference: Bins,
     cpu_device: Option<checks::CpuDevice>,
+    /// What grades the GPU checks here ([`gpu_checks`]), for the report.
+    gpu_checks: String,
 }
 
 impl Machine {
     fn find(args: &Args, jail: sandbox::Jail, graded: &[&'static Lab]) -> Result<Machine> {
-        let no_gpu = gpu::probe().err();
+        let probe = gpu::probe();
+        let no_gpu = probe.as_ref().err().cloned();
         let gpu_info = if no_gpu.is_none() {
             checks::gpu_info()
         } else {
@@ -301,25 +307,18 @@ impl Machine {
         let reference_labs = LABS
             .iter()
             .filter(|lab| *lab == REFERENCE.lab || graded.contains(lab));
-        // Absolute: the reference programs run in folders of their own.
-        let bin_dir = args
-            .bin_dir
-            .as_deref()
-            .map(|dir| {
-                fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display()))
-            })
-            .transpose()?;
-        let reference = Bins::locate(bin_dir, reference_labs)?;
-        let cpu_device = match &no_gpu {
-            None => None,
-            Some(why) => cpu_device(why, args.no_cpu_device, reference.dir()),
-        };
+        let reference = Bins::locate(reference_dir(args.bin_dir.as_deref())?, reference_labs)?;
+        let device =
+            (no_gpu.is_some() && !args.no_cpu_device).then(|| checks::cpu_device(reference.dir()));
+        let gpu_checks = gpu_checks(probe.as_deref().map_err(String::as_str), device.as_ref());
+        shared::cli::eprint_line(&format!("xtask: {gpu_checks}"));
         Ok(Machine {
             no_gpu,
             gpu_info,
             jail,
             reference,
-            cpu_device,
+            cpu_device: device.and_then(Result::ok),
+            gpu_checks,
         })
     }
 
@@ -331,26 +330,54 @@ impl Machine {
     }
 }
 
-/// Without a GPU (`why`), the CPU device grades every GPU check but the kernels' speed,
-/// unless `--no-cpu-device` or it is not there; said on stderr either way.
-fn cpu_device(why: &str, no_cpu_device: bool, reference: &Path) -> Option<checks::CpuDevice> {
-    let why = why.split(';').next().unwrap_or(why);
-    if no_cpu_device {
-        shared::cli::eprint_line(&format!(
-            "xtask: {why}: the GPU checks are listed, not graded (--no-cpu-device)"
-        ));
-        return None;
+/// The folder of the reference binaries: `--bin-dir`'s (absolute: the reference programs
+/// run in folders of their own); where none is given, the dist folder this program runs
+/// from; else None (this workspace's release build, built now).
+fn reference_dir(bin_dir: Option<&Path>) -> Result<Option<PathBuf>> {
+    match bin_dir {
+        Some(dir) => fs::canonicalize(dir)
+            .map(Some)
+            .with_context(|| format!("--bin-dir {}", dir.display())),
+        None => Ok(xtask::bins::dist_folder()),
     }
-    let device = checks::cpu_device(reference);
-    let said = match &device {
-        Ok(_) => "the GPU checks run on the CPU device; the kernels' speed is listed, not graded"
-            .to_string(),
-        Err(not) => {
-            format!("the GPU checks are listed, not graded (and not on the CPU device: {not})")
-        }
+}
+
+/// What grades the GPU checks here, given the GPU's name or why none opens, and the CPU
+/// device or why it cannot stand in (None: `--no-cpu-device`): a clause for the report, a
+/// class's log and a class's identity (a class graded again once NVRTC is installed grades
+/// its GPU checks, where it kept the grades made without them).
+pub fn gpu_checks(
+    gpu: std::result::Result<&str, &str>,
+    device: Option<&std::result::Result<checks::CpuDevice, String>>,
+) -> String {
+    let no_gpu = |why: &str| {
+        format!(
+            "no GPU opens here: {}",
+            why.split(';').next().unwrap_or(why)
+        )
     };
-    shared::cli::eprint_line(&format!("xtask: {why}: {said}"));
-    device.ok()
+    match (gpu, device) {
+        (Ok(name), _) => format!("the GPU checks ran on the GPU ({name})"),
+        (Err(why), None) => format!(
+            "the GPU checks were not graded ({}; --no-cpu-device)",
+            no_gpu(why)
+        ),
+        (Err(why), Some(Ok(device))) => format!(
+            "the GPU checks ran on the CPU device, with NVRTC from {} ({}); the kernels' \
+             speed is not graded",
+            device
+                .nvrtc
+                .as_ref()
+                .map_or("the system's libraries".to_string(), |d| d
+                    .display()
+                    .to_string()),
+            no_gpu(why)
+        ),
+        (Err(why), Some(Err(not))) => format!(
+            "the GPU checks were not graded ({}; the CPU device cannot stand in: {not})",
+            no_gpu(why)
+        ),
+    }
 }
 
 /// One check: run, or why not (no GPU, its lab did not build), said on stderr as it goes.
@@ -401,12 +428,14 @@ fn grade_check(
 fn report_grade(
     args: &Args,
     jail: &sandbox::Jail,
+    gpu_checks: &str,
     intake: &Intake,
     graded: &[Graded],
     only: Option<String>,
     results: Option<shared::output::Output>,
 ) -> Result<()> {
     let mut notes = vec![format!("Grading: {}.", jail.describe())];
+    notes.push(format!("{}.", capitalized(gpu_checks)));
     notes.extend(only);
     if !intake.notes.is_empty() {
         notes.push(
@@ -423,13 +452,22 @@ fn report_grade(
     }
     shared::cli::print_line(report::table(graded, &notes).trim_end())?;
     if let (Some(path), Some(mut file)) = (&args.gradescope, results) {
-        let json = serde_json::to_string_pretty(&report::gradescope(graded, &notes))
+        let partial: Vec<&str> = args.only.iter().map(|lab| lab.name).collect();
+        let json = serde_json::to_string_pretty(&report::gradescope(graded, &notes, &partial))
             .context("cannot encode the results")?;
         file.write_all(format!("{json}\n").as_bytes())?;
         file.commit()?;
         shared::cli::eprint_line(&format!("xtask: wrote {}", path.display()));
     }
     Ok(())
+}
+
+/// `text` with its first letter a capital, to start a sentence.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 /// Take the submission's files, lay them into a fresh hand-out and build each graded lab;
@@ -592,7 +630,7 @@ fn copy_built(from: &Path, to: &Path) -> Result<()> {
 /// folder the results are written to, and the folder of the submission (its siblings may be
 /// other students'; a folder any user may write, like /tmp, is left alone).
 fn protected(args: &Args) -> Vec<PathBuf> {
-    let mut roots = vec![xtask::bins::workspace_root()];
+    let mut roots: Vec<PathBuf> = xtask::bins::workspace().into_iter().collect();
     roots.extend(args.bin_dir.clone());
     // The folder of a file that may not exist yet (the results).
     let parent = |p: &Path| {

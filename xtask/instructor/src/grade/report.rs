@@ -137,6 +137,9 @@ pub struct ExtraData {
     /// The checks the grader itself failed at, each with why: not graded, not a 0.
     #[serde(default)]
     pub grader_failed: Vec<String>,
+    /// The labs a partial grade (`--only`) graded alone; empty for a whole grade.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partial: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -148,7 +151,12 @@ pub struct TestResult {
     pub visibility: &'static str,
 }
 
-pub fn gradescope(results: &[Graded], notes: &[String]) -> Results {
+/// Gradescope's results.json of `results`, `notes` above them. A partial grade (`only`
+/// names the labs it graded alone, `--only`) says so where Gradescope shows it: the first
+/// line above the tests and each test's name (a score of 8 of lab06 alone passed for a
+/// whole grade), and in `extra_data.partial`.
+pub fn gradescope(results: &[Graded], notes: &[String], only: &[&str]) -> Results {
+    let partial = (!only.is_empty()).then(|| only.join(" and "));
     let tests: Vec<TestResult> = results
         .iter()
         .map(|r| {
@@ -173,7 +181,10 @@ pub fn gradescope(results: &[Graded], notes: &[String]) -> Results {
                 ),
             };
             TestResult {
-                name: r.name.clone(),
+                name: match &partial {
+                    Some(labs) => format!("{} (partial grade: {labs} alone)", r.name),
+                    None => r.name.clone(),
+                },
                 score,
                 max_score,
                 output,
@@ -185,12 +196,23 @@ pub fn gradescope(results: &[Graded], notes: &[String]) -> Results {
             }
         })
         .collect();
+    let mut output: Vec<String> = partial
+        .iter()
+        .map(|labs| {
+            format!(
+                "PARTIAL GRADE: {labs} alone (--only); the score is theirs, not the whole \
+                 rubric's."
+            )
+        })
+        .collect();
+    output.extend(notes.iter().cloned());
     Results {
         score: round(tests.iter().map(|t| t.score).sum()),
-        output: notes.join("\n"),
+        output: output.join("\n"),
         tests,
         extra_data: ExtraData {
             grader_failed: grader_failed(results),
+            partial: only.iter().map(|lab| lab.to_string()).collect(),
         },
     }
 }
@@ -198,6 +220,30 @@ pub fn gradescope(results: &[Graded], notes: &[String]) -> Results {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--only lab06 --gradescope` wrote a score of 8 and six tests that passed for a whole
+    /// grade: its first line, each test's name and extra_data say it is partial.
+    #[test]
+    fn a_partial_grade_says_so_in_results_json() {
+        let notes = ["Grading: ...".to_string()];
+        let json = gradescope(&results(), &notes, &["lab06"]);
+        assert!(json.output.starts_with(
+            "PARTIAL GRADE: lab06 alone (--only); the score is theirs, not the whole rubric's.\n"
+        ));
+        assert!(json.output.ends_with("Grading: ..."), "{}", json.output);
+        assert_eq!(json.tests[0].name, "lab02: a (partial grade: lab06 alone)");
+        assert!(json
+            .tests
+            .iter()
+            .all(|t| t.name.ends_with("(partial grade: lab06 alone)")));
+        assert_eq!(json.extra_data.partial, ["lab06"]);
+        // A whole grade says nothing of it, and writes no `partial`.
+        let whole = gradescope(&results(), &notes, &[]);
+        assert_eq!(whole.output, "Grading: ...");
+        assert_eq!(whole.tests[0].name, "lab02: a");
+        let text = serde_json::to_string(&whole).expect("encoded");
+        assert!(!text.contains("partial"), "{text}");
+    }
 
     fn results() -> Vec<Graded> {
         vec![
@@ -238,13 +284,13 @@ mod tests {
             text.ends_with("total: 1.5 of 3 points; 4 more not graded here (needs a GPU); 2 more not graded: the grader failed (not the student's fault), grade again\n"),
             "{text}"
         );
-        let json = gradescope(&all, &[]);
+        let json = gradescope(&all, &[], &[]);
         assert_eq!((json.score, json.tests[2].max_score), (1.5, 0.0));
         assert_eq!(
             json.extra_data.grader_failed,
             ["lab02: c: the reference lab02 failed (not the student's fault): crashed"]
         );
-        assert!(gradescope(&results(), &[])
+        assert!(gradescope(&results(), &[], &[])
             .extra_data
             .grader_failed
             .is_empty());
@@ -285,7 +331,7 @@ mod tests {
             text.ends_with("total: 1.5 of 3 points; 4 more not graded here (needs a GPU)\n"),
             "{text}"
         );
-        let json = gradescope(&results(), &[]);
+        let json = gradescope(&results(), &[], &[]);
         assert_eq!(json.score, 1.5);
         let max: f64 = json.tests.iter().map(|t| t.max_score).sum();
         assert_eq!(max, 3.0, "the GPU check adds no max_score here");

@@ -18,14 +18,13 @@
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
     RulesetCreatedAttr, Scope, ABI,
@@ -380,44 +379,4 @@ pub fn end_all(session: i32) -> std::result::Result<(), usize> {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-}
-
-/// Let any user pass through (search, not list) every folder above `path`, so that a
-/// sandbox's uid reaches what Landlock lets it: the toolchain under `/root`, the grade's
-/// scratch folder. Landlock still refuses everything else under those folders.
-///
-/// With `group` (the fallback without Landlock, where nothing else refuses), the grade's own
-/// folders under the temporary folder are passed by that group only: another grade's
-/// student, knowing their names, still finds none of this one's files.
-pub fn open_way_to(path: &Path, group: Option<u32>) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let temp = std::env::temp_dir();
-    for folder in path.ancestors().skip(1) {
-        let meta = std::fs::metadata(folder)
-            .with_context(|| format!("cannot read {}", folder.display()))?;
-        let mode = meta.permissions().mode();
-        if let Some(gid) = group.filter(|_| folder.starts_with(&temp) && folder != temp) {
-            if meta.uid() == 0 && (meta.gid() != gid || mode & 0o010 == 0) {
-                std::os::unix::fs::chown(folder, None, Some(gid))
-                    .and_then(|()| {
-                        std::fs::set_permissions(
-                            folder,
-                            // Passed, not listed, by the group alone: its old
-                            // group's rights are not the sandbox's, and other users
-                            // (another grade's student) have none.
-                            std::fs::Permissions::from_mode(mode & !0o077 | 0o010),
-                        )
-                    })
-                    .with_context(|| format!("cannot let the sandbox pass {}", folder.display()))?;
-            }
-            if meta.uid() == 0 {
-                continue;
-            }
-        }
-        if mode & 0o001 == 0 {
-            std::fs::set_permissions(folder, std::fs::Permissions::from_mode(mode | 0o001))
-                .with_context(|| format!("cannot let the sandbox pass {}", folder.display()))?;
-        }
-    }
-    Ok(())
 }

@@ -465,11 +465,7 @@ impl Jail {
             Some(minor) => format!("; its GPU runs saw /dev/nvidia{minor} alone of the GPUs"),
             None => String::new(),
         };
-        format!(
-            "{how}; each check's memory, processes, disk and files were limited for its whole \
-             process tree, by {}{gpu}",
-            tree::mechanism().describe()
-        )
+        format!("{how}; {}{gpu}", tree_limits(tree::mechanism()))
     }
 
     /// The path at which a sandboxed process finds `host`, mounted at `inside`: the fallback
@@ -617,21 +613,16 @@ impl Jail {
             .context("cannot make the sandbox's scratch folder")?;
         self.give(scratch.path())?;
         let mut mounts = spec.mounts.clone();
-        // Without Landlock the files a run reads (the solution, the CPU device's library)
-        // are reached through a folder of its own, never through the locked folders they
-        // lie in.
-        let staged = match landlock {
-            true => None,
-            false => {
-                let staged = permissions::Staged::new(self.user)?;
-                for (n, mount) in mounts.iter_mut().enumerate() {
-                    if !mount.writable && mount.host.is_file() {
-                        mount.host = staged.stage(&mount.host, n, self.user)?;
-                    }
-                }
-                Some(staged)
+        let own = crate::scratch::own()?;
+        if as_root {
+            // What a run reads from outside the grade's own folder is staged into it, never
+            // reached through the instructor's folders; the program it runs (a reference
+            // binary) executable alone.
+            for mount in mounts.iter_mut().filter(|m| !m.writable) {
+                let program = mount.inside == spec.program;
+                mount.host = permissions::stage(&mount.host, &own, self.user, program)?;
             }
-        };
+        }
         mounts.push(Mount::writable(scratch.path(), "/tmp"));
         let mut reach = fallback::Reach::base(toolchain().as_deref());
         for mount in &mounts {
@@ -648,12 +639,10 @@ impl Jail {
             reach.read.push(PathBuf::from("/proc/driver/nvidia"));
         }
         if as_root {
-            // Without Landlock the grader's own folders are passed by the sandbox's group,
-            // not by every user: no other grade's student finds this one's files.
-            let group = (!landlock).then_some(self.user);
+            let record = permissions::record_path()?;
             for path in reach.read.iter().chain(&reach.write) {
                 if path.exists() {
-                    fallback::open_way_to(path, group)?;
+                    permissions::open_way_to(path, &own, self.user, &record)?;
                 }
             }
         }
@@ -665,7 +654,6 @@ impl Jail {
             user: as_root.then_some(self.user),
             mounts,
             _scratch: scratch,
-            _staged: staged,
         })
     }
 
@@ -681,6 +669,16 @@ impl Jail {
             Kind::Fallback { .. } | Kind::Unsandboxed => direct_command(spec, &spec.mounts),
         }
     }
+}
+
+/// How each check's whole process tree was limited, by `mechanism`: a clause of the report's
+/// "Grading:" line (it read "limited ... by measured by the grader").
+fn tree_limits(mechanism: tree::Mechanism) -> String {
+    format!(
+        "each check's memory, processes, disk and files were limited for its whole process \
+         tree: {}",
+        mechanism.describe()
+    )
 }
 
 /// A sandbox that could not be set up: the grader's failure, not the student's.
@@ -756,7 +754,6 @@ struct Confined {
     /// sandbox's paths.
     mounts: Vec<Mount>,
     _scratch: tempfile::TempDir,
-    _staged: Option<permissions::Staged>,
 }
 
 /// The program itself at its host path, its paths, working folder and environment mapped
@@ -1111,6 +1108,12 @@ fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Let go of the modes this grade changed outside its own folders (the last grade out puts
+/// them back): run when a grade ends, and when one starts.
+pub fn give_back() {
+    permissions::give_back();
+}
+
 /// Kill every process of a grade's own `user`, run by root, once the grade is over: a grade
 /// stopped at its time limit cannot end its sandboxes itself.
 pub fn end_user(user: u32) {
@@ -1218,35 +1221,19 @@ impl Jail {
         let Kind::Fallback { landlock: None, .. } = self.kind else {
             return Ok(None);
         };
-        let cache = xtask::bins::target_dir().join("grade-cache");
-        let mut keep = vec![cache.clone(), std::env::temp_dir()];
+        // What is not staged (the toolchain, the cache's vendored sources and target) is
+        // reached where it is; NVRTC and the CPU device are staged, the references too. From
+        // a dist folder nothing is built: there is no cache, nor a workspace to hold one.
+        let mut keep = vec![std::env::temp_dir()];
         keep.extend(toolchain());
-        if let Ok(xtask::nvrtc::Nvrtc::Folder(nvrtc)) = xtask::nvrtc::find() {
-            keep.push(nvrtc);
+        if xtask::bins::dist_folder().is_none() {
+            let cache = xtask::bins::target_dir().join("grade-cache");
+            fs_create(&cache)?;
+            keep.push(cache);
         }
-        fs_create(&cache)?;
-        // And the grader's folders in the temporary folder that are not this grade's: other
-        // grades' (a class's, or one that was killed and left its folder: another student's
-        // build and the references made for it).
-        let mut roots = roots.to_vec();
-        let temp = std::env::temp_dir();
-        roots.extend(
-            std::fs::read_dir(&temp)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter(|e| {
-                    let name = e.file_name();
-                    let name = name.to_string_lossy();
-                    ["xtask-grade-", "xtask-sandbox-", "xtask-stage-"]
-                        .iter()
-                        .any(|prefix| name.starts_with(prefix))
-                        && e.file_type().is_ok_and(|t| t.is_dir())
-                })
-                .map(|e| e.path()),
-        );
-        let protection =
-            permissions::protect(&roots, &keep, &cache.join("sandbox-protection.json"))?;
+        // Other grades' folders (a class's, or one killed with -9 that left its folder: another
+        // student's build) are their own sandboxes' groups' alone, in a folder no user lists.
+        let protection = permissions::protect(roots, &keep)?;
         // Any user may read this process's command line: it names the results and the
         // references. Not blanked, it still names only what is now locked.
         if let Err(e) = permissions::hide_arguments() {
@@ -1289,6 +1276,27 @@ mod tests {
 
     fn limits(seconds: u64) -> Limits {
         Limits::check(Duration::from_secs(seconds))
+    }
+
+    #[test]
+    fn the_tree_limits_clause_reads_for_every_mechanism() {
+        assert_eq!(
+            tree_limits(tree::Mechanism::Measured),
+            format!(
+                "each check's memory, processes, disk and files were limited for its whole \
+                 process tree: {}",
+                tree::Mechanism::Measured.describe()
+            )
+        );
+        for mechanism in [
+            tree::Mechanism::V2,
+            tree::Mechanism::V1,
+            tree::Mechanism::Measured,
+        ] {
+            let clause = tree_limits(mechanism);
+            assert!(!clause.contains(" by measured"), "{clause}");
+            assert!(clause.contains("tree: a cgroup") || clause.contains("tree: measured"));
+        }
     }
 
     #[test]
@@ -1507,6 +1515,63 @@ mod tests {
             std::fs::metadata(&instructor).expect("exists").mode() & 0o777,
             0o755
         );
+    }
+
+    /// The fallback (with Landlock where the kernel has it, and without) runs a reference
+    /// binary kept in a 0700 `--bin-dir`: the folders keep their modes (the way to them was
+    /// opened for good, and user nobody read the solved kernels in lab04's strings), and the
+    /// student's uid cannot read the binary, not even from the process it runs.
+    #[test]
+    #[ignore = "needs root and a sandbox (cargo instructor test runs it as root where one starts)"]
+    fn a_reference_in_a_closed_folder_runs_unread_and_the_folder_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let mut jails = vec![jail_without_landlock()];
+        if let Some(abi) = fallback::landlock_abi() {
+            jails.push(Jail {
+                kind: Kind::Fallback {
+                    as_root: true,
+                    landlock: Some(abi),
+                    bwrap: "a test of the fallback".to_string(),
+                },
+                ..jail_without_landlock()
+            });
+        }
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let bin_dir = dir.path().join("dist");
+        std::fs::create_dir(&bin_dir).expect("created");
+        // cat stands in for lab04: an ELF program, as the references are.
+        std::fs::copy("/bin/cat", bin_dir.join("lab04")).expect("copied");
+        std::fs::write(bin_dir.join("libcpu_device.so"), "device\n").expect("written");
+        for (path, mode) in [(dir.path(), 0o755), (&bin_dir, 0o700)] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("a mode");
+        }
+        let mode = |p: &Path| std::fs::metadata(p).expect("exists").permissions().mode() & 0o7777;
+        for jail in jails {
+            let run = |args: &[&str]| {
+                let spec = Spec::new("/grade/bin/lab04")
+                    .args(args)
+                    .mount(Mount::read_only(bin_dir.join("lab04"), "/grade/bin/lab04"))
+                    .mount(Mount::read_only(
+                        bin_dir.join("libcpu_device.so"),
+                        "/grade/cpu-device.so",
+                    ));
+                let (status, ran, stderr) = jail.run(&spec, &limits(30)).expect("runs");
+                (
+                    status.success(),
+                    String::from_utf8_lossy(&ran.stdout).into_owned(),
+                    String::from_utf8_lossy(&stderr).into_owned(),
+                )
+            };
+            // It runs, and reads what it is given.
+            let (ran, out, err) = run(&["/grade/cpu-device.so"]);
+            assert!(ran && out == "device\n", "{}: {out}{err}", jail.kind());
+            // Its own binary it may not read.
+            let (ran, out, err) = run(&["/proc/self/exe"]);
+            assert!(!ran && out.is_empty(), "{}: {out}", jail.kind());
+            assert!(err.contains("Permission denied"), "{}: {err}", jail.kind());
+            assert_eq!(mode(&bin_dir), 0o700, "{}", jail.kind());
+            assert_eq!(mode(dir.path()), 0o755, "{}", jail.kind());
+        }
     }
 
     #[test]

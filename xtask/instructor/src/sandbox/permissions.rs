@@ -1,19 +1,23 @@
-//! The fallback sandbox where Landlock is missing too (a kernel older than 5.13, or one
-//! built without it): what Landlock would refuse is refused by ownership and permissions.
+//! The file modes behind the fallback sandbox, which runs the student's code at the host's
+//! paths as a uid of its own (run by root): what that user may reach, and what it may not.
 //!
-//! Run by root only: the student's code then runs as a uid of its own, which owns nothing on
-//! the host and is in no group but its own, so every file it reads is read as "other".
-//!
-//! - Before any student process starts, [`protect`] takes the "other" rights off the folders
-//!   of the instructor's workspace, the references (`--bin-dir`), the folder of the results file
-//!   and the submissions' folders, keeping only the way (search, not list) to what the
-//!   sandbox must reach inside them (the grader's cache of the built hand-out). The modes
-//!   are put back when the last grade that holds them ends: grades run at once (a class)
-//!   share one record of them, kept in the cache's folder, and a grade that was killed is
-//!   struck from it by the next.
-//! - The files a check reads that lie elsewhere (the solution, the CPU device's library)
-//!   are linked, or copied, into a folder only the sandbox's group may pass, for that run
-//!   only ([`stage`]).
+//! - The files a run reads from outside the grade's own folder are staged into it
+//!   ([`stage`]): each copied (or, for what any user may read already, linked) once per grade
+//!   into a folder only root and the sandbox's group may pass. The program a run executes
+//!   from there (the reference binaries, whose strings hold the solved kernels) is
+//!   executable and unreadable to that group: not even the process it starts can read it.
+//! - The way to what cannot be staged (the toolchain, the grader's cache of the hand-out)
+//!   is opened to every user, search only ([`open_way_to`]), and every mode so changed is
+//!   recorded first, in one record per machine ([`record_path`]), and put back when the last
+//!   grade that holds it ends ([`give_back`]); a grade killed with -9 is struck from the
+//!   record by the next, which puts back what no living grade holds. The grade's own folders
+//!   are passed by its sandbox's group alone; the folder above them all, shared by every
+//!   grade, is never changed.
+//! - Where Landlock is missing too (a kernel older than 5.13, or one built without it),
+//!   before any student process starts, [`protect`] takes the "other" rights off the
+//!   folders of the instructor's workspace, the references (`--bin-dir`), the folder of the
+//!   results file and the submissions' folders, keeping only the way (search, not list) to
+//!   what the sandbox must reach inside them; recorded and put back the same way.
 //! - After each check every world-writable place ([`WORLD_WRITABLE`]) is emptied of the
 //!   sandbox user's files ([`sweep`]): nothing a check leaves there is read by the next.
 
@@ -54,7 +58,11 @@ pub struct Protection {
 
 /// Take the "other" rights off `roots`, keeping the way to `keep`, for as long as the
 /// returned value lives.
-pub fn protect(roots: &[PathBuf], keep: &[PathBuf], record: &Path) -> Result<Protection> {
+pub fn protect(roots: &[PathBuf], keep: &[PathBuf]) -> Result<Protection> {
+    protect_in(roots, keep, &record_path()?)
+}
+
+fn protect_in(roots: &[PathBuf], keep: &[PathBuf], record: &Path) -> Result<Protection> {
     let keep: Vec<PathBuf> = keep
         .iter()
         .filter_map(|p| fs::canonicalize(p).ok())
@@ -66,18 +74,107 @@ pub fn protect(roots: &[PathBuf], keep: &[PathBuf], record: &Path) -> Result<Pro
         record: record.to_path_buf(),
     };
     with_record(record, |state| {
-        let me = std::process::id();
-        // A holder that no longer runs was killed: it lets go of nothing itself.
-        state
-            .holders
-            .retain(|&pid| pid != me && Path::new(&format!("/proc/{pid}")).exists());
-        state.holders.push(me);
+        hold(state, record);
         for root in &roots {
             lock_down(root, &keep, &mut state.saved)?;
         }
         Ok(())
     })?;
     Ok(protection)
+}
+
+/// Where every grade run by this user on this machine records the modes it changed outside
+/// its own folders: one record whatever a grade's TMPDIR (two grades with different ones
+/// open the same toolchain), in /var/tmp, which a reboot keeps, in a folder of the grader's
+/// own (checked as the scratch folder's is: another user's, or a link, is refused).
+pub fn record_path() -> Result<PathBuf> {
+    let var_tmp = Path::new("/var/tmp");
+    let place = if var_tmp.is_dir() {
+        var_tmp.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let folder = place.join(format!("xtask-grader-modes-{}", unsafe { libc::geteuid() }));
+    crate::scratch::open_base(&folder)?;
+    Ok(folder.join("modes.json"))
+}
+
+/// The records this process holds (until it lets go).
+static HOLDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Whether this process holds `record`.
+fn holding(record: &Path) -> bool {
+    HOLDING
+        .lock()
+        .is_ok_and(|held| held.iter().any(|r| r == record))
+}
+
+/// This process holds the record's changes; a holder that no longer runs was killed (it
+/// lets go of nothing itself) and is struck off.
+fn hold(state: &mut Record, record: &Path) {
+    let me = std::process::id();
+    state
+        .holders
+        .retain(|&pid| pid != me && Path::new(&format!("/proc/{pid}")).exists());
+    state.holders.push(me);
+    if let Ok(mut held) = HOLDING.lock() {
+        if !held.iter().any(|r| r == record) {
+            held.push(record.to_path_buf());
+        }
+    }
+}
+
+/// Let go of the record's changes: this process, and any holder that was killed. The last
+/// one out puts every mode back, deepest first (a folder's mode after what is in it). Run
+/// when a grade ends, and when one starts (what a grade killed with -9 left is put back by
+/// the next to start while no other grade holds it). Err: the record could not be read.
+fn let_go(record: &Path) -> Result<()> {
+    if let Ok(mut held) = HOLDING.lock() {
+        held.retain(|r| r != record);
+    }
+    with_record(record, |state| {
+        let me = std::process::id();
+        state
+            .holders
+            .retain(|&pid| pid != me && Path::new(&format!("/proc/{pid}")).exists());
+        if state.holders.is_empty() {
+            for (path, mode) in state.saved.drain(..).rev() {
+                // Never through a link: a recorded folder replaced by one since is left.
+                if fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                    let _ = fs::set_permissions(&path, fs::Permissions::from_mode(mode));
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// [`let_go`] of this machine's record, run by root only (no other grader changes a mode
+/// outside its own folders); a failure is said, not fatal: the record keeps the modes for
+/// the next grade.
+pub fn give_back() {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    match record_path() {
+        Ok(record) => let_go_or_say(&record),
+        Err(e) => say_kept(&e),
+    }
+}
+
+fn let_go_or_say(record: &Path) {
+    if let Err(e) = let_go(record) {
+        say_kept(&e);
+    }
+}
+
+fn say_kept(e: &anyhow::Error) {
+    shared::cli::eprint_line(&format!(
+        "xtask: warning: cannot put back the modes the sandbox changed ({e:#}); the next grade \
+         puts them back"
+    ));
 }
 
 /// The roots worth locking: existing, canonical, and never a system folder or one that holds
@@ -140,26 +237,7 @@ fn lock_down(path: &Path, keep: &[PathBuf], saved: &mut Vec<(PathBuf, u32)>) -> 
 
 impl Drop for Protection {
     fn drop(&mut self) {
-        let result = with_record(&self.record, |state| {
-            let me = std::process::id();
-            state
-                .holders
-                .retain(|&pid| pid != me && Path::new(&format!("/proc/{pid}")).exists());
-            if state.holders.is_empty() {
-                // Deepest first: a folder's mode is put back after what is in it.
-                for (path, mode) in state.saved.drain(..).rev() {
-                    let _ = fs::set_permissions(&path, fs::Permissions::from_mode(mode));
-                }
-            }
-            Ok(())
-        });
-        if let Err(e) = result {
-            shared::cli::eprint_line(&format!(
-                "xtask: warning: cannot put back the modes the sandbox changed ({e:#}); \
-                 they are listed in {}",
-                self.record.display()
-            ));
-        }
+        let_go_or_say(&self.record);
     }
 }
 
@@ -204,43 +282,172 @@ fn with_record(path: &Path, change: impl FnOnce(&mut Record) -> Result<()>) -> R
     outcome
 }
 
-/// A folder for one run that only root and the sandbox's group (`gid`) may pass, holding a
-/// link to (or a copy of) each of `files`: what the run reads from the protected folders.
-pub struct Staged {
-    dir: tempfile::TempDir,
-}
-
-impl Staged {
-    pub fn new(gid: u32) -> Result<Staged> {
-        let dir = tempfile::Builder::new()
-            .prefix("xtask-stage-")
-            .tempdir()
-            .context("cannot make the sandbox's folder of staged files")?;
-        chgrp(dir.path(), gid, 0o750)?;
-        Ok(Staged { dir })
-    }
-
-    /// `file`'s place in the stage, the `n`th staged (each in a folder of its own, so two
-    /// files of one name stay apart and each keeps its name, a program's `argv[0]`).
-    pub fn stage(&self, file: &Path, n: usize, gid: u32) -> Result<PathBuf> {
-        let folder = self.dir.path().join(n.to_string());
-        fs::create_dir(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
-        chgrp(&folder, gid, 0o750)?;
-        let name = file.file_name().unwrap_or(std::ffi::OsStr::new("file"));
-        let staged = folder.join(name);
-        // A link shares the file's mode and costs nothing; across file systems, a copy.
-        if fs::hard_link(file, &staged).is_err() {
-            fs::copy(file, &staged)
-                .with_context(|| format!("cannot stage {} for the sandbox", file.display()))?;
+/// Let the sandbox's user pass (search, not list) every folder above `path`, so that it
+/// reaches what the run may read or write there. The grade's own folders (under `own`, and
+/// `own` itself) are passed by the sandbox's group `gid` alone: no other grade's student,
+/// knowing their names, finds this one's files. Any other folder (the toolchain's, the
+/// grader's cache's) is opened to every user, search only, its mode recorded first and put
+/// back when the last grade that holds it ends ([`give_back`]); nothing else is changed,
+/// and the folder above every grade's own (shared by all) never is. `record`: where the
+/// changes are recorded ([`record_path`]).
+pub fn open_way_to(path: &Path, own: &Path, gid: u32, record: &Path) -> Result<()> {
+    let mut closed = Vec::new();
+    for folder in path.ancestors().skip(1) {
+        let meta =
+            fs::metadata(folder).with_context(|| format!("cannot read {}", folder.display()))?;
+        let mode = meta.mode() & 0o7777;
+        if folder.starts_with(own) {
+            if meta.uid() == 0 && (meta.gid() != gid || mode & 0o070 != 0o010) {
+                pass_by_group(folder, gid, mode)?;
+            }
+        } else if mode & 0o001 == 0 {
+            closed.push(folder.to_path_buf());
         }
-        Ok(staged)
     }
+    // A way another grade opened is held too, once: the last grade out closes it, never
+    // one that ends while this one still runs through it.
+    if closed.is_empty() && holding(record) {
+        return Ok(());
+    }
+    with_record(record, |state| {
+        hold(state, record);
+        for folder in &closed {
+            let mode = fs::symlink_metadata(folder)
+                .with_context(|| format!("cannot read {}", folder.display()))?
+                .mode()
+                & 0o7777;
+            if !state.saved.iter().any(|(p, _)| p == folder) {
+                state.saved.push((folder.clone(), mode));
+            }
+            fs::set_permissions(folder, fs::Permissions::from_mode(mode | 0o001))
+                .with_context(|| format!("cannot let the sandbox pass {}", folder.display()))?;
+        }
+        Ok(())
+    })
 }
 
-fn chgrp(path: &Path, gid: u32, mode: u32) -> Result<()> {
-    std::os::unix::fs::chown(path, Some(0), Some(gid))
-        .and_then(|()| fs::set_permissions(path, fs::Permissions::from_mode(mode)))
-        .with_context(|| format!("cannot hand {} to the sandbox's group", path.display()))
+/// A folder of the grade's own, passed (not listed) by the group `gid` alone: its old
+/// group's rights are not the sandbox's, and other users (another grade's student) have
+/// none.
+fn pass_by_group(folder: &Path, gid: u32, mode: u32) -> Result<()> {
+    std::os::unix::fs::chown(folder, None, Some(gid))
+        .and_then(|()| {
+            fs::set_permissions(folder, fs::Permissions::from_mode(mode & !0o077 | 0o010))
+        })
+        .with_context(|| format!("cannot let the sandbox pass {}", folder.display()))
+}
+
+/// Whether any user may reach `path` as the folders above it stand (search on each).
+fn reachable(path: &Path) -> bool {
+    path.ancestors()
+        .skip(1)
+        .all(|folder| fs::metadata(folder).is_ok_and(|m| m.mode() & 0o001 != 0))
+}
+
+/// What one grade has staged: each source (its path, size and date, the group and how it
+/// was staged) and its place in the grade's folder.
+type Staged = Vec<((PathBuf, u64, i64, u32, bool), PathBuf)>;
+
+static STAGED: std::sync::Mutex<Staged> = std::sync::Mutex::new(Vec::new());
+
+/// The path a run of the sandbox's group `gid` reads `host` at (a read-only mount): `host`
+/// itself where it lies in the grade's own folder `own`, or where any user reaches it and
+/// it is not `program`; else its copy in the grade's own folder, made once per grade. A
+/// `program` (what the run executes: a reference binary) is copied executable and
+/// unreadable to the group, so that the student's uid never reads it, even from the
+/// process it starts; another file readable to the group; a folder that holds only files
+/// (NVRTC's) staged file by file, each linked where any user may read it already (NVRTC's
+/// 220 MB cost nothing), else copied. A folder with folders in it stays where it is (its
+/// way opened): the caller's.
+pub fn stage(host: &Path, own: &Path, gid: u32, program: bool) -> Result<PathBuf> {
+    if host.starts_with(own) || (!program && reachable(host)) {
+        return Ok(host.to_path_buf());
+    }
+    let meta = fs::metadata(host).with_context(|| format!("cannot read {}", host.display()))?;
+    if meta.is_dir() && !is_flat(host) {
+        return Ok(host.to_path_buf());
+    }
+    let key = (
+        host.to_path_buf(),
+        meta.len(),
+        meta.mtime_nsec() + meta.mtime() * 1_000_000_000,
+        gid,
+        program,
+    );
+    let mut staged = STAGED
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the staged files' list is poisoned"))?;
+    if let Some((_, path)) = staged.iter().find(|(k, _)| *k == key) {
+        return Ok(path.clone());
+    }
+    // Each in a folder of its own, so that two of one name stay apart and each keeps its
+    // name (a program's `argv[0]`, a library's soname).
+    let folder = own.join("stage").join(staged.len().to_string());
+    fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
+    let name = host.file_name().unwrap_or(std::ffi::OsStr::new("file"));
+    let to = folder.join(name);
+    if meta.is_dir() {
+        fs::create_dir(&to).with_context(|| format!("cannot create {}", to.display()))?;
+        for entry in
+            fs::read_dir(host).with_context(|| format!("cannot read {}", host.display()))?
+        {
+            let from = entry
+                .with_context(|| format!("cannot read {}", host.display()))?
+                .path();
+            let target = to.join(from.file_name().unwrap_or_default());
+            let open = fs::metadata(&from).is_ok_and(|m| m.mode() & 0o004 != 0);
+            let linked = open
+                && fs::canonicalize(&from).is_ok_and(|real| fs::hard_link(real, &target).is_ok());
+            if !linked {
+                stage_copy(&from, &target, gid, false)?;
+            }
+        }
+        std::os::unix::fs::chown(&to, Some(0), Some(gid))
+            .and_then(|()| fs::set_permissions(&to, fs::Permissions::from_mode(0o750)))
+            .with_context(|| format!("cannot hand {} to the sandbox's group", to.display()))?;
+    } else {
+        stage_copy(host, &to, gid, program)?;
+    }
+    staged.push((key, to.clone()));
+    Ok(to)
+}
+
+/// Whether `folder` holds regular files alone (links to them count).
+fn is_flat(folder: &Path) -> bool {
+    fs::read_dir(folder).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .all(|e| fs::metadata(e.path()).is_ok_and(|m| m.is_file()))
+    })
+}
+
+/// Copy `from` to `to`, root's, of the group `gid`: executable alone for a `program`,
+/// readable (and executable where `from` is) otherwise.
+fn stage_copy(from: &Path, to: &Path, gid: u32, program: bool) -> Result<()> {
+    let source = fs::metadata(from).with_context(|| format!("cannot read {}", from.display()))?;
+    let mode = match (program, source.mode() & 0o111 != 0) {
+        (true, _) => 0o110,
+        (false, true) => 0o550,
+        (false, false) => 0o440,
+    };
+    // Made unreadable to all before a byte is copied, then given to the group.
+    let mut out = {
+        use std::os::unix::fs::OpenOptionsExt;
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(to)
+            .with_context(|| format!("cannot write {}", to.display()))?
+    };
+    let mut input =
+        fs::File::open(from).with_context(|| format!("cannot read {}", from.display()))?;
+    std::io::copy(&mut input, &mut out)
+        .with_context(|| format!("cannot stage {} for the sandbox", from.display()))?;
+    drop(out);
+    std::os::unix::fs::chown(to, Some(0), Some(gid))
+        .and_then(|()| fs::set_permissions(to, fs::Permissions::from_mode(mode)))
+        .with_context(|| format!("cannot hand {} to the sandbox's group", to.display()))
 }
 
 /// Remove every file and folder of `user` from the world-writable places (and the
@@ -347,7 +554,7 @@ mod tests {
         }
         let mode = |p: &Path| fs::symlink_metadata(p).expect("exists").mode() & 0o777;
         let record = dir.path().join("record.json");
-        let protection = protect(
+        let protection = protect_in(
             std::slice::from_ref(&root),
             std::slice::from_ref(&kept),
             &record,
@@ -368,6 +575,120 @@ mod tests {
         assert_eq!(mode(&root), 0o755);
         assert_eq!(mode(&root.join("target/release")), 0o755);
         assert_eq!(mode(&root.join("xtask")), 0o755);
+    }
+
+    /// The way to the toolchain in a 0700 home was opened for good (`o+x`), and the base of
+    /// every grade's folder was given each grade's group in turn: now the way is recorded and
+    /// put back by the last grade out, or by the next grade after a kill -9, and only the
+    /// grade's own folder changes group.
+    #[test]
+    fn a_way_opened_is_recorded_and_put_back_and_only_the_grades_own_folder_changes_group() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let home = dir.path().join("home");
+        let tool = home.join("toolchain/bin/cargo");
+        fs::create_dir_all(tool.parent().expect("a folder")).expect("created");
+        fs::write(&tool, "").expect("written");
+        let base = dir.path().join("xtask-grader-0");
+        let own = base.join("1-2");
+        let scratch = own.join("grade-x/work");
+        fs::create_dir_all(&scratch).expect("created");
+        for (p, mode) in [(&home, 0o700), (&base, 0o711), (&own, 0o700)] {
+            fs::set_permissions(p, fs::Permissions::from_mode(mode)).expect("a mode");
+        }
+        let meta = |p: &Path| fs::symlink_metadata(p).expect("exists");
+        let mode = |p: &Path| meta(p).mode() & 0o7777;
+        let record = dir.path().join("modes.json");
+        // SAFETY: getegid has no preconditions and cannot fail.
+        let gid = unsafe { libc::getegid() };
+        open_way_to(&tool, &own, gid, &record).expect("opened");
+        open_way_to(&scratch, &own, gid, &record).expect("opened");
+        assert_eq!(mode(&home), 0o701);
+        assert_eq!(mode(&own), 0o710);
+        assert_eq!(mode(&own.join("grade-x")) & 0o077, 0o010);
+        assert_eq!(mode(&base), 0o711, "the shared base is never changed");
+        // A second grade that finds the way open holds it too: the first out leaves it.
+        let text = fs::read_to_string(&record).expect("the record");
+        let me = std::process::id().to_string();
+        let mut both: Record = serde_json::from_str(&text).expect("the record reads");
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep runs");
+        both.holders.push(other.id());
+        fs::write(&record, serde_json::to_string(&both).expect("encoded")).expect("written");
+        let_go(&record).expect("let go");
+        assert_eq!(mode(&home), 0o701, "the other grade still runs through it");
+        let _ = other.kill();
+        let _ = other.wait();
+        // The last grade out puts the way back.
+        let_go(&record).expect("let go");
+        assert_eq!(mode(&home), 0o700);
+
+        // Killed with -9, a grade holds what it opened until the next lets go of it.
+        open_way_to(&tool, &own, gid, &record).expect("opened");
+        let mut dead = std::process::Command::new("true")
+            .spawn()
+            .expect("true runs");
+        let dead_pid = dead.id();
+        dead.wait().expect("ended");
+        let text = fs::read_to_string(&record).expect("the record");
+        let theirs: Record = serde_json::from_str(&text.replace(&me, &dead_pid.to_string()))
+            .expect("the record reads");
+        assert_eq!(theirs.holders, [dead_pid]);
+        fs::write(&record, serde_json::to_string(&theirs).expect("encoded")).expect("written");
+        assert_eq!(mode(&home), 0o701);
+        let_go(&record).expect("let go");
+        assert_eq!(mode(&home), 0o700);
+    }
+
+    /// A 0700 `--bin-dir`'s reference binary reached through the grade's own copy, which
+    /// the sandbox's group may run but not read; a library readable; NVRTC's folder, whose
+    /// files every user may read, linked file by file.
+    #[test]
+    fn the_references_are_staged_executable_alone() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let bin_dir = dir.path().join("dist");
+        let nvrtc = dir.path().join("nvrtc");
+        for folder in [&bin_dir, &nvrtc] {
+            fs::create_dir(folder).expect("created");
+        }
+        let own = dir.path().join("own");
+        fs::create_dir(&own).expect("created");
+        fs::write(bin_dir.join("lab04"), "solved kernels").expect("written");
+        fs::write(bin_dir.join("libcpu_device.so"), "device").expect("written");
+        fs::write(nvrtc.join("libnvrtc.so.12"), "nvrtc").expect("written");
+        fs::set_permissions(bin_dir.join("lab04"), fs::Permissions::from_mode(0o755))
+            .expect("a mode");
+        fs::set_permissions(&bin_dir, fs::Permissions::from_mode(0o700)).expect("a mode");
+        fs::set_permissions(&nvrtc, fs::Permissions::from_mode(0o700)).expect("a mode");
+        let gid = 0x7000_1234;
+        let staged = stage(&bin_dir.join("lab04"), &own, gid, true).expect("staged");
+        let meta = fs::metadata(&staged).expect("staged");
+        assert!(staged.starts_with(&own) && staged.ends_with("lab04"));
+        assert_eq!((meta.mode() & 0o7777, meta.gid()), (0o110, gid));
+        assert_eq!(fs::read(&staged).expect("root reads it"), b"solved kernels");
+        // Staged once per grade.
+        assert_eq!(
+            stage(&bin_dir.join("lab04"), &own, gid, true).expect("staged"),
+            staged
+        );
+        let library = stage(&bin_dir.join("libcpu_device.so"), &own, gid, false).expect("staged");
+        assert_eq!(
+            fs::metadata(&library).expect("staged").mode() & 0o7777,
+            0o440
+        );
+        let folder = stage(&nvrtc, &own, gid, false).expect("staged");
+        let linked = fs::metadata(folder.join("libnvrtc.so.12")).expect("staged");
+        let original = fs::metadata(nvrtc.join("libnvrtc.so.12")).expect("exists");
+        assert_eq!(linked.ino(), original.ino());
+        assert_eq!(
+            fs::metadata(&bin_dir).expect("exists").mode() & 0o7777,
+            0o700
+        );
+        // In the grade's own folder already: used where it is.
+        let own_file = own.join("built-lab04");
+        fs::write(&own_file, "").expect("written");
+        assert_eq!(stage(&own_file, &own, gid, true).expect("staged"), own_file);
     }
 
     #[test]

@@ -120,28 +120,42 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     for note in &class.notes {
         shared::cli::eprint_line(&inert::line(&format!("xtask: {note}")));
     }
+    // The reference binaries (built now where no --bin-dir or dist gives them): the CPU
+    // device beside them says what grades the GPU checks here.
+    let bins = xtask::bins::Bins::locate(
+        super::reference_dir(forward.bin_dir.as_deref())?,
+        reference_labs(&rubric),
+    )?;
     let (slots, where_, _protection) = if args.slurm {
-        (Vec::new(), "a Slurm cluster".to_string(), None)
+        (
+            Vec::new(),
+            "a Slurm cluster (each grade says what graded its GPU checks)".to_string(),
+            None,
+        )
     } else {
         // A sandbox that cannot start fails every submission alike: say so once, now.
         let jail = crate::sandbox::Jail::detect(forward.unsandboxed)?;
         // Without Landlock, the class folder, OUT (every student's copy and results), the
         // workspace and the references are unreadable to every sandbox of the class until
         // its last grade ends (each grade protects its own paths too).
-        let mut roots = vec![dir.clone(), out.clone(), xtask::bins::workspace_root()];
+        let mut roots = vec![dir.clone(), out.clone()];
+        roots.extend(xtask::bins::workspace());
         roots.extend(forward.bin_dir.clone());
         let protection = jail.protect(&roots)?;
         let slots = local_slots(&jail, args.gpus)?;
-        let where_ = where_graded(&slots);
+        let where_ = where_graded(&slots, &gpu_checks_here(&forward, bins.dir()));
         (slots, where_, protection)
     };
+    // Where the class is graded is part of the grader's identity: what grades the GPU
+    // checks (a GPU, which one, or the CPU device with NVRTC) decides every grade of them.
     let settings = settings(
         &rubric,
         &out,
         &forward,
         args.submission_time_limit,
-        !args.slurm && slots.iter().any(|s| s.gpu.is_some()),
+        &where_,
         args.prebuilt,
+        &bins,
     )?;
     shared::cli::eprint_line(&format!(
         "xtask: {} submissions in {} ({}); grading on {where_}",
@@ -237,15 +251,38 @@ fn local_slots(jail: &crate::sandbox::Jail, gpus: Option<Gpus>) -> Result<Vec<Sl
     Ok(slots)
 }
 
-/// Where the class is graded on this machine, for the log and the summary.
-fn where_graded(slots: &[Slot]) -> String {
+/// Where the class is graded on this machine, for the log, the summary and the grader's
+/// identity: its GPUs, or what grades the GPU checks without one (`gpu_checks`).
+fn where_graded(slots: &[Slot], gpu_checks: &str) -> String {
     match slots.len() {
         _ if slots.iter().all(|s| s.gpu.is_none()) => {
-            "this machine, without a GPU (the GPU checks are not graded)".to_string()
+            format!("this machine, without a GPU: {gpu_checks}")
         }
-        1 => "one GPU".to_string(),
-        n => format!("{n} GPUs, one submission on each at once"),
+        1 => format!("one GPU: {gpu_checks}"),
+        n => format!("{n} GPUs, one submission on each at once: {gpu_checks}"),
     }
+}
+
+/// What grades the GPU checks of this class's grades here ([`super::gpu_checks`]), found
+/// as each grade finds it: the GPU, else the CPU device beside the reference binaries in
+/// `reference`.
+fn gpu_checks_here(forward: &Forward, reference: &Path) -> String {
+    let probe = xtask::gpu::probe();
+    let device =
+        (probe.is_err() && !forward.no_cpu_device).then(|| super::checks::cpu_device(reference));
+    super::gpu_checks(probe.as_deref().map_err(String::as_str), device.as_ref())
+}
+
+/// The labs whose reference binaries a grade of `rubric` runs.
+fn reference_labs(rubric: &Rubric) -> Vec<&'static xtask::labs::Lab> {
+    xtask::labs::LABS
+        .iter()
+        .filter(|lab| {
+            *lab == xtask::labs::REFERENCE.lab
+                || *lab == xtask::labs::REFERENCE.stand_in
+                || rubric.checks.iter().any(|c| c.lab.name == lab.name)
+        })
+        .collect()
 }
 
 /// The entries still to grade, each with its digest, and how many were graded before with
@@ -326,15 +363,16 @@ fn resolved(path: &Path) -> Result<PathBuf> {
 }
 
 /// What every grade of this class shares, the grader's identity included: this binary, the
-/// options passed on, whether GPUs grade (a class graded without one is graded again where
-/// GPUs are).
+/// options passed on, and where it is graded (`where_`: a class graded without a GPU, or
+/// without NVRTC, is graded again where GPUs or NVRTC are).
 fn settings(
     rubric: &Rubric,
     out: &Path,
     forward: &Forward,
     limit: Option<u64>,
-    with_gpus: bool,
+    where_: &str,
     prebuilt: bool,
+    bins: &xtask::bins::Bins,
 ) -> Result<Settings> {
     let exe = std::env::current_exe().context("cannot find this program's own path")?;
     let mut passed = Vec::new();
@@ -360,7 +398,8 @@ fn settings(
         hash.update(arg.as_bytes());
         hash.update([0]);
     }
-    hash.update(if with_gpus { "gpus" } else { "no gpu" });
+    hash.update(where_.as_bytes());
+    hash.update([0]);
     hash.update(if prebuilt { "prebuilt" } else { "built here" });
     // What else decides a grade, so that a kept grade is the one a fresh run would give:
     // the rubric (compiled in, said again), the hand-out the submission is laid into, and
@@ -369,31 +408,9 @@ fn settings(
     hash.update(b"\0rubric\0");
     hash.update(crate::rubric::RUBRIC.as_bytes());
     hash.update(b"\0hand-out\0");
-    let (files, _) = crate::files::handout(crate::regions::Keep::Stub)?;
-    for file in &files {
-        hash.update(file.path.as_os_str().as_encoded_bytes());
-        hash.update([0]);
-        hash.update(file.mode.to_le_bytes());
-        hash.update((file.bytes.len() as u64).to_le_bytes());
-        hash.update(&file.bytes);
-    }
+    hash.update(crate::files::handout_digest()?.as_bytes());
     hash.update(b"\0reference\0");
-    let bin_dir = forward
-        .bin_dir
-        .as_deref()
-        .map(|dir| {
-            std::fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display()))
-        })
-        .transpose()?;
-    let labs: Vec<&xtask::labs::Lab> = xtask::labs::LABS
-        .iter()
-        .filter(|lab| {
-            *lab == xtask::labs::REFERENCE.lab
-                || *lab == xtask::labs::REFERENCE.stand_in
-                || rubric.checks.iter().any(|c| c.lab.name == lab.name)
-        })
-        .collect();
-    let bins = xtask::bins::Bins::locate(bin_dir, labs.iter().copied())?;
+    let labs = reference_labs(rubric);
     let names = labs.iter().map(|lab| lab.name).chain(["libcpu_device.so"]);
     for name in names {
         let path = bins.dir().join(name);
@@ -676,10 +693,21 @@ mod tests {
             build_time_limit: None,
             no_cpu_device: false,
         };
+        let located = xtask::bins::Bins::locate(Some(bins.clone()), reference_labs(&rubric))
+            .expect("the references");
+        let where_ = "this machine, without a GPU: the GPU checks ran on the CPU device";
         let grader = |prebuilt: bool| {
-            settings(&rubric, top.path(), &forward, None, false, prebuilt)
-                .expect("settings")
-                .grader
+            settings(
+                &rubric,
+                top.path(),
+                &forward,
+                None,
+                where_,
+                prebuilt,
+                &located,
+            )
+            .expect("settings")
+            .grader
         };
         let first = grader(false);
         assert_eq!(grader(false), first, "the same grader twice");
@@ -690,6 +718,69 @@ mod tests {
         let third = grader(false);
         assert_ne!(third, second, "a new CPU device");
         assert_ne!(grader(true), third, "pre-built or not");
+    }
+
+    /// A class graded again once NVRTC was installed kept the grades made without it (14 of
+    /// 38, every GPU column empty): what grades the GPU checks is part of the grader.
+    #[test]
+    fn the_grader_changes_with_what_grades_the_gpu_checks() {
+        let top = tempfile::tempdir().expect("a temp folder");
+        let bins = top.path().join("dist");
+        std::fs::create_dir(&bins).expect("created");
+        for lab in &xtask::labs::LABS {
+            std::fs::write(bins.join(lab.name), lab.name).expect("written");
+        }
+        let rubric = Rubric::load().expect("the rubric");
+        let forward = Forward {
+            bin_dir: Some(bins.clone()),
+            unsandboxed: false,
+            build_time_limit: None,
+            no_cpu_device: false,
+        };
+        let located = xtask::bins::Bins::locate(Some(bins.clone()), reference_labs(&rubric))
+            .expect("the references");
+        let no_gpu = Err("no CUDA driver");
+        let without_nvrtc = Err("NVRTC not found".to_string());
+        let with_nvrtc = Ok(crate::grade::checks::CpuDevice {
+            library: bins.join("libcpu_device.so"),
+            nvrtc: Some(top.path().join("nvrtc")),
+        });
+        let wheres = [
+            super::super::gpu_checks(no_gpu, Some(&without_nvrtc)),
+            super::super::gpu_checks(no_gpu, Some(&with_nvrtc)),
+            super::super::gpu_checks(no_gpu, None),
+            super::super::gpu_checks(Ok("NVIDIA H100 80GB HBM3"), None),
+            super::super::gpu_checks(Ok("NVIDIA H200"), None),
+        ];
+        let graders: std::collections::BTreeSet<String> = wheres
+            .iter()
+            .map(|where_| {
+                let where_ = where_graded(&[Slot::numbered(0)], where_);
+                settings(&rubric, top.path(), &forward, None, &where_, true, &located)
+                    .expect("settings")
+                    .grader
+            })
+            .collect();
+        assert_eq!(graders.len(), wheres.len(), "{wheres:#?}");
+        // And the summary says which, never "not graded" where the CPU device graded them.
+        assert_eq!(
+            where_graded(&[Slot::numbered(0)], &wheres[1]),
+            format!(
+                "this machine, without a GPU: the GPU checks ran on the CPU device, with \
+                 NVRTC from {} (no GPU opens here: no CUDA driver); the kernels' speed is not \
+                 graded",
+                top.path().join("nvrtc").display()
+            )
+        );
+        assert_eq!(
+            wheres[0],
+            "the GPU checks were not graded (no GPU opens here: no CUDA driver; the CPU \
+             device cannot stand in: NVRTC not found)"
+        );
+        assert_eq!(
+            wheres[3],
+            "the GPU checks ran on the GPU (NVIDIA H100 80GB HBM3)"
+        );
     }
 
     #[test]
