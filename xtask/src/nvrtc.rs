@@ -2,7 +2,7 @@
 //! alike, so the kernel checks, the CPU device and the tests need it found.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use shared::nvrtc::{LIBRARY, LOADER_PATH, PIP_FOLDER};
 
