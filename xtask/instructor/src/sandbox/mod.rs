@@ -30,6 +30,7 @@ pub mod tree;
 
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
@@ -468,7 +469,7 @@ impl Jail {
         format!(
             "{how}; each check's memory, processes, disk and files were limited for its whole \
              process tree, by {}{gpu}",
-            tree::mechanism().describe()
+            tree::describe()
         )
     }
 
@@ -497,7 +498,7 @@ impl Jail {
         spec: &Spec,
         limits: &Limits,
     ) -> std::result::Result<(std::process::ExitStatus, Ran, Vec<u8>), Failure> {
-        let (mut command, confined) = self.sandboxed_command(spec)?;
+        let (mut command, confined, descriptors) = self.sandboxed_command(spec)?;
         // The run's own control group (or none: then it is measured), joined by the child
         // before exec, so that every process it starts is in it.
         let cores = tree::slot_cores();
@@ -530,6 +531,7 @@ impl Jail {
             .spawn()
             .map_err(|e| Failure::Spawn(format!("cannot start the sandbox: {e}")))?;
         drop(command);
+        drop(descriptors);
         let out = drain(child.stdout.take());
         let err = drain(child.stderr.take());
         let (status, over) = wait_within(&mut child, limits.wall, started, &mut watch);
@@ -573,12 +575,13 @@ impl Jail {
         }
     }
 
-    /// The command that runs `spec` in this sandbox, its output piped, and the fallback's
-    /// confinement of it (its scratch folder, ruleset and user), kept until the run ends.
+    /// The command that runs `spec` in this sandbox, its output piped; the fallback's
+    /// confinement of it (its scratch folder, ruleset and user), kept until the run ends;
+    /// and the descriptors bubblewrap reads, kept until the spawn.
     fn sandboxed_command(
         &self,
         spec: &Spec,
-    ) -> std::result::Result<(Command, Option<Confined>), Failure> {
+    ) -> std::result::Result<(Command, Option<Confined>, Vec<OwnedFd>), Failure> {
         // A GPU run names its GPU by UUID (after the grader's environment, so it wins).
         let named;
         let spec = match (&self.gpu_uuid, spec.gpu) {
@@ -598,15 +601,15 @@ impl Jail {
             ),
             _ => None,
         };
-        let mut command = match &confined {
-            Some(confined) => direct_command(spec, &confined.mounts),
-            None => self.command(spec),
+        let (mut command, descriptors) = match &confined {
+            Some(confined) => (direct_command(spec, &confined.mounts), Vec::new()),
+            None => self.command(spec).map_err(grader_fault)?,
         };
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        Ok((command, confined))
+        Ok((command, confined, descriptors))
     }
 
     /// What the fallback needs for one run: its scratch folder, seen as `/tmp`, handed to its
@@ -669,16 +672,17 @@ impl Jail {
         })
     }
 
-    /// The command that runs `spec`: bwrap and its arguments, or the program itself.
-    fn command(&self, spec: &Spec) -> Command {
+    /// The command that runs `spec`: bwrap and its arguments, or the program itself; and
+    /// the descriptors bwrap reads, kept open until the command is spawned.
+    fn command(&self, spec: &Spec) -> Result<(Command, Vec<OwnedFd>)> {
         match &self.kind {
             Kind::Bwrap { program, as_root } => {
-                let mut command = Command::new(program);
-                command.env_clear();
-                command.args(bwrap_args(spec, *as_root, self.user, self.gpu));
-                command
+                let (options, run) = bwrap_args(spec, *as_root, self.user, self.gpu);
+                bwrap_through_descriptors(program, &options, &run)
             }
-            Kind::Fallback { .. } | Kind::Unsandboxed => direct_command(spec, &spec.mounts),
+            Kind::Fallback { .. } | Kind::Unsandboxed => {
+                Ok((direct_command(spec, &spec.mounts), Vec::new()))
+            }
         }
     }
 }
@@ -813,15 +817,86 @@ fn base_env() -> Vec<(String, OsString)> {
     env
 }
 
-/// bubblewrap's arguments to run `spec`: its namespaces, the system it sees, its mounts,
-/// then its command.
-fn bwrap_args(spec: &Spec, as_root: bool, user: u32, gpu: Option<u32>) -> Vec<OsString> {
-    let mut args: Vec<OsString> = Vec::new();
-    bwrap_namespaces(&mut args, as_root);
-    bwrap_system(&mut args, spec);
-    bwrap_mounts(&mut args, spec, gpu);
-    bwrap_command(&mut args, spec, as_root, user);
-    args
+/// bubblewrap's arguments to run `spec`: its options (its namespaces, the system it sees,
+/// its mounts, where and with what environment its command runs), then its command.
+fn bwrap_args(
+    spec: &Spec,
+    as_root: bool,
+    user: u32,
+    gpu: Option<u32>,
+) -> (Vec<OsString>, Vec<OsString>) {
+    let mut options: Vec<OsString> = Vec::new();
+    bwrap_namespaces(&mut options, as_root);
+    bwrap_system(&mut options, spec);
+    bwrap_mounts(&mut options, spec, gpu);
+    push(&mut options, &[&"--chdir", &spec.cwd]);
+    for (key, value) in base_env().iter().chain(&spec.env) {
+        push(&mut options, &[&"--setenv", &key, value]);
+    }
+    (options, bwrap_command(spec, as_root, user))
+}
+
+/// bubblewrap (`program`) given its `options` through a descriptor (`--args`) and the
+/// fallback's seccomp filter through another (`--seccomp`), then `run`: the same system
+/// calls are refused in both sandboxes, and bwrap's own command line, which every process
+/// inside reads as `/proc/1/cmdline`, names no host path (the mounts' sources are options).
+/// The descriptors are closed on exec in every other child; this one's inherits them.
+fn bwrap_through_descriptors(
+    program: &Path,
+    options: &[OsString],
+    run: &[OsString],
+) -> Result<(Command, Vec<OwnedFd>)> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    let mut listed = Vec::new();
+    for option in options {
+        listed.extend_from_slice(option.as_bytes());
+        listed.push(0);
+    }
+    let descriptors = vec![
+        memory_file(c"bwrap-args", &listed)?,
+        memory_file(c"bwrap-seccomp", &fallback::filter_bytes()?)?,
+    ];
+    let raw: Vec<i32> = descriptors.iter().map(|d| d.as_raw_fd()).collect();
+    let mut command = Command::new(program);
+    command.env_clear();
+    command
+        .arg("--args")
+        .arg(raw[0].to_string())
+        .arg("--seccomp")
+        .arg(raw[1].to_string())
+        .arg("--")
+        .args(run);
+    // SAFETY: fcntl in the forked child before exec, on descriptors open in the parent
+    // until the spawn returns (the caller keeps them); it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            for &fd in &raw {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    Ok((command, descriptors))
+}
+
+/// A file in memory holding `bytes`, read from its start, closed on exec.
+fn memory_file(name: &std::ffi::CStr, bytes: &[u8]) -> Result<OwnedFd> {
+    use std::io::{Seek, Write};
+    use std::os::fd::FromRawFd;
+    // SAFETY: memfd_create reads a valid C string and returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot make a file in memory");
+    }
+    // SAFETY: a descriptor just opened, owned by nothing else.
+    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    file.write_all(bytes)
+        .and_then(|()| file.rewind())
+        .context("cannot write a file in memory")?;
+    Ok(file.into())
 }
 
 /// Append `items` to bubblewrap's arguments.
@@ -942,18 +1017,14 @@ fn bwrap_mounts(args: &mut Vec<OsString>, spec: &Spec, gpu: Option<u32>) {
     push(args, &[&"--remount-ro", &"/"]);
 }
 
-/// Where and with what environment `spec`'s program runs, as the sandbox's `user` when
-/// bubblewrap runs as root.
-fn bwrap_command(args: &mut Vec<OsString>, spec: &Spec, as_root: bool, user: u32) {
-    push(args, &[&"--chdir", &spec.cwd]);
-    for (key, value) in base_env().iter().chain(&spec.env) {
-        push(args, &[&"--setenv", &key, value]);
-    }
-    push(args, &[&"--"]);
+/// `spec`'s program and arguments, run as the sandbox's `user` when bubblewrap runs as
+/// root.
+fn bwrap_command(spec: &Spec, as_root: bool, user: u32) -> Vec<OsString> {
+    let mut args = Vec::new();
     if as_root {
         let user = user.to_string();
         push(
-            args,
+            &mut args,
             &[
                 &"setpriv",
                 &"--reuid",
@@ -968,8 +1039,9 @@ fn bwrap_command(args: &mut Vec<OsString>, spec: &Spec, as_root: bool, user: u32
             ],
         );
     }
-    push(args, &[&spec.program]);
+    push(&mut args, &[&spec.program]);
     args.extend(spec.args.iter().cloned());
+    args
 }
 
 /// The host path a process sees as `inside`, without a sandbox (the longest mount wins).
@@ -1627,6 +1699,174 @@ mod tests {
             .output()
             .expect("pgrep runs");
         assert!(sleeping.stdout.is_empty(), "a sleep survived the check");
+    }
+
+    /// The program that hides a check's process (tests/sandbox/hides.c), built in `dir`.
+    fn hides_built(dir: &Path) -> PathBuf {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sandbox/hides.c");
+        let program = dir.join("hides");
+        let status = Command::new("cc")
+            .args(["-O1", "-pthread", "-o"])
+            .arg(&program)
+            .arg(&source)
+            .status()
+            .expect("cc (a C compiler) runs");
+        assert!(status.success(), "hides.c does not compile");
+        program
+    }
+
+    /// The live threads on this machine named `name`, whatever their process's state (a
+    /// zombie leader's threads included), read straight from /proc.
+    fn threads_named(name: &str) -> usize {
+        let tasks = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().parse::<i32>().is_ok())
+            .flat_map(|e| {
+                std::fs::read_dir(e.path().join("task"))
+                    .into_iter()
+                    .flatten()
+            })
+            .flatten();
+        tasks
+            .filter(|task| {
+                let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+                let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+                let state = stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]);
+                comm.trim_end() == name && !matches!(state, Some("Z" | "X") | None)
+            })
+            .count()
+    }
+
+    /// A check's process hidden by `mode` (hides.c) neither outlives the check nor holds
+    /// memory uncounted: first it hides and the check ends, then it holds more memory than
+    /// the check may while the check runs on. Each time, no thread of it is left.
+    fn nothing_hides_by(jail: &Jail, mode: &str) {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let program = hides_built(dir.path());
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).expect("created");
+        jail.give(&out).expect("chown");
+        // A thread's name holds 15 bytes: the mode's first letters and this test's pid.
+        let name = format!("h{}{}", &mode[..3], std::process::id() % 1_000_000);
+        let hide = |mib: &str, linger: &str, done: &str| {
+            Spec::new("/grade/bin/hides")
+                .args([mode, mib, &name, &format!("/grade/out/{done}"), linger])
+                .mount(Mount::read_only(&program, "/grade/bin/hides"))
+                .mount(Mount::writable(&out, "/grade/out"))
+        };
+        let (status, _, stderr) = jail
+            .run(&hide("16", "0", "hidden"), &limits(30))
+            .expect("runs");
+        assert!(
+            status.success() && out.join("hidden").exists(),
+            "{mode}: it did not hide ({status}): {}",
+            String::from_utf8_lossy(&stderr)
+        );
+        assert_eq!(
+            threads_named(&name),
+            0,
+            "{mode}: a thread outlived its check"
+        );
+        let mut small = limits(30);
+        small.tree.memory = 96 << 20;
+        let started = Instant::now();
+        match jail.run(&hide("160", "20", "held"), &small) {
+            Err(Failure::OverLimit(why)) => {
+                assert!(why.starts_with("used more than 96 MiB"), "{mode}: {why}")
+            }
+            other => panic!("{mode}: its memory was not counted: {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{mode}");
+        assert_eq!(
+            threads_named(&name),
+            0,
+            "{mode}: a thread outlived its check"
+        );
+    }
+
+    #[test]
+    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    fn a_zombie_leaders_threads_are_counted_and_killed() {
+        nothing_hides_by(&jail(), "zombie-leader");
+    }
+
+    #[test]
+    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    fn a_double_fork_is_counted_and_killed() {
+        nothing_hides_by(&jail(), "double-fork");
+    }
+
+    #[test]
+    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    fn a_new_session_is_counted_and_killed() {
+        nothing_hides_by(&jail(), "new-session");
+    }
+
+    #[test]
+    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    fn a_clone_of_its_parents_child_is_counted_and_killed() {
+        nothing_hides_by(&jail(), "clone-parent");
+    }
+
+    #[test]
+    #[ignore = "needs root, a sandbox and a C compiler (cargo instructor test runs it as root)"]
+    fn without_landlock_no_process_hides() {
+        // A user of this test's own: without Landlock every process of the sandbox's user
+        // is killed after each check, which would end another test's.
+        let jail = jail_without_landlock()
+            .for_user(class_user(0x1fe))
+            .expect("a user");
+        for mode in [
+            "zombie-leader",
+            "double-fork",
+            "new-session",
+            "clone-parent",
+        ] {
+            nothing_hides_by(&jail, mode);
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    fn the_same_system_calls_are_refused_in_every_sandbox() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sandbox/refused.c");
+        let program = dir.path().join("refused");
+        let built = Command::new("cc")
+            .arg("-o")
+            .arg(&program)
+            .arg(&source)
+            .status()
+            .expect("cc (a C compiler) runs");
+        assert!(built.success(), "refused.c does not compile");
+        let jail = jail();
+        let spec =
+            Spec::new("/grade/bin/refused").mount(Mount::read_only(&program, "/grade/bin/refused"));
+        let (status, ran, stderr) = jail.run(&spec, &limits(30)).expect("runs");
+        let out = String::from_utf8_lossy(&ran.stdout);
+        assert!(
+            status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&stderr)
+        );
+        assert_eq!(out.lines().count(), 13, "{out}");
+        for line in out.lines() {
+            assert!(line.ends_with(" refused"), "{}: {line}\n{out}", jail.kind());
+        }
+        // bubblewrap's own process is PID 1 inside: its command line names no host path.
+        if let Kind::Bwrap { .. } = jail.kind {
+            let seen = sh("tr '\\0' ' ' < /proc/1/cmdline")
+                .mount(Mount::read_only(dir.path(), "/grade/bin"));
+            let (_, ran, _) = jail.run(&seen, &limits(30)).expect("runs");
+            let cmdline = String::from_utf8_lossy(&ran.stdout);
+            assert!(cmdline.contains("--args"), "{cmdline}");
+            assert!(
+                !cmdline.contains(&*dir.path().to_string_lossy()),
+                "{cmdline}"
+            );
+        }
     }
 
     /// `processes` shells that each hold `mib` MiB (a string of that size in memory), and
