@@ -1702,7 +1702,7 @@ mod tests {
     }
 
     /// The program that hides a check's process (tests/sandbox/hides.c), built in `dir`.
-    fn hides_built(dir: &Path) -> PathBuf {
+    pub(super) fn hides_built(dir: &Path) -> PathBuf {
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sandbox/hides.c");
         let program = dir.join("hides");
         let status = Command::new("cc")
@@ -1717,7 +1717,7 @@ mod tests {
 
     /// The live threads on this machine named `name`, whatever their process's state (a
     /// zombie leader's threads included), read straight from /proc.
-    fn threads_named(name: &str) -> usize {
+    pub(super) fn threads_named(name: &str) -> usize {
         let tasks = std::fs::read_dir("/proc")
             .into_iter()
             .flatten()

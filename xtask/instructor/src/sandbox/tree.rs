@@ -985,6 +985,26 @@ mod tests {
     }
 
     #[test]
+    fn without_a_cgroup_a_zombie_leaders_threads_are_measured_and_killed() {
+        use crate::sandbox::tests::{hides_built, threads_named};
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let program = hides_built(dir.path());
+        let mut limits = TreeLimits::DEFAULT;
+        limits.memory = 96 << 20;
+        let mut watch = Watch::new(limits, None, Vec::new(), None);
+        // Its first thread exits alone once another holds 160 MiB: /proc shows a zombie.
+        let name = format!("hzm{}", std::process::id() % 1_000_000);
+        let mut command = std::process::Command::new(&program);
+        command
+            .args(["zombie-leader", "160", &name])
+            .arg(dir.path().join("held"))
+            .arg("20");
+        let said = watched(command, &mut watch).unwrap_or_default();
+        assert!(said.starts_with("used more than 96 MiB of memory"), "{said}");
+        assert_eq!(threads_named(&name), 0, "a thread outlived the run");
+    }
+
+    #[test]
     fn a_process_that_widens_its_cores_is_caught() {
         use std::os::unix::process::CommandExt;
         let online = parse_cpu_list(
