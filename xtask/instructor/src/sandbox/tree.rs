@@ -1001,6 +1001,11 @@ mod tests {
             .arg("20");
         let said = watched(command, &mut watch).unwrap_or_default();
         assert!(said.starts_with("used more than 96 MiB of memory"), "{said}");
+        // Killed by `watched`, which does not wait for the kill to land.
+        let killed = Instant::now();
+        while threads_named(&name) > 0 && killed.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert_eq!(threads_named(&name), 0, "a thread outlived the run");
     }
 
