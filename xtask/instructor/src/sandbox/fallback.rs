@@ -11,10 +11,12 @@
 //!   ABI 6, Linux 6.12);
 //! - under a seccomp filter that refuses every socket (network and unix alike), ptrace and
 //!   reading other processes' memory, new namespaces, mount, keyrings, bpf, perf, io_uring,
-//!   System V and POSIX message queues, kernel modules, and `setsid`, so that no process can
-//!   leave the session by which the grader finds it;
-//! - after each check every process of its session is killed, and the check fails if one
-//!   survives: there is no PID namespace to do it.
+//!   System V and POSIX message queues, kernel modules, device files, and `setsid`, so that
+//!   no process can leave the session by which the grader finds it (bubblewrap runs the same
+//!   filter);
+//! - after each check every process of its session is killed, found by any thread still
+//!   running ([`super::tree::processes`]), and the check fails if one survives: there is no
+//!   PID namespace to do it.
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};

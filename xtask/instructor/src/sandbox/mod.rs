@@ -7,7 +7,8 @@
 //! else: not the instructor's workspace, the rubric, the reference binaries or images, the
 //! results file, other submissions or any home folder. It has no network, its own PID
 //! namespace (when the check's main process ends, every process it left behind is killed
-//! with it), and limits on wall time, CPU time, processes, file size and kept output.
+//! with it), the [`fallback`]'s seccomp filter (the same system calls refused in both
+//! sandboxes), and limits on wall time, CPU time, processes, file size and kept output.
 //!
 //! Run by root, the sandbox sets up its mounts as root and then drops to uid 65534 (nobody)
 //! with `setpriv`, so the student's code runs as an unprivileged user on the host too. The
@@ -33,6 +34,7 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -58,6 +60,15 @@ const CLASS_USERS: u32 = 0x7000_0000;
 pub fn class_user(n: usize) -> u32 {
     let run = std::process::id() as usize % 0x4000;
     CLASS_USERS + ((run << 9) | (n % 0x200)) as u32
+}
+
+/// A user of its own for each grade of a class, drawn in turn from the 512 of
+/// [`class_user`] (far more than run at once): a process that one grade left, were it to
+/// escape being killed, shares no user, and with it no process limit, with the next grade
+/// in its slot.
+pub fn next_class_user() -> u32 {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    class_user(NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The user of a grade run on its own (not a class's slot), this process's own.
@@ -400,12 +411,15 @@ impl Jail {
     pub fn describe(&self) -> String {
         let how = match &self.kind {
             Kind::Bwrap { as_root: true, .. } => format!(
-                "student code ran in a bubblewrap sandbox as uid {}",
+                "student code ran in a bubblewrap sandbox as uid {}, under seccomp (no \
+                 sockets, ptrace, namespaces, mount, keyrings or bpf)",
                 self.user
             ),
-            Kind::Bwrap { as_root: false, .. } => {
-                "student code ran in a bubblewrap sandbox (user namespace)".to_string()
-            }
+            Kind::Bwrap { as_root: false, .. } => "student code ran in a bubblewrap sandbox \
+                                                   (user namespace), under seccomp (no \
+                                                   sockets, ptrace, namespaces, mount, \
+                                                   keyrings or bpf)"
+                .to_string(),
             Kind::Fallback {
                 landlock: None,
                 bwrap,
@@ -1386,6 +1400,16 @@ mod tests {
             outside(Path::new("/usr/bin/sh"), &mounts),
             Path::new("/usr/bin/sh")
         );
+    }
+
+    #[test]
+    fn each_grade_of_a_class_has_a_user_of_its_own() {
+        // Fewer than 512: a class test drawing beside this one cannot wrap them around.
+        let users: std::collections::HashSet<u32> = (0..256).map(|_| next_class_user()).collect();
+        assert_eq!(users.len(), 256);
+        assert!(users
+            .iter()
+            .all(|&u| (CLASS_USERS..CLASS_USERS + 0x0080_0000).contains(&u)));
     }
 
     #[test]

@@ -1000,7 +1000,10 @@ mod tests {
             .arg(dir.path().join("held"))
             .arg("20");
         let said = watched(command, &mut watch).unwrap_or_default();
-        assert!(said.starts_with("used more than 96 MiB of memory"), "{said}");
+        assert!(
+            said.starts_with("used more than 96 MiB of memory"),
+            "{said}"
+        );
         // Killed by `watched`, which does not wait for the kill to land.
         let killed = Instant::now();
         while threads_named(&name) > 0 && killed.elapsed() < Duration::from_secs(2) {
