@@ -1879,17 +1879,20 @@ mod tests {
         for line in out.lines() {
             assert!(line.ends_with(" refused"), "{}: {line}\n{out}", jail.kind());
         }
-        // bubblewrap's own process is PID 1 inside: its command line names no host path.
+        // bubblewrap's own process is PID 1 inside: its command line names no host path;
+        // and the descriptors it read its options and filter from are closed (ls holds 3).
         if let Kind::Bwrap { .. } = jail.kind {
-            let seen = sh("tr '\\0' ' ' < /proc/1/cmdline")
+            let seen = sh("tr '\\0' ' ' < /proc/1/cmdline; echo; ls /proc/self/fd | tr '\\n' ' '")
                 .mount(Mount::read_only(dir.path(), "/grade/bin"));
             let (_, ran, _) = jail.run(&seen, &limits(30)).expect("runs");
-            let cmdline = String::from_utf8_lossy(&ran.stdout);
+            let seen = String::from_utf8_lossy(&ran.stdout);
+            let (cmdline, descriptors) = seen.split_once('\n').unwrap_or_default();
             assert!(cmdline.contains("--args"), "{cmdline}");
             assert!(
                 !cmdline.contains(&*dir.path().to_string_lossy()),
                 "{cmdline}"
             );
+            assert_eq!(descriptors, "0 1 2 3 ");
         }
     }
 
