@@ -183,11 +183,18 @@ fn lay_out(submission: &Submission, bases: &BTreeMap<&str, PathBuf>, dir: &Path,
 }
 
 /// What a defence that failed would leave: attack processes, files named `corpus-attack*`.
+/// A process is read by each of its threads: one whose first thread exited alone shows no
+/// command line of its own, though its other threads run on.
 fn leftovers() -> Vec<String> {
     let mut found = Vec::new();
     for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let cmdline = fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains("corpus-attack") {
+        let threads = fs::read_dir(entry.path().join("task"))
+            .into_iter()
+            .flatten();
+        if threads.flatten().any(|thread| {
+            let cmdline = fs::read(thread.path().join("cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains("corpus-attack")
+        }) {
             found.push(format!("process {}", entry.file_name().to_string_lossy()));
         }
     }

@@ -11,10 +11,12 @@
 //!   ABI 6, Linux 6.12);
 //! - under a seccomp filter that refuses every socket (network and unix alike), ptrace and
 //!   reading other processes' memory, new namespaces, mount, keyrings, bpf, perf, io_uring,
-//!   System V and POSIX message queues, kernel modules, and `setsid`, so that no process can
-//!   leave the session by which the grader finds it;
-//! - after each check every process of its session is killed, and the check fails if one
-//!   survives: there is no PID namespace to do it.
+//!   System V and POSIX message queues, kernel modules, device files, and `setsid`, so that
+//!   no process can leave the session by which the grader finds it (bubblewrap runs the same
+//!   filter);
+//! - after each check every process of its session is killed, found by any thread still
+//!   running ([`super::tree::processes`]), and the check fails if one survives: there is no
+//!   PID namespace to do it.
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -112,20 +114,35 @@ pub fn ruleset(reach: &Reach) -> Result<OwnedFd> {
     Option::<OwnedFd>::from(created).ok_or_else(|| anyhow!("this kernel offers no Landlock"))
 }
 
-/// The seccomp filters every student process runs under, compiled once: the first refuses
-/// (EPERM) what a sandbox must not do; the second answers clone3 with ENOSYS, so the C
-/// library falls back to clone, whose flags the first filter can read; on x86_64 a third
-/// refuses x32's system calls.
-pub fn filters() -> Result<&'static [BpfProgram]> {
-    static FILTERS: OnceLock<std::result::Result<Vec<BpfProgram>, String>> = OnceLock::new();
-    FILTERS
-        .get_or_init(|| compile_filters().map_err(|e| format!("{e:#}")))
+/// The seccomp filter every student process runs under, in either sandbox (bubblewrap
+/// takes it as bytes, [`filter_bytes`]), compiled once: it answers clone3 with ENOSYS, so
+/// the C library falls back to clone, whose flags it can read; on x86_64 it refuses x32's
+/// system calls (ENOSYS); and it refuses (EPERM) what a sandbox must not do.
+pub fn filter() -> Result<&'static BpfProgram> {
+    static FILTER: OnceLock<std::result::Result<BpfProgram, String>> = OnceLock::new();
+    FILTER
+        .get_or_init(|| compile_filter().map_err(|e| format!("{e:#}")))
         .as_ref()
-        .map(Vec::as_slice)
         .map_err(|e| anyhow!("cannot compile the seccomp filter: {e}"))
 }
 
-fn compile_filters() -> Result<Vec<BpfProgram>> {
+/// The filter as the kernel reads it (`struct sock_filter`s in the machine's byte order):
+/// what bubblewrap's `--seccomp` takes from a descriptor.
+pub fn filter_bytes() -> Result<Vec<u8>> {
+    Ok(filter()?
+        .iter()
+        .flat_map(|i| {
+            let mut bytes = [0u8; 8];
+            bytes[..2].copy_from_slice(&i.code.to_ne_bytes());
+            bytes[2] = i.jt;
+            bytes[3] = i.jf;
+            bytes[4..].copy_from_slice(&i.k.to_ne_bytes());
+            bytes
+        })
+        .collect())
+}
+
+fn compile_filter() -> Result<BpfProgram> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| anyhow!("no seccomp filter for {}: {e:?}", std::env::consts::ARCH))?;
     let refused: &[libc::c_long] = &[
@@ -203,51 +220,61 @@ fn compile_filters() -> Result<Vec<BpfProgram>> {
         })
         .collect::<std::result::Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
+    // A device file (which root's mount namespace would honour); a FIFO or a plain file
+    // stays allowed. The mode is mknod's second argument, mknodat's third.
+    for (call, mode) in [(libc::SYS_mknod, 1), (libc::SYS_mknodat, 2)] {
+        let device = [libc::S_IFCHR, libc::S_IFBLK]
+            .iter()
+            .map(|&kind| {
+                SeccompCondition::new(
+                    mode,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::MaskedEq(libc::S_IFMT as u64),
+                    kind as u64,
+                )
+                .and_then(|c| SeccompRule::new(vec![c]))
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        rules.insert(call, device);
+    }
     let refuse = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
         arch,
     )?;
-    let clone3 = SeccompFilter::new(
-        [(libc::SYS_clone3, Vec::new())].into_iter().collect(),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    )?;
-    let mut programs = vec![refuse.try_into()?, clone3.try_into()?];
-    if arch == TargetArch::x86_64 {
-        programs.push(x32_refused());
-    }
-    Ok(programs)
+    let refuse: BpfProgram = refuse.try_into()?;
+    Ok(answered_first(arch).into_iter().chain(refuse).collect())
 }
 
-/// x32's system calls are x86_64's numbered from 0x4000_0000: they pass the first filter's
-/// check of the architecture and match none of its numbers. Refused whole (ENOSYS), on a
-/// kernel that has them at all.
-fn x32_refused() -> BpfProgram {
+/// The instructions before the refusals, which answer ENOSYS: to clone3, and on x86_64 to
+/// x32's system calls, numbered from 0x4000_0000 (they pass the refusals' check of the
+/// architecture and match none of their numbers). They only answer, never allow: what they
+/// let pass meets the refusals, whose first check is of the architecture.
+fn answered_first(arch: TargetArch) -> BpfProgram {
     let instruction = |code: u16, jt: u8, jf: u8, k: u32| sock_filter { code, jt, jf, k };
-    vec![
-        // BPF_LD | BPF_W | BPF_ABS: the system call's number, at offset 0 of seccomp_data.
-        instruction(0x20, 0, 0, 0),
-        // BPF_JMP | BPF_JGE | BPF_K: x32's numbers, next; any other, skip one.
-        instruction(0x35, 0, 1, 0x4000_0000),
-        // BPF_RET | BPF_K
-        instruction(0x06, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32),
-        instruction(0x06, 0, 0, libc::SECCOMP_RET_ALLOW),
-    ]
+    let enosys = || instruction(0x06, 0, 0, libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32);
+    // BPF_LD | BPF_W | BPF_ABS: the system call's number, at offset 0 of seccomp_data.
+    let mut program = vec![instruction(0x20, 0, 0, 0)];
+    if arch == TargetArch::x86_64 {
+        // BPF_JMP | BPF_JGE | BPF_K: x32's numbers, next (ENOSYS); any other, skip it.
+        program.extend([instruction(0x35, 0, 1, 0x4000_0000), enosys()]);
+    }
+    // BPF_JMP | BPF_JEQ | BPF_K
+    program.extend([instruction(0x15, 0, 1, libc::SYS_clone3 as u32), enosys()]);
+    program
 }
 
 /// Confine the process `command` starts, in the child before exec: a session of its own,
 /// the user `user` without capabilities (run by root), `no_new_privs`, the Landlock
-/// `ruleset`, then the seccomp filters (last: they refuse setsid).
+/// `ruleset`, then the seccomp filter (last: it refuses setsid).
 pub fn confine(command: &mut Command, user: Option<u32>, ruleset: Option<&OwnedFd>) -> Result<()> {
-    let filters = filters()?;
+    let filter = filter()?;
     // Without Landlock (None) the caller has made the grader's files unreadable to `user`.
     let ruleset = ruleset.map(|r| r.as_raw_fd());
     // SAFETY: the closure runs in the forked child before exec and makes only system calls
     // (setsid, prctl, setgroups, setresgid, setresuid, landlock_restrict_self, seccomp); it
-    // allocates nothing and reads only memory that outlives the spawn (`filters` is static,
+    // allocates nothing and reads only memory that outlives the spawn (`filter` is static,
     // `ruleset` a descriptor the caller keeps open until the spawn returns).
     unsafe {
         command.pre_exec(move || {
@@ -286,36 +313,20 @@ pub fn confine(command: &mut Command, user: Option<u32>, ruleset: Option<&OwnedF
                     0u32,
                 ))?;
             }
-            for filter in filters {
-                seccompiler::apply_filter(filter)
-                    .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
-            }
+            seccompiler::apply_filter(filter)
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EPERM))?;
             Ok(())
         });
     }
     Ok(())
 }
 
-/// The processes of `session` that are not dead already (a zombie waits for its parent).
+/// The live processes of `session` (a zombie leader's running threads included).
 fn members(session: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            // After the command's name (which may hold spaces and parentheses): state,
-            // parent, group, session.
-            let fields: Vec<&str> = stat
-                .rsplit_once(')')
-                .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-            fields.first() != Some(&"Z")
-                && fields.get(3).and_then(|s| s.parse::<i32>().ok()) == Some(session)
-        })
+    super::tree::processes()
+        .into_iter()
+        .filter(|p| p.session == session)
+        .map(|p| p.pid)
         .collect()
 }
 
@@ -324,12 +335,10 @@ fn members(session: i32) -> Vec<i32> {
 pub fn end_user(user: u32) {
     let started = Instant::now();
     while started.elapsed() < Duration::from_secs(5) {
-        let left: Vec<i32> = std::fs::read_dir("/proc")
+        let left: Vec<i32> = super::tree::processes()
             .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|&pid| uid_of(pid) == Some(user))
+            .map(|p| p.pid)
+            .filter(|&pid| super::tree::uid_of(pid) == Some(user))
             .collect();
         if left.is_empty() {
             return;
@@ -340,24 +349,6 @@ pub fn end_user(user: u32) {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-}
-
-/// The real uid of a live process (a zombie's is of no interest: it is dead).
-fn uid_of(pid: i32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    if status
-        .lines()
-        .any(|l| l.starts_with("State:") && l.contains("zombie"))
-    {
-        return None;
-    }
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// Kill every process of the sandbox's session until none is left: no process of it can

@@ -7,7 +7,8 @@
 //! else: not the instructor's workspace, the rubric, the reference binaries or images, the
 //! results file, other submissions or any home folder. It has no network, its own PID
 //! namespace (when the check's main process ends, every process it left behind is killed
-//! with it), and limits on wall time, CPU time, processes, file size and kept output.
+//! with it), the [`fallback`]'s seccomp filter (the same system calls refused in both
+//! sandboxes), and limits on wall time, CPU time, processes, file size and kept output.
 //!
 //! Run by root, the sandbox sets up its mounts as root and then drops to uid 65534 (nobody)
 //! with `setpriv`, so the student's code runs as an unprivileged user on the host too. The
@@ -30,8 +31,10 @@ pub mod tree;
 
 use std::ffi::OsString;
 use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -57,6 +60,15 @@ const CLASS_USERS: u32 = 0x7000_0000;
 pub fn class_user(n: usize) -> u32 {
     let run = std::process::id() as usize % 0x4000;
     CLASS_USERS + ((run << 9) | (n % 0x200)) as u32
+}
+
+/// A user of its own for each grade of a class, drawn in turn from the 512 of
+/// [`class_user`] (far more than run at once): a process that one grade left, were it to
+/// escape being killed, shares no user, and with it no process limit, with the next grade
+/// in its slot.
+pub fn next_class_user() -> u32 {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    class_user(NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// The user of a grade run on its own (not a class's slot), this process's own.
@@ -399,12 +411,15 @@ impl Jail {
     pub fn describe(&self) -> String {
         let how = match &self.kind {
             Kind::Bwrap { as_root: true, .. } => format!(
-                "student code ran in a bubblewrap sandbox as uid {}",
+                "student code ran in a bubblewrap sandbox as uid {}, under seccomp (no \
+                 sockets, ptrace, namespaces, mount, keyrings or bpf)",
                 self.user
             ),
-            Kind::Bwrap { as_root: false, .. } => {
-                "student code ran in a bubblewrap sandbox (user namespace)".to_string()
-            }
+            Kind::Bwrap { as_root: false, .. } => "student code ran in a bubblewrap sandbox \
+                                                   (user namespace), under seccomp (no \
+                                                   sockets, ptrace, namespaces, mount, \
+                                                   keyrings or bpf)"
+                .to_string(),
             Kind::Fallback {
                 landlock: None,
                 bwrap,
@@ -465,7 +480,7 @@ impl Jail {
             Some(minor) => format!("; its GPU runs saw /dev/nvidia{minor} alone of the GPUs"),
             None => String::new(),
         };
-        format!("{how}; {}{gpu}", tree_limits(tree::mechanism()))
+        format!("{how}; {}{gpu}", tree_limits(&tree::describe()))
     }
 
     /// The path at which a sandboxed process finds `host`, mounted at `inside`: the fallback
@@ -493,7 +508,7 @@ impl Jail {
         spec: &Spec,
         limits: &Limits,
     ) -> std::result::Result<(std::process::ExitStatus, Ran, Vec<u8>), Failure> {
-        let (mut command, confined) = self.sandboxed_command(spec)?;
+        let (mut command, confined, descriptors) = self.sandboxed_command(spec)?;
         // The run's own control group (or none: then it is measured), joined by the child
         // before exec, so that every process it starts is in it.
         let cores = tree::slot_cores();
@@ -526,6 +541,7 @@ impl Jail {
             .spawn()
             .map_err(|e| Failure::Spawn(format!("cannot start the sandbox: {e}")))?;
         drop(command);
+        drop(descriptors);
         let out = drain(child.stdout.take());
         let err = drain(child.stderr.take());
         let (status, over) = wait_within(&mut child, limits.wall, started, &mut watch);
@@ -569,12 +585,13 @@ impl Jail {
         }
     }
 
-    /// The command that runs `spec` in this sandbox, its output piped, and the fallback's
-    /// confinement of it (its scratch folder, ruleset and user), kept until the run ends.
+    /// The command that runs `spec` in this sandbox, its output piped; the fallback's
+    /// confinement of it (its scratch folder, ruleset and user), kept until the run ends;
+    /// and the descriptors bubblewrap reads, kept until the spawn.
     fn sandboxed_command(
         &self,
         spec: &Spec,
-    ) -> std::result::Result<(Command, Option<Confined>), Failure> {
+    ) -> std::result::Result<(Command, Option<Confined>, Vec<OwnedFd>), Failure> {
         // A GPU run names its GPU by UUID (after the grader's environment, so it wins).
         let named;
         let spec = match (&self.gpu_uuid, spec.gpu) {
@@ -594,15 +611,15 @@ impl Jail {
             ),
             _ => None,
         };
-        let mut command = match &confined {
-            Some(confined) => direct_command(spec, &confined.mounts),
-            None => self.command(spec),
+        let (mut command, descriptors) = match &confined {
+            Some(confined) => (direct_command(spec, &confined.mounts), Vec::new()),
+            None => self.command(spec).map_err(grader_fault)?,
         };
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        Ok((command, confined))
+        Ok((command, confined, descriptors))
     }
 
     /// What the fallback needs for one run: its scratch folder, seen as `/tmp`, handed to its
@@ -657,27 +674,27 @@ impl Jail {
         })
     }
 
-    /// The command that runs `spec`: bwrap and its arguments, or the program itself.
-    fn command(&self, spec: &Spec) -> Command {
+    /// The command that runs `spec`: bwrap and its arguments, or the program itself; and
+    /// the descriptors bwrap reads, kept open until the command is spawned.
+    fn command(&self, spec: &Spec) -> Result<(Command, Vec<OwnedFd>)> {
         match &self.kind {
             Kind::Bwrap { program, as_root } => {
-                let mut command = Command::new(program);
-                command.env_clear();
-                command.args(bwrap_args(spec, *as_root, self.user, self.gpu));
-                command
+                let (options, run) = bwrap_args(spec, *as_root, self.user, self.gpu);
+                bwrap_through_descriptors(program, &options, &run)
             }
-            Kind::Fallback { .. } | Kind::Unsandboxed => direct_command(spec, &spec.mounts),
+            Kind::Fallback { .. } | Kind::Unsandboxed => {
+                Ok((direct_command(spec, &spec.mounts), Vec::new()))
+            }
         }
     }
 }
 
 /// How each check's whole process tree was limited, by `mechanism`: a clause of the report's
 /// "Grading:" line (it read "limited ... by measured by the grader").
-fn tree_limits(mechanism: tree::Mechanism) -> String {
+fn tree_limits(how: &str) -> String {
     format!(
         "each check's memory, processes, disk and files were limited for its whole process \
-         tree: {}",
-        mechanism.describe()
+         tree: {how}"
     )
 }
 
@@ -810,15 +827,86 @@ fn base_env() -> Vec<(String, OsString)> {
     env
 }
 
-/// bubblewrap's arguments to run `spec`: its namespaces, the system it sees, its mounts,
-/// then its command.
-fn bwrap_args(spec: &Spec, as_root: bool, user: u32, gpu: Option<u32>) -> Vec<OsString> {
-    let mut args: Vec<OsString> = Vec::new();
-    bwrap_namespaces(&mut args, as_root);
-    bwrap_system(&mut args, spec);
-    bwrap_mounts(&mut args, spec, gpu);
-    bwrap_command(&mut args, spec, as_root, user);
-    args
+/// bubblewrap's arguments to run `spec`: its options (its namespaces, the system it sees,
+/// its mounts, where and with what environment its command runs), then its command.
+fn bwrap_args(
+    spec: &Spec,
+    as_root: bool,
+    user: u32,
+    gpu: Option<u32>,
+) -> (Vec<OsString>, Vec<OsString>) {
+    let mut options: Vec<OsString> = Vec::new();
+    bwrap_namespaces(&mut options, as_root);
+    bwrap_system(&mut options, spec);
+    bwrap_mounts(&mut options, spec, gpu);
+    push(&mut options, &[&"--chdir", &spec.cwd]);
+    for (key, value) in base_env().iter().chain(&spec.env) {
+        push(&mut options, &[&"--setenv", &key, value]);
+    }
+    (options, bwrap_command(spec, as_root, user))
+}
+
+/// bubblewrap (`program`) given its `options` through a descriptor (`--args`) and the
+/// fallback's seccomp filter through another (`--seccomp`), then `run`: the same system
+/// calls are refused in both sandboxes, and bwrap's own command line, which every process
+/// inside reads as `/proc/1/cmdline`, names no host path (the mounts' sources are options).
+/// The descriptors are closed on exec in every other child; this one's inherits them.
+fn bwrap_through_descriptors(
+    program: &Path,
+    options: &[OsString],
+    run: &[OsString],
+) -> Result<(Command, Vec<OwnedFd>)> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    let mut listed = Vec::new();
+    for option in options {
+        listed.extend_from_slice(option.as_bytes());
+        listed.push(0);
+    }
+    let descriptors = vec![
+        memory_file(c"bwrap-args", &listed)?,
+        memory_file(c"bwrap-seccomp", &fallback::filter_bytes()?)?,
+    ];
+    let raw: Vec<i32> = descriptors.iter().map(|d| d.as_raw_fd()).collect();
+    let mut command = Command::new(program);
+    command.env_clear();
+    command
+        .arg("--args")
+        .arg(raw[0].to_string())
+        .arg("--seccomp")
+        .arg(raw[1].to_string())
+        .arg("--")
+        .args(run);
+    // SAFETY: fcntl in the forked child before exec, on descriptors open in the parent
+    // until the spawn returns (the caller keeps them); it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            for &fd in &raw {
+                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    Ok((command, descriptors))
+}
+
+/// A file in memory holding `bytes`, read from its start, closed on exec.
+fn memory_file(name: &std::ffi::CStr, bytes: &[u8]) -> Result<OwnedFd> {
+    use std::io::{Seek, Write};
+    use std::os::fd::FromRawFd;
+    // SAFETY: memfd_create reads a valid C string and returns a new descriptor or -1.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error()).context("cannot make a file in memory");
+    }
+    // SAFETY: a descriptor just opened, owned by nothing else.
+    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    file.write_all(bytes)
+        .and_then(|()| file.rewind())
+        .context("cannot write a file in memory")?;
+    Ok(file.into())
 }
 
 /// Append `items` to bubblewrap's arguments.
@@ -939,18 +1027,14 @@ fn bwrap_mounts(args: &mut Vec<OsString>, spec: &Spec, gpu: Option<u32>) {
     push(args, &[&"--remount-ro", &"/"]);
 }
 
-/// Where and with what environment `spec`'s program runs, as the sandbox's `user` when
-/// bubblewrap runs as root.
-fn bwrap_command(args: &mut Vec<OsString>, spec: &Spec, as_root: bool, user: u32) {
-    push(args, &[&"--chdir", &spec.cwd]);
-    for (key, value) in base_env().iter().chain(&spec.env) {
-        push(args, &[&"--setenv", &key, value]);
-    }
-    push(args, &[&"--"]);
+/// `spec`'s program and arguments, run as the sandbox's `user` when bubblewrap runs as
+/// root.
+fn bwrap_command(spec: &Spec, as_root: bool, user: u32) -> Vec<OsString> {
+    let mut args = Vec::new();
     if as_root {
         let user = user.to_string();
         push(
-            args,
+            &mut args,
             &[
                 &"setpriv",
                 &"--reuid",
@@ -965,8 +1049,9 @@ fn bwrap_command(args: &mut Vec<OsString>, spec: &Spec, as_root: bool, user: u32
             ],
         );
     }
-    push(args, &[&spec.program]);
+    push(&mut args, &[&spec.program]);
     args.extend(spec.args.iter().cloned());
+    args
 }
 
 /// The host path a process sees as `inside`, without a sandbox (the longest mount wins).
@@ -1280,22 +1365,19 @@ mod tests {
 
     #[test]
     fn the_tree_limits_clause_reads_for_every_mechanism() {
-        assert_eq!(
-            tree_limits(tree::Mechanism::Measured),
-            format!(
-                "each check's memory, processes, disk and files were limited for its whole \
-                 process tree: {}",
-                tree::Mechanism::Measured.describe()
-            )
-        );
         for mechanism in [
             tree::Mechanism::V2,
             tree::Mechanism::V1,
             tree::Mechanism::Measured,
         ] {
-            let clause = tree_limits(mechanism);
-            assert!(!clause.contains(" by measured"), "{clause}");
-            assert!(clause.contains("tree: a cgroup") || clause.contains("tree: measured"));
+            for cores in [true, false] {
+                let clause = tree_limits(&mechanism.describe(cores));
+                assert!(!clause.contains(" by measured"), "{clause}");
+                assert!(
+                    clause.contains("tree: a cgroup") || clause.contains("tree: measured"),
+                    "{clause}"
+                );
+            }
         }
     }
 
@@ -1322,6 +1404,16 @@ mod tests {
             outside(Path::new("/usr/bin/sh"), &mounts),
             Path::new("/usr/bin/sh")
         );
+    }
+
+    #[test]
+    fn each_grade_of_a_class_has_a_user_of_its_own() {
+        // Fewer than 512: a class test drawing beside this one cannot wrap them around.
+        let users: std::collections::HashSet<u32> = (0..256).map(|_| next_class_user()).collect();
+        assert_eq!(users.len(), 256);
+        assert!(users
+            .iter()
+            .all(|&u| (CLASS_USERS..CLASS_USERS + 0x0080_0000).contains(&u)));
     }
 
     #[test]
@@ -1692,6 +1784,178 @@ mod tests {
             .output()
             .expect("pgrep runs");
         assert!(sleeping.stdout.is_empty(), "a sleep survived the check");
+    }
+
+    /// The program that hides a check's process (tests/sandbox/hides.c), built in `dir`.
+    pub(super) fn hides_built(dir: &Path) -> PathBuf {
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sandbox/hides.c");
+        let program = dir.join("hides");
+        let status = Command::new("cc")
+            .args(["-O1", "-pthread", "-o"])
+            .arg(&program)
+            .arg(&source)
+            .status()
+            .expect("cc (a C compiler) runs");
+        assert!(status.success(), "hides.c does not compile");
+        program
+    }
+
+    /// The live threads on this machine named `name`, whatever their process's state (a
+    /// zombie leader's threads included), read straight from /proc.
+    pub(super) fn threads_named(name: &str) -> usize {
+        let tasks = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().parse::<i32>().is_ok())
+            .flat_map(|e| {
+                std::fs::read_dir(e.path().join("task"))
+                    .into_iter()
+                    .flatten()
+            })
+            .flatten();
+        tasks
+            .filter(|task| {
+                let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+                let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+                let state = stat.rsplit_once(") ").map(|(_, rest)| &rest[..1]);
+                comm.trim_end() == name && !matches!(state, Some("Z" | "X") | None)
+            })
+            .count()
+    }
+
+    /// A check's process hidden by `mode` (hides.c) neither outlives the check nor holds
+    /// memory uncounted: first it hides and the check ends, then it holds more memory than
+    /// the check may while the check runs on. Each time, no thread of it is left.
+    fn nothing_hides_by(jail: &Jail, mode: &str) {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let program = hides_built(dir.path());
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).expect("created");
+        jail.give(&out).expect("chown");
+        // A thread's name holds 15 bytes: the mode's first letters and this test's pid.
+        let name = format!("h{}{}", &mode[..3], std::process::id() % 1_000_000);
+        let hide = |mib: &str, linger: &str, done: &str| {
+            Spec::new("/grade/bin/hides")
+                .args([mode, mib, &name, &format!("/grade/out/{done}"), linger])
+                .mount(Mount::read_only(&program, "/grade/bin/hides"))
+                .mount(Mount::writable(&out, "/grade/out"))
+        };
+        let (status, _, stderr) = jail
+            .run(&hide("16", "0", "hidden"), &limits(30))
+            .expect("runs");
+        assert!(
+            status.success() && out.join("hidden").exists(),
+            "{mode}: it did not hide ({status}): {}",
+            String::from_utf8_lossy(&stderr)
+        );
+        assert_eq!(
+            threads_named(&name),
+            0,
+            "{mode}: a thread outlived its check"
+        );
+        let mut small = limits(30);
+        small.tree.memory = 96 << 20;
+        let started = Instant::now();
+        match jail.run(&hide("160", "20", "held"), &small) {
+            Err(Failure::OverLimit(why)) => {
+                assert!(why.starts_with("used more than 96 MiB"), "{mode}: {why}")
+            }
+            other => panic!("{mode}: its memory was not counted: {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{mode}");
+        assert_eq!(
+            threads_named(&name),
+            0,
+            "{mode}: a thread outlived its check"
+        );
+    }
+
+    #[test]
+    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    fn a_zombie_leaders_threads_are_counted_and_killed() {
+        nothing_hides_by(&jail(), "zombie-leader");
+    }
+
+    #[test]
+    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    fn a_double_fork_is_counted_and_killed() {
+        nothing_hides_by(&jail(), "double-fork");
+    }
+
+    #[test]
+    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    fn a_new_session_is_counted_and_killed() {
+        nothing_hides_by(&jail(), "new-session");
+    }
+
+    #[test]
+    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    fn a_clone_of_its_parents_child_is_counted_and_killed() {
+        nothing_hides_by(&jail(), "clone-parent");
+    }
+
+    #[test]
+    #[ignore = "needs root, a sandbox and a C compiler (cargo instructor test runs it as root)"]
+    fn without_landlock_no_process_hides() {
+        // A user of this test's own: without Landlock every process of the sandbox's user
+        // is killed after each check, which would end another test's.
+        let jail = jail_without_landlock()
+            .for_user(class_user(0x1fe))
+            .expect("a user");
+        for mode in [
+            "zombie-leader",
+            "double-fork",
+            "new-session",
+            "clone-parent",
+        ] {
+            nothing_hides_by(&jail, mode);
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    fn the_same_system_calls_are_refused_in_every_sandbox() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sandbox/refused.c");
+        let program = dir.path().join("refused");
+        let built = Command::new("cc")
+            .arg("-o")
+            .arg(&program)
+            .arg(&source)
+            .status()
+            .expect("cc (a C compiler) runs");
+        assert!(built.success(), "refused.c does not compile");
+        let jail = jail();
+        let spec =
+            Spec::new("/grade/bin/refused").mount(Mount::read_only(&program, "/grade/bin/refused"));
+        let (status, ran, stderr) = jail.run(&spec, &limits(30)).expect("runs");
+        let out = String::from_utf8_lossy(&ran.stdout);
+        assert!(
+            status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&stderr)
+        );
+        assert_eq!(out.lines().count(), 13, "{out}");
+        for line in out.lines() {
+            assert!(line.ends_with(" refused"), "{}: {line}\n{out}", jail.kind());
+        }
+        // bubblewrap's own process is PID 1 inside: its command line names no host path;
+        // and the files in memory it read its options and filter from are closed.
+        if let Kind::Bwrap { .. } = jail.kind {
+            let seen =
+                sh("tr '\\0' ' ' < /proc/1/cmdline; echo; ls -l /proc/self/fd | tr '\\n' ' '")
+                    .mount(Mount::read_only(dir.path(), "/grade/bin"));
+            let (_, ran, _) = jail.run(&seen, &limits(30)).expect("runs");
+            let seen = String::from_utf8_lossy(&ran.stdout);
+            let (cmdline, descriptors) = seen.split_once('\n').unwrap_or_default();
+            assert!(cmdline.contains("--args"), "{cmdline}");
+            assert!(
+                !cmdline.contains(&*dir.path().to_string_lossy()),
+                "{cmdline}"
+            );
+            assert!(!descriptors.contains("memfd:"), "{descriptors}");
+        }
     }
 
     /// `processes` shells that each hold `mib` MiB (a string of that size in memory), and

@@ -81,15 +81,29 @@ pub enum Mechanism {
     Measured,
 }
 
+/// What a run's control group holds here, for the report.
+pub fn describe() -> String {
+    let cores = place().is_some_and(|p| p.cpuset.is_some());
+    mechanism().describe(cores)
+}
+
 impl Mechanism {
-    pub fn describe(self) -> &'static str {
-        match self {
-            Mechanism::V2 => "a cgroup v2 of its own (memory.max, pids.max)",
-            Mechanism::V1 => "a cgroup v1 of its own (memory, pids)",
-            Mechanism::Measured => {
-                "measured by the grader (no cgroup may be made here: the memory of its processes \
-                 summed every 0.1 s)"
-            }
+    /// What limits a check's process tree by this mechanism, `cores` where a cpuset holds a
+    /// class slot's cores.
+    pub fn describe(self, cores: bool) -> String {
+        match (self, cores) {
+            (Mechanism::V2, true) => "a cgroup v2 of its own (memory.max, pids.max, and a \
+                                      class's slot its cores by cpuset.cpus)"
+                .to_string(),
+            (Mechanism::V2, false) => "a cgroup v2 of its own (memory.max, pids.max; no \
+                                       cpuset controller here: a class's slot its cores by \
+                                       the grader's watch)"
+                .to_string(),
+            (Mechanism::V1, true) => "a cgroup v1 of its own (memory, pids, cpuset)".to_string(),
+            (Mechanism::V1, false) => "a cgroup v1 of its own (memory, pids)".to_string(),
+            (Mechanism::Measured, _) => "measured by the grader (no cgroup may be made here: \
+                                         the memory of its processes summed every 0.1 s)"
+                .to_string(),
         }
     }
 }
@@ -174,7 +188,8 @@ fn find_v2() -> Option<Place> {
     // children. A group that holds processes cannot (EBUSY), so the grader's own rarely
     // does; the slice above it does on a systemd host (system.slice for a CI runner's
     // service, user-0.slice for root's session), and root may place a run there, still
-    // under that slice's own limits. Nothing is enabled or changed in a group not made here.
+    // under that slice's own limits. Only the cpuset controller is enabled above it, for a
+    // class's slot (below).
     let enabled = |dir: &Path, name: &str| {
         fs::read_to_string(dir.join("cgroup.subtree_control"))
             .is_ok_and(|s| s.split_whitespace().any(|c| c == name))
@@ -184,13 +199,52 @@ fn find_v2() -> Option<Place> {
         .take_while(|dir| dir.starts_with(&point))
         .find(|dir| enabled(dir, "memory") && enabled(dir, "pids") && joinable(dir))?
         .to_path_buf();
-    let cpuset = enabled(&dir, "cpuset").then(|| dir.clone());
+    let cpuset = enable_cpuset(&point, &dir).then(|| dir.clone());
     Some(Place {
         mechanism: Mechanism::V2,
         memory: dir.clone(),
         pids: Some(dir),
         cpuset,
     })
+}
+
+/// Hand the cpuset controller down from the cgroup v2 root at `point` to the children of
+/// `dir`, enabling it in each group's `cgroup.subtree_control` on the way where it is not
+/// (the kernel offers a group's children only what its parent enabled): whether it is.
+/// Without it a class's slot holds its cores by an affinity mask alone, which `taskset`
+/// widens. It is left enabled: the groups below, another grade's among them, may hold their
+/// cores by it, and it limits none that sets no `cpuset.cpus`. Every group on the way hands
+/// memory down already, so it holds no process of its own and may hand cpuset down too:
+/// this fails only where the kernel offers no cpuset (a container's delegated subtree).
+fn enable_cpuset(point: &Path, dir: &Path) -> bool {
+    let mut from_top: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|a| a.starts_with(point))
+        .collect();
+    from_top.reverse();
+    from_top.into_iter().all(|group| {
+        let control = group.join("cgroup.subtree_control");
+        fs::read_to_string(&control).is_ok_and(|s| s.split_whitespace().any(|c| c == "cpuset"))
+            || fs::write(&control, "+cpuset").is_ok()
+    })
+}
+
+/// Hold a run's group `dir` to `cores`: `cpuset.cpus`, after v1's `cpuset.mems` (copied
+/// from `parent`: a v1 group takes no process before it has memory nodes; v2's inherits
+/// them). Whether it holds them.
+fn hold_cores(mechanism: Mechanism, parent: &Path, dir: &Path, cores: &[usize]) -> bool {
+    let list = cores
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mems = || {
+        fs::read_to_string(parent.join("cpuset.mems"))
+            .or_else(|_| fs::read_to_string(parent.join("cpuset.mems.effective")))
+            .unwrap_or_default()
+    };
+    (mechanism == Mechanism::V2 || fs::write(dir.join("cpuset.mems"), mems().trim()).is_ok())
+        && fs::write(dir.join("cpuset.cpus"), &list).is_ok()
 }
 
 fn find_v1() -> Option<Place> {
@@ -341,21 +395,8 @@ impl Group {
             Mechanism::Measured => return None,
         }
         if let (Some(cores), Some(cpuset)) = (cores, &place.cpuset) {
-            let list = cores
-                .iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join(",");
-            let held = made(&mut group, cpuset.join(&name)).is_some_and(|dir| {
-                // v1 needs the memory nodes before a process may join; v2 inherits them.
-                let mems = fs::read_to_string(cpuset.join("cpuset.mems"))
-                    .or_else(|_| fs::read_to_string(cpuset.join("cpuset.mems.effective")))
-                    .unwrap_or_default();
-                (place.mechanism == Mechanism::V2
-                    || fs::write(dir.join("cpuset.mems"), mems.trim()).is_ok())
-                    && fs::write(dir.join("cpuset.cpus"), &list).is_ok()
-            });
-            group.holds_cores = held;
+            group.holds_cores = made(&mut group, cpuset.join(&name))
+                .is_some_and(|dir| hold_cores(place.mechanism, cpuset, &dir, cores));
         }
         Some(group)
     }
@@ -552,7 +593,8 @@ impl<'a> Watch<'a> {
         };
         let (mut resident, mut threads) = (0u64, 0u64);
         for pid in pids {
-            let Ok(status) = fs::read_to_string(format!("/proc/{pid}/status")) else {
+            // Per thread group, as a live thread sees it (a zombie leader's own is empty).
+            let Some(status) = status(pid) else {
                 continue;
             };
             let field = |name: &str| {
@@ -666,46 +708,92 @@ pub fn usage(folders: &[PathBuf], bytes_cap: u64, files_cap: u64) -> (u64, u64) 
     (bytes, count)
 }
 
+/// A process of the host, as `/proc/PID/stat` shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct Process {
+    pub pid: i32,
+    pub parent: i32,
+    pub session: i32,
+}
+
+/// Every process with a thread still running. A process whose first thread ended alone
+/// (`syscall(SYS_exit)`) shows as a zombie while its other threads run on: it is live, its
+/// memory held, its pid the one a signal kills it by. Only a process whose every thread
+/// ended is dead (a zombie waiting for its parent).
+pub fn processes() -> Vec<Process> {
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let (state, parent, session) = stat(&format!("/proc/{pid}/stat"))?;
+            (!dead(state) || live_thread(pid).is_some()).then_some(Process {
+                pid,
+                parent,
+                session,
+            })
+        })
+        .collect()
+}
+
+/// A zombie or a task being reaped.
+fn dead(state: char) -> bool {
+    matches!(state, 'Z' | 'X' | 'x')
+}
+
+/// A `stat` file's state, parent and session, read after the command's name (which may
+/// hold spaces and parentheses).
+fn stat(path: &str) -> Option<(char, i32, i32)> {
+    let text = fs::read_to_string(path).ok()?;
+    let mut fields = text.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    let session = fields.nth(1)?.parse().ok()?;
+    Some((state, parent, session))
+}
+
+/// A thread of process `pid` that is still running, if any: the leader itself while it
+/// runs, else another.
+fn live_thread(pid: i32) -> Option<i32> {
+    fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .find(|tid| {
+            stat(&format!("/proc/{pid}/task/{tid}/stat")).is_some_and(|(state, _, _)| !dead(state))
+        })
+}
+
+/// The `status` file of process `pid` as one of its live threads sees it: a zombie
+/// leader's own has no memory, though its other threads hold all of it. None: it is dead.
+pub fn status(pid: i32) -> Option<String> {
+    let tid = live_thread(pid)?;
+    fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).ok()
+}
+
+/// The real uid of the live process `pid`.
+pub fn uid_of(pid: i32) -> Option<u32> {
+    status(pid)?
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Every live process descended from `root` or in its session (the fallback's processes
 /// that lost their parent are in it; bubblewrap's stay below it in their PID namespace).
 pub fn tree(root: i32) -> Vec<i32> {
-    let mut parent: HashMap<i32, i32> = HashMap::new();
-    let mut session: HashMap<i32, i32> = HashMap::new();
-    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // After the command's name (which may hold spaces and parentheses): state, parent,
-        // group, session.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-        if fields.first() == Some(&"Z") {
-            continue;
-        }
-        if let (Some(p), Some(s)) = (
-            fields.get(1).and_then(|s| s.parse().ok()),
-            fields.get(3).and_then(|s| s.parse().ok()),
-        ) {
-            parent.insert(pid, p);
-            session.insert(pid, s);
-        }
-    }
-    parent
-        .keys()
-        .copied()
-        .filter(|&pid| {
-            if session.get(&pid) == Some(&root) {
+    let all = processes();
+    let parent: HashMap<i32, i32> = all.iter().map(|p| (p.pid, p.parent)).collect();
+    all.iter()
+        .filter(|process| {
+            if process.session == root {
                 return true;
             }
-            let mut at = pid;
+            let mut at = process.pid;
             for _ in 0..4096 {
                 if at == root {
                     return true;
@@ -717,6 +805,7 @@ pub fn tree(root: i32) -> Vec<i32> {
             }
             false
         })
+        .map(|process| process.pid)
         .collect()
 }
 
@@ -748,6 +837,115 @@ mod tests {
         assert!(bytes >= 10 * 8192, "{bytes}");
         let (_, all) = usage(&[dir.path().to_path_buf()], u64::MAX, u64::MAX);
         assert_eq!(all, 50);
+    }
+
+    /// A cgroup v2 tree in a temporary folder: the root, a slice and the grader's group in
+    /// it, each with the `cgroup.subtree_control` given.
+    fn fake_v2(controls: [&str; 3]) -> (tempfile::TempDir, Vec<PathBuf>) {
+        let root = tempfile::tempdir().expect("a temp folder");
+        let groups = vec![
+            root.path().to_path_buf(),
+            root.path().join("system.slice"),
+            root.path().join("system.slice/grader.service"),
+        ];
+        for (group, control) in groups.iter().zip(controls) {
+            fs::create_dir_all(group).expect("created");
+            fs::write(group.join("cgroup.subtree_control"), control).expect("written");
+        }
+        (root, groups)
+    }
+
+    #[test]
+    fn cpuset_is_handed_down_where_it_is_not() {
+        let (_root, groups) = fake_v2(["cpuset memory pids", "memory pids", "memory pids"]);
+        assert!(enable_cpuset(&groups[0], &groups[2]));
+        let control =
+            |n: usize| fs::read_to_string(groups[n].join("cgroup.subtree_control")).expect("read");
+        // The kernel takes "+cpuset" as enabling it; the root had it already.
+        assert_eq!(control(0), "cpuset memory pids");
+        assert_eq!(control(1), "+cpuset");
+        assert_eq!(control(2), "+cpuset");
+    }
+
+    #[test]
+    fn no_cpuset_is_claimed_where_a_group_refuses_it() {
+        let (_root, groups) = fake_v2(["memory pids", "memory pids", "memory pids"]);
+        // The slice's file cannot be written (the kernel offers it no cpuset).
+        let control = groups[1].join("cgroup.subtree_control");
+        fs::remove_file(&control).expect("removed");
+        fs::create_dir(&control).expect("created");
+        assert!(!enable_cpuset(&groups[0], &groups[2]));
+        assert_eq!(
+            fs::read_to_string(groups[2].join("cgroup.subtree_control")).expect("read"),
+            "memory pids",
+            "nothing is enabled below a group that refused"
+        );
+    }
+
+    #[test]
+    fn a_slots_cores_are_written_to_its_group() {
+        let (_root, groups) = fake_v2(["", "", ""]);
+        let run = groups[2].join("xtask-1-0");
+        fs::create_dir(&run).expect("created");
+        assert!(hold_cores(Mechanism::V2, &groups[2], &run, &[2, 3]));
+        assert_eq!(
+            fs::read_to_string(run.join("cpuset.cpus")).expect("read"),
+            "2,3"
+        );
+        // v2 inherits the memory nodes; v1 copies its parent's before any process joins.
+        assert!(!run.join("cpuset.mems").exists());
+        fs::write(groups[2].join("cpuset.mems"), "0-1\n").expect("written");
+        assert!(hold_cores(Mechanism::V1, &groups[2], &run, &[5]));
+        assert_eq!(
+            fs::read_to_string(run.join("cpuset.mems")).expect("read"),
+            "0-1"
+        );
+        assert_eq!(
+            fs::read_to_string(run.join("cpuset.cpus")).expect("read"),
+            "5"
+        );
+    }
+
+    #[test]
+    #[ignore = "needs root and a writable cgroup (cargo instructor test runs it as root)"]
+    fn a_slots_cores_are_held_by_its_cgroup_where_cpuset_is_offered() {
+        use std::os::unix::process::CommandExt;
+        assert_ne!(
+            mechanism(),
+            Mechanism::Measured,
+            "no cgroup may be made here"
+        );
+        let online =
+            parse_cpu_list(&fs::read_to_string("/sys/devices/system/cpu/online").expect("read"));
+        assert!(online.len() >= 2, "one core: no slot to hold");
+        let offered = place().is_some_and(|p| p.cpuset.is_some());
+        // Where the machine is known to offer cpuset (a GPU machine's cgroup v2, run as
+        // root), a grader that fails to take it fails here.
+        if std::env::var_os("XTASK_TEST_EXPECT_CPUSET").is_some() {
+            assert!(offered, "{}", describe());
+        }
+        let group = Group::create(&TreeLimits::DEFAULT, Some(&online[..1])).expect("a group");
+        assert_eq!(group.holds_cores, offered, "{}", describe());
+        // A process of the group widens its affinity to every core: a cpuset holds it.
+        let files = group.procs_files();
+        let mut command = std::process::Command::new("sh");
+        command.args([
+            "-c",
+            "taskset -pc 0-1023 $$ >/dev/null 2>&1; grep Cpus_allowed_list /proc/self/status",
+        ]);
+        // SAFETY: `join` makes only system calls on strings made before the fork.
+        unsafe {
+            command.pre_exec(move || join(&files));
+        }
+        let out = command.output().expect("sh runs");
+        let allowed = String::from_utf8_lossy(&out.stdout);
+        let allowed = parse_cpu_list(allowed.split(':').nth(1).unwrap_or_default());
+        if offered {
+            assert_eq!(allowed, online[..1], "the cpuset did not hold");
+        } else {
+            // Only the grader's watch stops it ([`widened`]).
+            assert_eq!(allowed, online, "taskset did not widen");
+        }
     }
 
     /// Watch `command`'s tree as the grader does where no cgroup may be made: what it said.
@@ -790,6 +988,34 @@ mod tests {
             said.starts_with("used more than 256 MiB of memory"),
             "{said}"
         );
+    }
+
+    #[test]
+    fn without_a_cgroup_a_zombie_leaders_threads_are_measured_and_killed() {
+        use crate::sandbox::tests::{hides_built, threads_named};
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let program = hides_built(dir.path());
+        let mut limits = TreeLimits::DEFAULT;
+        limits.memory = 96 << 20;
+        let mut watch = Watch::new(limits, None, Vec::new(), None);
+        // Its first thread exits alone once another holds 160 MiB: /proc shows a zombie.
+        let name = format!("hzm{}", std::process::id() % 1_000_000);
+        let mut command = std::process::Command::new(&program);
+        command
+            .args(["zombie-leader", "160", &name])
+            .arg(dir.path().join("held"))
+            .arg("20");
+        let said = watched(command, &mut watch).unwrap_or_default();
+        assert!(
+            said.starts_with("used more than 96 MiB of memory"),
+            "{said}"
+        );
+        // Killed by `watched`, which does not wait for the kill to land.
+        let killed = Instant::now();
+        while threads_named(&name) > 0 && killed.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(threads_named(&name), 0, "a thread outlived the run");
     }
 
     #[test]

@@ -187,6 +187,11 @@ fn run(
     let _ = fs::remove_file(&results);
     let mut command = grade_command(settings, &root);
     command.arg("--gradescope").arg(&results).current_dir(dir);
+    // A user of this grade's own, not the slot's: see `next_class_user`.
+    let slot = Slot {
+        user: crate::sandbox::next_class_user(),
+        ..slot.clone()
+    };
     slot.apply(&mut command);
     // The grade dies with the thread that waits for it: a class stopped by Ctrl-C or a
     // signal leaves no grade running on (the grade's sandboxes die with the grade).
