@@ -20,12 +20,13 @@ use crate::regions::{self, Keep};
 
 /// What the student never sees: the instructor's tools (this crate: the grader, its rubric
 /// and hidden checks, this command, their tests and corpus, the guide), CI's scripts for
-/// them, and the CPU device's test against a GPU (it compiles with lab04's answer among its
-/// option sets). A path ending in `/` is a folder.
+/// them, and the CPU device's test against a GPU and its fuzzer (both compile with lab04's
+/// answer among their option sets). A path ending in `/` is a folder.
 pub const INSTRUCTOR_ONLY: &[&str] = &[
     ".ci/check.d/grader",
     ".ci/setup.d/grader",
     "shared/cpu-device/tests/differential.rs",
+    "shared/cpu-device/tests/fuzz.rs",
     "xtask/instructor/",
 ];
 
