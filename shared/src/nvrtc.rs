@@ -18,6 +18,42 @@ use crate::{Error, Result};
 /// floor: every kernel keeps to what it has (`atomicAdd` on doubles is sm_60's, among them).
 pub const CHECKED_ARCHES: [&str; 4] = ["sm_60", "sm_75", "sm_80", "sm_90"];
 
+/// Those of [`CHECKED_ARCHES`] the NVRTC found compiles for: CUDA 13's has dropped sm_60
+/// (measured on the H100 machine: "invalid value for --gpu-architecture"), which CUDA 12's
+/// (`.ci/run`'s 12.9) still compiles, so Pascal is checked where the toolkit has it. All of
+/// them where NVRTC cannot say (an NVRTC without `nvrtcGetSupportedArchs`).
+pub fn checked_arches() -> Vec<&'static str> {
+    let supported = supported_archs();
+    CHECKED_ARCHES
+        .into_iter()
+        .filter(|arch| {
+            let number = arch.trim_start_matches("sm_").parse::<i32>().unwrap_or(0);
+            supported.is_empty() || supported.contains(&number)
+        })
+        .collect()
+}
+
+/// The SM versions NVRTC compiles for (60, 75, ...), or none where it cannot say.
+fn supported_archs() -> Vec<i32> {
+    if !is_present() {
+        return Vec::new();
+    }
+    let mut count: std::ffi::c_int = 0;
+    // SAFETY: NVRTC is loaded (just checked); `count` is a valid out-pointer.
+    if unsafe { nvrtc::sys::nvrtcGetNumSupportedArchs(&mut count) }
+        .result()
+        .is_err()
+    {
+        return Vec::new();
+    }
+    let mut archs = vec![0; usize::try_from(count).unwrap_or(0)];
+    // SAFETY: `archs` holds the `count` entries NVRTC said it writes.
+    match unsafe { nvrtc::sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }.result() {
+        Ok(()) => archs,
+        Err(_) => Vec::new(),
+    }
+}
+
 /// One kernel file of a lab and the NVRTC options the lab compiles it with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelFile {

@@ -7,7 +7,7 @@ use assert_cmd::Command;
 use clap::Parser;
 
 use crate::mandelbrot::escape_count;
-use crate::nvrtc::{loops, KernelFile, CHECKED_ARCHES};
+use crate::nvrtc::{checked_arches, loops, KernelFile};
 use crate::palette::colour;
 use crate::ppm::header;
 use crate::timing::LabReport;
@@ -275,11 +275,11 @@ pub fn json_report(lab: &str, args: &[&str]) -> LabReport {
         .unwrap_or_else(|e| panic!("{lab} --json printed no report ({e})"))
 }
 
-/// Compile each kernel file with its lab's own options for every architecture in
-/// [`CHECKED_ARCHES`]; a failure panics with NVRTC's log. Needs NVRTC, not a GPU.
+/// Compile each kernel file with its lab's own options for every architecture of
+/// [`checked_arches`]; a failure panics with NVRTC's log. Needs NVRTC, not a GPU.
 pub fn assert_kernels_compile(kernels: &[KernelFile]) {
     for kernel in kernels {
-        for arch in CHECKED_ARCHES {
+        for arch in checked_arches() {
             if let Err(e) = kernel.cubin(arch) {
                 panic!("{} for {arch}: {e}", kernel.name);
             }
@@ -291,8 +291,8 @@ pub fn assert_kernels_compile(kernels: &[KernelFile]) {
 /// [`crate::nvrtc::loops`]): a property of its loops holds on each GPU the labs support.
 /// Needs NVRTC, not a GPU.
 pub fn ptx_loops(kernel: &KernelFile) -> Vec<String> {
-    CHECKED_ARCHES
-        .iter()
+    checked_arches()
+        .into_iter()
         .flat_map(|arch| {
             let arch = arch.replace("sm_", "compute_");
             let ptx = kernel

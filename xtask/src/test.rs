@@ -188,7 +188,7 @@ pub fn run_plan(
         format!("GPU tests on the CPU device: {cpu_device_line}"),
         format!(
             "kernel checks (NVRTC, {}): {nvrtc_line}",
-            shared::nvrtc::CHECKED_ARCHES.join(", ")
+            shared::nvrtc::checked_arches().join(", ")
         ),
         format!("C reference: {c_line}"),
     ]
