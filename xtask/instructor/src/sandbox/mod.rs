@@ -1872,31 +1872,31 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    #[ignore = "needs a sandbox (cargo instructor test runs it where one starts)"]
     fn a_zombie_leaders_threads_are_counted_and_killed() {
         nothing_hides_by(&jail(), "zombie-leader");
     }
 
     #[test]
-    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    #[ignore = "needs a sandbox (cargo instructor test runs it where one starts)"]
     fn a_double_fork_is_counted_and_killed() {
         nothing_hides_by(&jail(), "double-fork");
     }
 
     #[test]
-    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    #[ignore = "needs a sandbox (cargo instructor test runs it where one starts)"]
     fn a_new_session_is_counted_and_killed() {
         nothing_hides_by(&jail(), "new-session");
     }
 
     #[test]
-    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    #[ignore = "needs a sandbox (cargo instructor test runs it where one starts)"]
     fn a_clone_of_its_parents_child_is_counted_and_killed() {
         nothing_hides_by(&jail(), "clone-parent");
     }
 
     #[test]
-    #[ignore = "needs root, a sandbox and a C compiler (cargo instructor test runs it as root)"]
+    #[ignore = "needs root and a sandbox (cargo instructor test runs it as root where one starts)"]
     fn without_landlock_no_process_hides() {
         // A user of this test's own: without Landlock every process of the sandbox's user
         // is killed after each check, which would end another test's.
@@ -1914,7 +1914,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "needs a sandbox and a C compiler (cargo instructor test runs it where one starts)"]
+    #[ignore = "needs a sandbox (cargo instructor test runs it where one starts)"]
     fn the_same_system_calls_are_refused_in_every_sandbox() {
         let dir = tempfile::tempdir().expect("a temp folder");
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sandbox/refused.c");

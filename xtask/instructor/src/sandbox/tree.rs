@@ -907,7 +907,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "needs root and a writable cgroup (cargo instructor test runs it as root)"]
+    #[ignore = "needs root and a sandbox (cargo instructor test runs it as root where one starts)"]
     fn a_slots_cores_are_held_by_its_cgroup_where_cpuset_is_offered() {
         use std::os::unix::process::CommandExt;
         assert_ne!(
