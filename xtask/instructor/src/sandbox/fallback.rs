@@ -121,15 +121,25 @@ pub fn ruleset(reach: &Reach) -> Result<OwnedFd> {
 pub fn filter() -> Result<&'static BpfProgram> {
     static FILTER: OnceLock<std::result::Result<BpfProgram, String>> = OnceLock::new();
     FILTER
-        .get_or_init(|| compile_filter().map_err(|e| format!("{e:#}")))
+        .get_or_init(|| compile_filter(false).map_err(|e| format!("{e:#}")))
         .as_ref()
         .map_err(|e| anyhow!("cannot compile the seccomp filter: {e}"))
 }
 
-/// The filter as the kernel reads it (`struct sock_filter`s in the machine's byte order):
-/// what bubblewrap's `--seccomp` takes from a descriptor.
+/// bubblewrap's filter as the kernel reads it (`struct sock_filter`s in the machine's byte
+/// order), what its `--seccomp` takes from a descriptor: the fallback's, but for unix
+/// sockets. The NVIDIA driver opens two (`AF_UNIX`, `SOCK_SEQPACKET`) in `cuInit` and fails
+/// without them ("OS call failed or operation not supported on this OS": measured on the
+/// H100 machine, where every GPU check of the solution failed under the fallback's filter).
+/// In bubblewrap they reach nothing outside: its network namespace holds the abstract ones
+/// apart, and a path names only what the sandbox mounts.
 pub fn filter_bytes() -> Result<Vec<u8>> {
-    Ok(filter()?
+    static FILTER: OnceLock<std::result::Result<BpfProgram, String>> = OnceLock::new();
+    let filter = FILTER
+        .get_or_init(|| compile_filter(true).map_err(|e| format!("{e:#}")))
+        .as_ref()
+        .map_err(|e| anyhow!("cannot compile the seccomp filter: {e}"))?;
+    Ok(filter
         .iter()
         .flat_map(|i| {
             let mut bytes = [0u8; 8];
@@ -142,7 +152,8 @@ pub fn filter_bytes() -> Result<Vec<u8>> {
         .collect())
 }
 
-fn compile_filter() -> Result<BpfProgram> {
+/// The refusals, with unix sockets allowed where `unix_sockets` ([`filter_bytes`]).
+fn compile_filter(unix_sockets: bool) -> Result<BpfProgram> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| anyhow!("no seccomp filter for {}: {e:?}", std::env::consts::ARCH))?;
     let refused: &[libc::c_long] = &[
@@ -220,6 +231,16 @@ fn compile_filter() -> Result<BpfProgram> {
         })
         .collect::<std::result::Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_clone, clone_rules);
+    if unix_sockets {
+        let other_domain = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            libc::AF_UNIX as u64,
+        )
+        .and_then(|c| SeccompRule::new(vec![c]))?;
+        rules.insert(libc::SYS_socket, vec![other_domain]);
+    }
     // A device file (which root's mount namespace would honour); a FIFO or a plain file
     // stays allowed. The mode is mknod's second argument, mknodat's third.
     for (call, mode) in [(libc::SYS_mknod, 1), (libc::SYS_mknodat, 2)] {

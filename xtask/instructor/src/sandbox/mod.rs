@@ -412,12 +412,13 @@ impl Jail {
         let how = match &self.kind {
             Kind::Bwrap { as_root: true, .. } => format!(
                 "student code ran in a bubblewrap sandbox as uid {}, under seccomp (no \
-                 sockets, ptrace, namespaces, mount, keyrings or bpf)",
+                 sockets but unix ones, ptrace, namespaces, mount, keyrings or bpf)",
                 self.user
             ),
             Kind::Bwrap { as_root: false, .. } => "student code ran in a bubblewrap sandbox \
                                                    (user namespace), under seccomp (no \
-                                                   sockets, ptrace, namespaces, mount, \
+                                                   sockets but unix ones, ptrace, \
+                                                   namespaces, mount, \
                                                    keyrings or bpf)"
                 .to_string(),
             Kind::Fallback {
