@@ -203,6 +203,14 @@ pub const UNAVAILABLE: Option<&str> = if cfg!(target_os = "macos") {
     None
 };
 
+/// Whether the system's loader finds NVRTC by name, without the workspace's copy that
+/// [`is_present`] also loads from beside the program: what another program started from
+/// elsewhere (a sandboxed lab, a test) finds too.
+pub fn on_the_loaders_path() -> bool {
+    // SAFETY: only tries to dlopen the library by its usual names.
+    unsafe { nvrtc::sys::is_culib_present() }
+}
+
 /// Whether NVRTC's library can be loaded (cudarc panics on first use where it cannot): by
 /// the loader's own search, or from the workspace's `.nvrtc` ([`load_workspace_copy`]).
 pub fn is_present() -> bool {

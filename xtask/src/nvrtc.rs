@@ -91,7 +91,9 @@ pub fn find() -> Result<Nvrtc, String> {
     if let Some(dir) = std::env::split_paths(&path).find(|d| d.join(LIBRARY).is_file()) {
         return Ok(Nvrtc::Folder(dir));
     }
-    if shared::nvrtc::is_present() {
+    // The loader's own: a copy found beside this program (`is_present`) is not one a lab
+    // started elsewhere finds.
+    if shared::nvrtc::on_the_loaders_path() {
         return Ok(Nvrtc::System);
     }
     Err(format!(

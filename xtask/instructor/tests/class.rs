@@ -460,13 +460,17 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
     let header = source.join("workspace/.nvrtc/nvidia/cuda_nvrtc/include/nvrtc.h");
     fs::create_dir_all(header.parent().expect("a folder")).expect("created");
     fs::write(&header, "/* nvrtcCompileProgram takes --fmad=false */\n").expect("written");
-    // The build step only (Rust and bubblewrap are here), reusing this target folder.
+    // The build step only (Rust and bubblewrap are here), into a target folder of its own:
+    // built into this workspace's, the autograder's copy of the workspace replaced its
+    // release binaries with its own, which name that copy's (since deleted) folder, and
+    // `cargo xtask dist` after this test ran an instructor that could not find its workspace.
+    let autograder_target = target_dir().join("autograder");
     succeed(
         Command::new("bash")
             .arg(source.join("setup.sh"))
             .arg("build")
             .env("AUTOGRADER_ROOT", &root)
-            .env("CARGO_TARGET_DIR", target_dir()),
+            .env("CARGO_TARGET_DIR", &autograder_target),
         "setup.sh build",
     );
     for (student, folder) in &five.folders {
@@ -479,7 +483,7 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
         let output = succeed(
             autograder_command(&source.join("run_autograder"))
                 .env("AUTOGRADER_ROOT", &root)
-                .env("CARGO_TARGET_DIR", target_dir())
+                .env("CARGO_TARGET_DIR", &autograder_target)
                 .env_remove("LD_LIBRARY_PATH")
                 .stdin(Stdio::null()),
             "run_autograder",

@@ -240,25 +240,12 @@ fn sandboxed(
         .jail
         .give(out.path())
         .map_err(|e| context.grader_failed(format!("{e:#}")))?;
-    let (mut spec, gpu) = spec(context, lab, program, args, out.path())?;
+    let (spec, gpu) = spec(context, lab, program, args, out.path())?;
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
         return Err("did not finish within the check's time limit".to_string());
     }
-    // The CPU device stands in for a GPU: the same limit, from the solution's own runs on
-    // it, and each launch stopped at the kernel's share of it (the limit less the
-    // start-up), so a kernel that never ends says so in its own line.
-    let emulated = !gpu && context.cpu_device.is_some() && kernel_runs(lab, program);
-    let follows = gpu_limit(context, lab, program, gpu || emulated, left);
-    if let (true, Some((limit, _))) = (emulated, follows) {
-        let kernel = limit
-            .saturating_sub(context.gpu_time.1)
-            .max(Duration::from_secs(1));
-        spec = spec.env(
-            shared::gpu::EMULATE_DEADLINE_VARIABLE,
-            format!("{:.3}", kernel.as_secs_f64()),
-        );
-    }
+    let follows = gpu_limit(context, lab, program, gpu, left);
     let wall = follows.map_or(left, |(limit, _)| limit);
     let limits = if gpu {
         Limits::check(wall).on_gpu()
@@ -272,7 +259,7 @@ fn sandboxed(
     let solution = matches!(program, Program::Solution { .. });
     match context.jail.run(&spec, &limits) {
         Ok((status, ran, _)) if status.success() => {
-            note_solution(context, lab, program, gpu || emulated, ran.wall);
+            note_solution(context, lab, program, gpu, ran.wall);
             Ok(Sandboxed {
                 stdout: ran.stdout,
                 wall: ran.wall,
