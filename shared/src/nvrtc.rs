@@ -276,6 +276,7 @@ fn load_workspace_copy() {
 /// and owned by the program's owner. Not under the current folder, nor one another user
 /// could have put there (`/tmp/.nvrtc` above `/tmp/x/lab04`): what is found is loaded into
 /// the lab, so where the lab is run from must not choose its code.
+#[cfg(unix)]
 fn workspace_copy(exe: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let owner = std::fs::metadata(exe).ok()?.uid();
@@ -283,6 +284,13 @@ fn workspace_copy(exe: &Path) -> Option<PathBuf> {
         .skip(1)
         .map(|dir| dir.join(WORKSPACE_COPY))
         .find(|lib| std::fs::metadata(lib).is_ok_and(|m| m.is_file() && m.uid() == owner))
+}
+
+/// Elsewhere (Windows) no copy is loaded by itself: a file's owner is not in std's metadata
+/// there, and the student puts NVRTC's folder on `PATH`, as the README's table says.
+#[cfg(not(unix))]
+fn workspace_copy(_exe: &Path) -> Option<PathBuf> {
+    None
 }
 
 /// The loops of a PTX listing: the instructions from each label to the last branch back to
@@ -533,6 +541,7 @@ mod tests {
     /// A lab built in the workspace finds the workspace's NVRTC from its own folder
     /// (`target/release/`, `target/debug/deps/`); one built elsewhere finds none.
     #[test]
+    #[cfg(unix)]
     fn a_lab_finds_the_nvrtc_of_the_workspace_it_lies_in() {
         let workspace = tempfile::tempdir().expect("a temp folder");
         let root = workspace.path();
