@@ -1645,10 +1645,7 @@ fn decode_setp(
     let comb = match comb_op {
         Some(op) => {
             need(d, opcode, ops, 4)?;
-            let (p, neg) = match &ops[3] {
-                Operand::Not(p) => (&**p, true),
-                p => (p, false),
-            };
+            let (p, neg) = negated(&ops[3]);
             Some((op, d.src(p, Ty::Pred)?, neg))
         }
         None => {
@@ -1690,10 +1687,7 @@ fn decode_barrier(d: &FnDecoder, opcode: &str, mods: &[&str], ops: &[Operand]) -
         } else {
             return Err(d.unknown(opcode));
         };
-        let (p, neg) = match &ops[2] {
-            Operand::Not(p) => (&**p, true),
-            p => (p, false),
-        };
+        let (p, neg) = negated(&ops[2]);
         Ok(Op::BarRed {
             op,
             d: d.reg(&ops[0])?,
@@ -1758,10 +1752,7 @@ fn decode_vote(d: &FnDecoder, opcode: &str, mods: &[&str], ops: &[Operand]) -> L
     } else {
         return Err(d.unknown(opcode));
     };
-    let (p, neg) = match &ops[1] {
-        Operand::Not(p) => (&**p, true),
-        p => (p, false),
-    };
+    let (p, neg) = negated(&ops[1]);
     Ok(Op::Vote {
         mode,
         d: d.reg(&ops[0])?,
@@ -2317,5 +2308,14 @@ fn wide(ty: Ty) -> Ty {
         Ty::U32 => Ty::U64,
         Ty::S32 => Ty::S64,
         other => other,
+    }
+}
+
+/// A predicate operand and whether it is negated (`!p`), as `setp`'s combining predicate,
+/// `bar.red` and `vote` take it.
+fn negated(operand: &Operand) -> (&Operand, bool) {
+    match operand {
+        Operand::Not(p) => (p, true),
+        p => (p, false),
     }
 }
