@@ -141,6 +141,14 @@ fn deadline() -> Result<Option<Duration>, String> {
         })
 }
 
+/// A memory call's answer: success, or its one line as CUDA_ERROR_INVALID_VALUE.
+fn answer(result: Result<(), String>) -> CuResult {
+    match result {
+        Ok(()) => SUCCESS,
+        Err(e) => fail(INVALID_VALUE, e),
+    }
+}
+
 fn fail(code: CuResult, message: String) -> CuResult {
     if let Ok(mut last) = state().last.lock() {
         let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
@@ -394,10 +402,7 @@ pub unsafe extern "C" fn cuMemAllocAsync(
 pub extern "C" fn cuMemFree_v2(dptr: u64) -> CuResult {
     guarded(|| {
         let _device = device();
-        match state().memory.free(dptr) {
-            Ok(()) => SUCCESS,
-            Err(e) => fail(INVALID_VALUE, e),
-        }
+        answer(state().memory.free(dptr))
     })
 }
 
@@ -410,10 +415,7 @@ pub extern "C" fn cuMemFreeAsync(dptr: u64, _stream: *mut c_void) -> CuResult {
 pub extern "C" fn cuMemsetD8Async(dst: u64, value: u8, n: usize, _stream: *mut c_void) -> CuResult {
     guarded(|| {
         let _device = device();
-        match state().memory.fill(dst, value, n as u64) {
-            Ok(()) => SUCCESS,
-            Err(e) => fail(INVALID_VALUE, e),
-        }
+        answer(state().memory.fill(dst, value, n as u64))
     })
 }
 
@@ -436,10 +438,7 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
         // SAFETY: the caller's promise.
         let bytes = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
         let _device = device();
-        match state().memory.write(dst, bytes) {
-            Ok(()) => SUCCESS,
-            Err(e) => fail(INVALID_VALUE, e),
-        }
+        answer(state().memory.write(dst, bytes))
     })
 }
 
@@ -462,10 +461,7 @@ pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
         // SAFETY: the caller's promise.
         let out = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
         let _device = device();
-        match state().memory.read(src, out) {
-            Ok(()) => SUCCESS,
-            Err(e) => fail(INVALID_VALUE, e),
-        }
+        answer(state().memory.read(src, out))
     })
 }
 
