@@ -71,9 +71,10 @@ struct DistHandout {
 pub fn handout(keep: Keep) -> Result<(Vec<File>, usize)> {
     if let Some(dist) = xtask::bins::dist_folder() {
         bail!(
-            "this grader runs from the dist folder {}, which holds no hand-out to build a \
-             submission in: grade folders made by `instructor grade SUBMISSION --build-only` \
-             in the workspace (`grade --built DIR`, or `grade --class DIR --prebuilt`)",
+            "this instructor runs from the dist folder {}, which holds no hand-out: write \
+             hand-outs and build submissions (`grade SUBMISSION --build-only`) with the \
+             workspace's instructor; from a dist, grade what was built (`grade --built DIR`, \
+             or `grade --class DIR --prebuilt`)",
             dist.display()
         );
     }
