@@ -536,6 +536,10 @@ impl Jail {
             .filter(|m| m.writable)
             .map(|m| m.host.clone())
             .collect();
+        if let Some(disk) = limits.tree.disk {
+            tree::room_to_watch(&folders, disk)
+                .map_err(|why| grader_fault(anyhow::anyhow!(why)))?;
+        }
         let mut watch = tree::Watch::new(limits.tree, group.as_ref(), folders, cores);
         let started = Instant::now();
         let mut child = command

@@ -651,6 +651,45 @@ impl<'a> Watch<'a> {
     }
 }
 
+/// The free room a run's disk limit needs on each of its writable folders' file systems: the
+/// limit itself and the most it can write past it before the next look ([`DISK_EVERY`] ticks).
+/// With less, a program within its limit finds the disk full, and a program over it may not
+/// get past it: either way its grade would be the grader's disk, not its work (CI once gave
+/// `writes-3-gib-beside-its-image` 10 points so, on a nearly full disk).
+pub fn room_to_watch(folders: &[PathBuf], disk: u64) -> Result<(), String> {
+    let needed = disk.saturating_add(1 << 30);
+    for folder in folders {
+        let Some(free) = free_bytes(folder) else {
+            continue;
+        };
+        if free < needed {
+            return Err(format!(
+                "the grader's disk has {} free under {}, less than the {} a check needs to be \
+                 watched at its disk limit of {}: free some space (or set TMPDIR to a larger \
+                 disk) and grade again",
+                size(free),
+                folder.display(),
+                size(needed),
+                size(disk)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The bytes an unprivileged user may still write on `path`'s file system.
+fn free_bytes(path: &Path) -> Option<u64> {
+    let name = CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `name` is a NUL-terminated path and `stats` a buffer of the size statvfs fills.
+    if unsafe { libc::statvfs(name.as_ptr(), stats.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled `stats`.
+    let stats = unsafe { stats.assume_init() };
+    Some((stats.f_bavail as u64).saturating_mul(stats.f_frsize as u64))
+}
+
 /// A thread of `pid` allowed a core outside the slot's `cores`: which.
 fn widened(pid: i32, cores: &HashSet<usize>) -> Option<String> {
     let tasks = fs::read_dir(format!("/proc/{pid}/task")).ok()?;
@@ -824,6 +863,15 @@ mod tests {
     fn sizes_read_as_people_write_them() {
         assert_eq!(size(4 << 30), "4 GiB");
         assert_eq!(size(1 << 29), "512 MiB");
+    }
+
+    #[test]
+    fn a_disk_too_full_to_watch_a_limit_is_the_graders_to_say() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let why = room_to_watch(&[dir.path().to_path_buf()], u64::MAX / 4)
+            .expect_err("no disk has 4 EiB free");
+        assert!(why.starts_with("the grader's disk has "), "{why}");
+        assert!(why.contains("free some space"), "{why}");
     }
 
     #[test]
