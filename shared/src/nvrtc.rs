@@ -376,8 +376,12 @@ impl Program {
 
     /// Compile with `options`; on failure the error holds the options and NVRTC's log.
     fn compile(&self, file_name: &str, options: &[String]) -> Result<()> {
+        let mut options = options.to_vec();
+        if has_a_cache() {
+            options.push("--no-cache".to_string());
+        }
         // SAFETY: `self.0` is a live program created by `Program::new`.
-        let compiled = unsafe { nvrtc::result::compile_program(self.0, options) };
+        let compiled = unsafe { nvrtc::result::compile_program(self.0, &options) };
         if let Err(e) = compiled {
             // SAFETY: as above.
             let log = unsafe { nvrtc::result::get_program_log(self.0) }
@@ -391,6 +395,21 @@ impl Program {
         }
         Ok(())
     }
+}
+
+/// Whether NVRTC keeps a cache of its own (12.9 and later, where a driver is loaded). On the
+/// H100 machine (CUDA 13) it handed back the first compilation's code for a second of the same
+/// file name and source with other options: `--ftz=true` after none ran without `.ftz`, so a
+/// student trying `--fmad=true` against `--fmad=false` would have measured one kernel twice.
+/// Every compilation here is a fresh one (`--no-cache`; the labs' kernels compile in well
+/// under a second).
+fn has_a_cache() -> bool {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: NVRTC is loaded (a program was created); both are valid out-pointers.
+    let known = unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .is_ok();
+    known && (major, minor) >= (12, 9)
 }
 
 impl Drop for Program {

@@ -769,7 +769,13 @@ pub fn convert(
     v: u64,
 ) -> u64 {
     let v = if ftz && sty == Ty::F32 {
-        ftz_bits32(v)
+        // Widened under `.ftz`, a NaN loses its payload as well: an H100's
+        // `cvt.ftz.f64.f32` of 0x7fc00000 is 0x7fffffffe0000000 (0x7ff8000000000000 without).
+        if dty == Ty::F64 && f32::from_bits(v as u32).is_nan() {
+            u64::from(NAN32)
+        } else {
+            ftz_bits32(v)
+        }
     } else {
         v
     };
