@@ -400,7 +400,7 @@ impl Program {
 /// Whether NVRTC keeps a cache of its own (12.9 and later, where a driver is loaded). On the
 /// H100 machine (CUDA 13) it handed back the first compilation's code for a second of the same
 /// file name and source with other options: `--ftz=true` after none ran without `.ftz`, so a
-/// student trying `--fmad=true` against `--fmad=false` would have measured one kernel twice.
+/// student comparing two sets of options would have measured one kernel twice.
 /// Every compilation here is a fresh one (`--no-cache`; the labs' kernels compile in well
 /// under a second).
 fn has_a_cache() -> bool {
