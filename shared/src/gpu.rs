@@ -151,6 +151,9 @@ impl Gpu {
         // The CPU device runs PTX: the same compilation, to the virtual architecture of the
         // same name (`compute_90` for `sm_90`), stopped before ptxas.
         let image = if self.emulated {
+            // With its line information, whose `.loc` lines the CPU device reads to name the
+            // `.cu` line of a fault or a refusal (the code itself is the same).
+            all.push("--generate-line-info".to_string());
             Ptx::from_src(compile_ptx(file_name, source, &all)?)
         } else {
             Ptx::from_binary(compile_cubin(file_name, source, &all)?)

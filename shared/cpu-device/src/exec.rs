@@ -609,7 +609,7 @@ impl<'a> Worker<'a> {
             }
             // Every live thread of the block waits at a barrier: check they wait at the
             // same one and none has left, then let them all go on.
-            let line = |pc: u32| self.code[pc as usize].line;
+            let place = |pc: u32| self.l.module.place(pc);
             let mut barrier_pc = None;
             for w in warps.iter() {
                 for lane in 0..w.lanes {
@@ -617,21 +617,29 @@ impl<'a> Worker<'a> {
                         EXITED => {
                             let at = warps
                                 .iter()
-                                .find_map(|w| (0..w.lanes).find(|&l| w.status[l] == WAITING).map(|l| w.pcs[l]))
+                                .find_map(|w| {
+                                    (0..w.lanes)
+                                        .find(|&l| w.status[l] == WAITING)
+                                        .map(|l| w.pcs[l])
+                                })
                                 .unwrap_or(0);
                             return Err(self.fault(w, lane, format!(
-                                "a barrier (bar.sync, line {}) that not every thread of the block reaches: this thread has exited while others wait there",
-                                line(at)
+                                "a barrier (bar.sync, {}) that not every thread of the block reaches: this thread has exited while others wait there",
+                                place(at)
                             )));
                         }
                         WAITING => match barrier_pc {
                             None => barrier_pc = Some(w.pcs[lane]),
                             Some(p) if p != w.pcs[lane] => {
-                                return Err(self.fault(w, lane, format!(
-                                    "threads of one block wait at different barriers (lines {} and {})",
-                                    line(p),
-                                    line(w.pcs[lane])
-                                )))
+                                return Err(self.fault(
+                                    w,
+                                    lane,
+                                    format!(
+                                    "threads of one block wait at different barriers ({} and {})",
+                                    place(p),
+                                    place(w.pcs[lane])
+                                ),
+                                ))
                             }
                             _ => {}
                         },
@@ -771,7 +779,7 @@ impl<'a> Worker<'a> {
             Op::Carry { .. } => carry_lanes(w, exec, inst),
             Op::Redux { .. } => self.redux(w, inst, exec)?,
             Op::Match { .. } => self.match_lanes(w, inst, exec)?,
-            Op::WarpSync { mask: members } => self.warp_sync(w, inst, exec, *members)?,
+            Op::WarpSync { mask: members } => self.warp_sync(w, exec, *members)?,
             Op::Shfl { .. } => self.shuffle(w, inst, exec)?,
             Op::Vote { .. } => self.vote(w, inst, exec)?,
             Op::Activemask { d } => each_lane!(exec, |l| {
@@ -797,7 +805,7 @@ impl<'a> Worker<'a> {
                     return Err(self.fault(
                         w,
                         l,
-                        format!("the kernel trapped (trap, line {})", inst.line),
+                        format!("the kernel trapped (trap, {})", self.l.module.place(pc)),
                     ));
                 }
             }
@@ -928,11 +936,11 @@ impl<'a> Worker<'a> {
 
     /// `__syncwarp`: every lane its mask names must be here, or have exited.
     #[inline]
-    fn warp_sync(&self, w: &mut Warp, inst: &Inst, exec: u32, members: Src) -> Result<(), Fault> {
+    fn warp_sync(&self, w: &mut Warp, exec: u32, members: Src) -> Result<(), Fault> {
         if exec != 0 {
             let lane = exec.trailing_zeros() as usize;
             let mask = w.get(members, lane) as u32;
-            self.members(w, inst, "bar.warp.sync", lane, mask, exec)?;
+            self.members(w, "bar.warp.sync", lane, mask, exec)?;
         }
         Ok(())
     }
@@ -961,7 +969,7 @@ impl<'a> Worker<'a> {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
             let member = w.get(members, l) as u32;
-            let member = self.members(w, inst, "vote.sync", l, member, exec)?;
+            let member = self.members(w, "vote.sync", l, member, exec)?;
             let mine = ballot & member;
             let v = match mode {
                 VoteMode::All => u64::from(mine == member),
@@ -1041,15 +1049,15 @@ impl<'a> Worker<'a> {
         }
         for l in iter_bits(exec) {
             let mask = w.get(members, l) as u32;
-            let member = self.members(w, inst, "shfl.sync", l, mask, exec)?;
+            let member = self.members(w, "shfl.sync", l, mask, exec)?;
             if member & (1 << l) == 0 {
                 return Err(self.fault(
                     w,
                     l,
                     format!(
-                    "shfl.sync (line {}) in lane {l}, which its mask 0x{mask:08x} does not name",
-                    inst.line
-                ),
+                        "shfl.sync ({}) in lane {l}, which its mask 0x{mask:08x} does not name",
+                        self.l.module.place(w.pc)
+                    ),
                 ));
             }
             let bval = w.get(b, l) as u32 & 31;
@@ -1097,7 +1105,6 @@ impl<'a> Worker<'a> {
     fn members(
         &self,
         w: &mut Warp,
-        inst: &Inst,
         what: &str,
         lane: usize,
         mask: u32,
@@ -1113,9 +1120,9 @@ impl<'a> Worker<'a> {
         let member = mask & w.live();
         let missing = member & !exec;
         if missing != 0 {
-            let (line, other) = (inst.line, missing.trailing_zeros());
+            let (place, other) = (self.l.module.place(w.pc), missing.trailing_zeros());
             return Err(self.fault(w, lane, format!(
-                "{what} (line {line}) names lane {other} in its mask, which has not exited but does not run this {what}: the warp's threads diverged before it (give the mask only the lanes that reach it, e.g. __activemask())"
+                "{what} ({place}) names lane {other} in its mask, which has not exited but does not run this {what}: the warp's threads diverged before it (give the mask only the lanes that reach it, e.g. __activemask())"
             )));
         }
         Ok(member)
@@ -1133,7 +1140,7 @@ impl<'a> Worker<'a> {
         let mut out = [0u32; 32];
         for l in iter_bits(exec) {
             let named = w.get(mask, l) as u32;
-            let member = self.members(w, inst, "redux.sync", l, named, exec)?;
+            let member = self.members(w, "redux.sync", l, named, exec)?;
             let mut it = iter_bits(member).map(|j| values[j]);
             let first = it.next().unwrap_or(0);
             out[l] = it.fold(first, |x, y| match op {
@@ -1175,7 +1182,7 @@ impl<'a> Worker<'a> {
         let mut out = [(0u32, false); 32];
         for l in iter_bits(exec) {
             let named = w.get(mask, l) as u32;
-            let member = self.members(w, inst, "match.sync", l, named, exec)?;
+            let member = self.members(w, "match.sync", l, named, exec)?;
             let same = iter_bits(member)
                 .filter(|&j| values[j] == values[l])
                 .fold(0u32, |s, j| s | 1 << j);
@@ -1288,11 +1295,15 @@ impl<'a> Worker<'a> {
                 let offset = address.wrapping_sub(FUNCTION_ADDRESS_BASE);
                 let index = offset / 16;
                 if !offset.is_multiple_of(16) || index >= self.l.module.functions.len() as u64 {
-                    return Err(self.fault(w, l, format!(
-                        "an indirect call in {} (line {}) to 0x{address:x}, which is not a function",
-                        self.name_of(w, l),
-                        self.code[pc as usize].line
-                    )));
+                    return Err(self.fault(
+                        w,
+                        l,
+                        format!(
+                            "an indirect call in {} ({}) to 0x{address:x}, which is not a function",
+                            self.name_of(w, l),
+                            self.l.module.place(pc)
+                        ),
+                    ));
                 }
                 index as u32
             }
@@ -1310,9 +1321,9 @@ impl<'a> Worker<'a> {
                 w,
                 l,
                 format!(
-                    "a call to `{}` (line {}) with {} arguments, where it takes {}",
+                    "a call to `{}` ({}) with {} arguments, where it takes {}",
                     callee.name,
-                    self.code[pc as usize].line,
+                    self.l.module.place(pc),
                     args.len(),
                     callee.params.len()
                 ),
@@ -1695,12 +1706,12 @@ impl<'a> Worker<'a> {
         write: bool,
         why: &str,
     ) -> Fault {
-        let line = self.code.get(w.pc as usize).map_or(0, |i| i.line);
+        let place = self.l.module.place(w.pc);
         self.fault(
             w,
             l,
             format!(
-                "{} {} of {size} bytes at 0x{address:x} in {} (line {line}), {why}",
+                "{} {} of {size} bytes at 0x{address:x} in {} ({place}), {why}",
                 space,
                 if write { "store" } else { "load" },
                 self.name_of(w, l),

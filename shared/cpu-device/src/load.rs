@@ -29,11 +29,30 @@ pub struct Module {
     pub shared_bytes: u32,
     /// The memory regions this module owns (its global and constant variables).
     pub regions: Vec<Region>,
+    /// The CUDA C++ files that NVRTC's `-lineinfo` names (`.file 1 "mandelbrot.cu"`).
+    pub files: HashMap<u64, String>,
+    /// Each instruction's place in them, as its `.loc` gave it: (file, line), or none.
+    pub sources: Vec<Option<(u64, u64)>>,
 }
 
 impl Module {
     pub fn function(&self, name: &str) -> Option<&Function> {
         self.by_name.get(name).map(|&i| &self.functions[i as usize])
+    }
+
+    /// Where the instruction at `pc` came from, for a message: `mandelbrot.cu line 47; PTX
+    /// line 299` where the PTX has NVRTC's line information, else `PTX line 299`.
+    pub fn place(&self, pc: u32) -> String {
+        let ptx = self.code.get(pc as usize).map_or(0, |i| i.line);
+        match self.sources.get(pc as usize).copied().flatten() {
+            Some((file, line)) => format!(
+                "{} line {line}; PTX line {ptx}",
+                self.files
+                    .get(&file)
+                    .map_or("the kernel's file", String::as_str)
+            ),
+            None => format!("PTX line {ptx}"),
+        }
     }
 }
 
@@ -226,7 +245,7 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
         toks: &toks,
         pos: 0,
     };
-    let (headers, vars) = directives(&mut c)?;
+    let (headers, vars, files) = directives(&mut c)?;
     let mut module = Module {
         code: Vec::new(),
         functions: Vec::new(),
@@ -234,6 +253,8 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
         variables: Vec::new(),
         shared_bytes: 0,
         regions: Vec::new(),
+        files,
+        sources: Vec::new(),
     };
     for (i, h) in headers.iter().enumerate() {
         module.by_name.insert(h.name.clone(), i as u32);
@@ -273,9 +294,13 @@ fn builtins(module: &mut Module) {
 
 /// The module's directives, in order: its functions' headers (a declaration and its
 /// definition merged) and its variables' declarations.
-fn directives(c: &mut Cursor) -> LoadResult<(Vec<Header>, Vec<VarDecl>)> {
+/// The module's functions, variables and source files, from its top-level directives.
+type Directives = (Vec<Header>, Vec<VarDecl>, HashMap<u64, String>);
+
+fn directives(c: &mut Cursor) -> LoadResult<Directives> {
     let mut headers: Vec<Header> = Vec::new();
     let mut vars: Vec<VarDecl> = Vec::new();
+    let mut files = HashMap::new();
     while let Some(tok) = c.peek() {
         let Tok::Name(word) = tok else {
             return Err(format!(
@@ -337,15 +362,20 @@ fn directives(c: &mut Cursor) -> LoadResult<(Vec<Header>, Vec<VarDecl>)> {
                 // `.file 1 "k.cu"` (NVRTC's -lineinfo), with no semicolon; optionally
                 // followed by the file's timestamp and size.
                 c.next()?;
-                c.number()?;
-                c.next()?;
+                let index = c.number()?;
+                if let Tok::Str(name) = c.next()? {
+                    // NVRTC writes the program's name after the folder it ran in: the name
+                    // alone is the student's, and no host path reaches a message.
+                    let name = name.rsplit(['/', '\\']).next().unwrap_or(name);
+                    files.insert(index, name.to_string());
+                }
                 while c.eat_punct(',') {
                     c.number()?;
                 }
             }
             ".loc" => {
                 c.next()?;
-                skip_loc(c)?;
+                read_loc(c)?;
             }
             ".section" => {
                 // `.section .debug_info { ... }` (NVRTC's -G): debugging data, skipped.
@@ -369,7 +399,7 @@ fn directives(c: &mut Cursor) -> LoadResult<(Vec<Header>, Vec<VarDecl>)> {
             }
         }
     }
-    Ok((headers, vars))
+    Ok((headers, vars, files))
 }
 
 /// Give each variable its address: global and constant ones get memory of their own (their
@@ -604,6 +634,8 @@ struct FnDecoder<'m> {
     shared_end: u64,
     function: String,
     line: u32,
+    /// The `.cu` file and line of the last `.loc`.
+    source: Option<(u64, u64)>,
 }
 
 impl FnDecoder<'_> {
@@ -646,7 +678,18 @@ impl FnDecoder<'_> {
         });
     }
     fn err(&self, what: impl std::fmt::Display) -> String {
-        format!("{} (line {}): {what}", self.function, self.line)
+        match self.source {
+            Some((file, line)) => format!(
+                "{} ({} line {line}; PTX line {}): {what}",
+                self.function,
+                self.module
+                    .files
+                    .get(&file)
+                    .map_or("the kernel's file", String::as_str),
+                self.line
+            ),
+            None => format!("{} (PTX line {}): {what}", self.function, self.line),
+        }
     }
     fn unknown(&self, opcode: &str) -> String {
         self.err(format!(
@@ -679,9 +722,11 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
         shared_end: u64::from(module.shared_bytes),
         function: h.name.clone(),
         line: 0,
+        source: None,
     };
     declare_params(&mut d, h, &mut f);
     let mut code: Vec<Inst> = Vec::new();
+    let mut sources: Vec<Option<(u64, u64)>> = Vec::new();
     // Which instructions name no rounding: a multiply and an add ptxas may fuse.
     let mut loose: Vec<bool> = Vec::new();
     let mut labels: HashMap<String, u32> = HashMap::new();
@@ -729,6 +774,7 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
             op,
             line: d.line,
         });
+        sources.push(d.source);
     }
     resolve_branches(&mut code, fixups, &labels, &h.name)?;
     contract(&mut code, &loose, &labels, start);
@@ -738,6 +784,7 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
         op: Op::Ret,
         line: d.line,
     });
+    sources.push(d.source);
     f.regs = d.regs;
     f.param_bytes = d.param_bytes;
     f.local_bytes = d.local_bytes;
@@ -746,6 +793,7 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
         .map_err(|_| "too much shared memory")?;
     module.shared_bytes = u32::try_from(shared_end).map_err(|_| "too much shared memory")?;
     module.code.extend(code);
+    module.sources.extend(sources);
     f.end = module.code.len() as u32;
     Ok(f)
 }
@@ -866,7 +914,7 @@ fn declaration(d: &mut FnDecoder, c: &mut Cursor, word: &str) -> LoadResult<bool
             Ok(true)
         }
         ".loc" => {
-            skip_loc(c)?;
+            d.source = read_loc(c)?;
             Ok(true)
         }
         _ => Ok(false),
@@ -874,11 +922,11 @@ fn declaration(d: &mut FnDecoder, c: &mut Cursor, word: &str) -> LoadResult<bool
 }
 
 /// What follows `.loc` (NVRTC's -lineinfo and -G, no semicolon): `file line column`, with
-/// its optional `, function_name name` and `, inlined_at file line column` parts.
-fn skip_loc(c: &mut Cursor) -> LoadResult<()> {
-    for _ in 0..3 {
-        c.number()?;
-    }
+/// its optional `, function_name name` and `, inlined_at file line column` parts. The file
+/// and line (those of the code itself, inlined or not), or none for line 0 (no line).
+fn read_loc(c: &mut Cursor) -> LoadResult<Option<(u64, u64)>> {
+    let (file, line) = (c.number()?, c.number()?);
+    c.number()?;
     while c.eat_punct(',') {
         match c.name()? {
             "inlined_at" => {
@@ -891,7 +939,7 @@ fn skip_loc(c: &mut Cursor) -> LoadResult<()> {
             }
         }
     }
-    Ok(())
+    Ok((line > 0).then_some((file, line)))
 }
 
 /// An instruction's guard, `@p` or `@!p`, if it has one.

@@ -185,7 +185,7 @@ $DONE:
 ";
     let fault = run(ptx, "odd_shuffle", 1, 32, 4).expect_err("diverged lanes");
     for part in [
-        "shfl.sync (line 13)",
+        "shfl.sync (PTX line 13)",
         "names lane 1 in its mask, which has not exited",
         "diverged",
     ] {
@@ -240,4 +240,58 @@ fn an_instruction_it_does_not_know_is_refused_by_name_before_anything_runs() {
         error.contains("refuses to run the kernel rather than guess"),
         "{error}"
     );
+}
+
+/// `source` compiled by NVRTC with its line information (as the labs compile for the CPU
+/// device), loaded, and its kernel `k(int *p)` run on one block of 32 threads.
+fn run_cuda(source: &'static str, options: &[&str]) -> Result<Result<(), Fault>, String> {
+    let mut all = vec!["--generate-line-info"];
+    all.extend(options);
+    let ptx = shared::nvrtc::KernelFile::new("lines.cu", source, &all)
+        .ptx("compute_90")
+        .expect("NVRTC compiles it");
+    let memory = Memory::default();
+    let module = load(&ptx, &memory)?;
+    let buffer = memory.alloc(128, "p").expect("allocated");
+    let params = buffer.address.to_le_bytes();
+    let snapshot = memory.snapshot().expect("a snapshot");
+    let launch = Launch {
+        module: &module,
+        function: module.function("k").expect("the kernel k"),
+        grid: [1, 1, 1],
+        block: [32, 1, 1],
+        dynamic_shared: 0,
+        params: &params,
+        memory: &snapshot,
+    };
+    Ok(exec::run(&launch, 1))
+}
+
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn a_fault_and_a_refusal_name_the_cu_files_line() {
+    // Line 5 stores at index -1 of a shared array.
+    let store = "extern \"C\" __global__ void k(int *p)\n\
+                 {\n\
+                 \x20   __shared__ int slots[32];\n\
+                 \x20   int i = threadIdx.x - p[0] - 1;\n\
+                 \x20   slots[i] = 1;\n\
+                 \x20   __syncthreads();\n\
+                 \x20   p[threadIdx.x] = slots[threadIdx.x];\n\
+                 }\n";
+    let fault = run_cuda(store, &[])
+        .expect("the PTX loads")
+        .expect_err("an index of -1");
+    assert!(
+        fault.message.contains("(lines.cu line 5; PTX line "),
+        "{}",
+        fault.message
+    );
+    // Line 3's fast exponential is an approximation the CPU device refuses.
+    let fast = "extern \"C\" __global__ void k(int *p)\n\
+                {\n\
+                \x20   p[threadIdx.x] = (int)__expf((float)p[0]);\n\
+                }\n";
+    let refused = run_cuda(fast, &[]).expect_err("ex2.approx is refused");
+    assert!(refused.contains("lines.cu line 3; PTX line "), "{refused}");
 }

@@ -368,7 +368,7 @@ fn initcheck_stops_a_load_of_memory_no_thread_wrote_and_passes_one_of_written_me
     assert_eq!(fault.thread, [0, 0, 0]);
     assert!(
         fault.message.contains(
-            "shared load of 4 bytes at 0x0 in read_unwritten (line 16), initcheck: it reads memory no thread of the block wrote in this launch"
+            "shared load of 4 bytes at 0x0 in read_unwritten (PTX line 16), initcheck: it reads memory no thread of the block wrote in this launch"
         ),
         "{}",
         fault.message
@@ -393,7 +393,7 @@ fn initcheck_stops_a_load_of_memory_no_thread_wrote_and_passes_one_of_written_me
     assert!(
         fault
             .message
-            .contains("local load of 4 bytes at 0x0 in read_unwritten (line 20), initcheck: it reads memory the thread never wrote"),
+            .contains("local load of 4 bytes at 0x0 in read_unwritten (PTX line 20), initcheck: it reads memory the thread never wrote"),
         "{}",
         fault.message
     );
