@@ -4,7 +4,9 @@
 //! after some of the warp's lanes have exited. Each case is a small hand-written kernel and
 //! the bits the PTX ISA (and an H100) gives.
 
-use cpu_device::exec::{self, Fault, Launch};
+mod support;
+
+use cpu_device::exec::Fault;
 use cpu_device::load::load;
 use cpu_device::memory::Memory;
 
@@ -23,20 +25,8 @@ fn run(body: &str, threads: u32, bytes: u64) -> Result<Vec<u8>, Fault> {
     let module = load(&ptx, &memory).unwrap_or_else(|e| panic!("{e}\n{ptx}"));
     let buffer = memory.alloc(bytes, "").expect("allocated");
     let params = buffer.address.to_le_bytes();
-    let snapshot = memory.snapshot().expect("a snapshot");
-    let launch = Launch {
-        module: &module,
-        function: module.function("k").expect("the kernel"),
-        grid: [1, 1, 1],
-        block: [threads, 1, 1],
-        dynamic_shared: 0,
-        params: &params,
-        memory: &snapshot,
-    };
-    exec::run(&launch, 1)?;
-    let mut out = vec![0u8; bytes as usize];
-    memory.read(buffer.address, &mut out).expect("read back");
-    Ok(out)
+    support::launch(&module, "k", [1, threads], &params, &memory, 1)?;
+    Ok(support::read(&memory, buffer.address, bytes as usize))
 }
 
 /// The first 8 bytes `body` leaves at `%rd1`, as a little-endian word.

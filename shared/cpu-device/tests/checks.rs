@@ -2,7 +2,9 @@
 //! misuse is one error naming the kernel, block, thread and address; right programs give
 //! right answers. (The labs' kernels, compiled by NVRTC, run in the labs' own tests.)
 
-use cpu_device::exec::{self, Fault, Launch};
+mod support;
+
+use cpu_device::exec::Fault;
 use cpu_device::load::load;
 use cpu_device::memory::Memory;
 
@@ -15,20 +17,8 @@ fn run(ptx: &str, kernel: &str, grid: u32, block: u32, bytes: u64) -> Result<Vec
     let module = load(&format!("{HEADER}{ptx}"), &memory).expect("the PTX loads");
     let buffer = memory.alloc(bytes, "").expect("allocated");
     let params = buffer.address.to_le_bytes();
-    let snapshot = memory.snapshot().expect("a snapshot");
-    let launch = Launch {
-        module: &module,
-        function: module.function(kernel).expect("the kernel exists"),
-        grid: [grid, 1, 1],
-        block: [block, 1, 1],
-        dynamic_shared: 0,
-        params: &params,
-        memory: &snapshot,
-    };
-    exec::run(&launch, 2)?;
-    let mut out = vec![0u8; bytes as usize];
-    memory.read(buffer.address, &mut out).expect("read back");
-    Ok(out)
+    support::launch(&module, kernel, [grid, block], &params, &memory, 2)?;
+    Ok(support::read(&memory, buffer.address, bytes as usize))
 }
 
 /// Each thread stores its index (a byte) at `p[global index]`.
@@ -254,17 +244,7 @@ fn run_cuda(source: &'static str, options: &[&str]) -> Result<Result<(), Fault>,
     let module = load(&ptx, &memory)?;
     let buffer = memory.alloc(128, "p").expect("allocated");
     let params = buffer.address.to_le_bytes();
-    let snapshot = memory.snapshot().expect("a snapshot");
-    let launch = Launch {
-        module: &module,
-        function: module.function("k").expect("the kernel k"),
-        grid: [1, 1, 1],
-        block: [32, 1, 1],
-        dynamic_shared: 0,
-        params: &params,
-        memory: &snapshot,
-    };
-    Ok(exec::run(&launch, 1))
+    Ok(support::launch(&module, "k", [1, 32], &params, &memory, 1))
 }
 
 #[test]

@@ -5,7 +5,8 @@
 //! the same kernels run on the GPU (`cargo xtask test --require-gpu`), held to the same
 //! words, so the CPU device and the GPU are held to each other.
 
-use cpu_device::exec::{self, Launch};
+mod support;
+
 use cpu_device::load::load;
 use cpu_device::memory::Memory;
 use shared::nvrtc::KernelFile;
@@ -297,20 +298,9 @@ impl Case {
         let mut params = d_out.address.to_le_bytes().to_vec();
         params.extend(d_in.address.to_le_bytes());
         params.extend(self.n.to_le_bytes());
-        let snapshot = memory.snapshot().expect("a snapshot");
-        let launch = Launch {
-            module: &module,
-            function: module.function("k").expect("the kernel k"),
-            grid: [1, 1, 1],
-            block: [self.threads, 1, 1],
-            dynamic_shared: 0,
-            params: &params,
-            memory: &snapshot,
-        };
-        exec::run(&launch, 1).unwrap_or_else(|f| panic!("{}: {}", self.name, f.message));
-        let mut bytes = vec![0u8; 4 * words];
-        memory.read(d_out.address, &mut bytes).expect("read back");
-        bytes
+        support::launch(&module, "k", [1, self.threads], &params, &memory, 1)
+            .unwrap_or_else(|f| panic!("{}: {}", self.name, f.message));
+        support::read(&memory, d_out.address, 4 * words)
             .chunks_exact(4)
             .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
             .collect()
