@@ -2104,11 +2104,22 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         (Ty::F32, FloatOp::Sub, _) if flushing => {
             w.map2(exec, d, a, b, |x, y| ftz_bits32(bits32(f(x) - f(y))))
         }
-        (Ty::F32, FloatOp::Mul, _) if flushing => {
-            w.map2(exec, d, a, b, |x, y| ftz_bits32(bits32(f(x) * f(y))))
-        }
+        // A product at the smallest normal may be one `.ftz` flushes: `float_op` decides.
+        (Ty::F32, FloatOp::Mul, _) if flushing => w.map2(exec, d, a, b, |x, y| {
+            let r = f(x) * f(y);
+            if r.abs() == f32::MIN_POSITIVE {
+                float_op(op, ty, rnd, ftz, sat, x, y, 0)
+            } else {
+                ftz_bits32(bits32(r))
+            }
+        }),
         (Ty::F32, FloatOp::Fma, _) if flushing => w.map3(exec, d, a, b, c, |x, y, z| {
-            ftz_bits32(bits32(f(x).mul_add(f(y), f(z))))
+            let r = f(x).mul_add(f(y), f(z));
+            if r.abs() == f32::MIN_POSITIVE {
+                float_op(op, ty, rnd, ftz, sat, x, y, z)
+            } else {
+                ftz_bits32(bits32(r))
+            }
         }),
         _ => w.map3(exec, d, a, b, c, |x, y, z| {
             float_op(op, ty, rnd, ftz, sat, x, y, z)

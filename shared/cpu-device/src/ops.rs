@@ -574,17 +574,13 @@ pub fn float_op(
         return r.to_bits();
     }
     if ftz {
-        let r = float_op(
-            op,
-            ty,
-            rnd,
-            false,
-            false,
-            ftz_bits32(a),
-            ftz_bits32(b),
-            ftz_bits32(c),
-        );
-        let r = ftz_bits32(r);
+        let (a, b, c) = (ftz_bits32(a), ftz_bits32(b), ftz_bits32(c));
+        let r = float_op(op, ty, rnd, false, false, a, b, c);
+        let r = if f32_of(r).abs() == f32::MIN_POSITIVE && tiny_unbounded(op, rnd, a, b, c) {
+            u64::from(r as u32 & 0x8000_0000)
+        } else {
+            ftz_bits32(r)
+        };
         return if sat {
             u64::from((saturate64(f64::from(f32_of(r))) as f32).to_bits())
         } else {
@@ -616,6 +612,31 @@ pub fn float_op(
         r
     };
     u64::from(canonical32(r).to_bits())
+}
+
+/// Whether `op`'s exact result, rounded to 24 bits with no bound on its exponent, is below
+/// the smallest normal float: what `.ftz` flushes, measured on Hopper (an H200's
+/// `mul.rn.ftz.f32` of 0x00ffffff by 0.5, exactly 2^-126 (1 - 2^-24), gives 0, where rounding
+/// at the subnormals' spacing gives 0x00800000; 2^-126 (1 - 2^-25) rounds up to 0x00800000 in
+/// both). Asked only where the rounded result is the smallest normal, the one result the
+/// two roundings disagree on: the operation again with operands scaled by 2^24, which moves
+/// its exact result out of the subnormals exactly.
+fn tiny_unbounded(op: FloatOp, rnd: Rnd, a: u64, b: u64, c: u64) -> bool {
+    const SCALE: f32 = 16_777_216.0;
+    let (x, y, z) = (f32_of(a), f32_of(b), f32_of(c));
+    // The smaller factor of a product is scaled: the other may be near the largest float.
+    let (small, large) = if x.abs() <= y.abs() { (x, y) } else { (y, x) };
+    let scaled = match op {
+        FloatOp::Mul => mul32(small * SCALE, large, rnd),
+        FloatOp::Fma => fma32(small * SCALE, large, z * SCALE, rnd),
+        FloatOp::FmaSub => fma32(small * SCALE, large, -z * SCALE, rnd),
+        FloatOp::FmaRev => fma32(-small * SCALE, large, z * SCALE, rnd),
+        FloatOp::Div => div32(x * SCALE, y, rnd),
+        FloatOp::Rcp => div32(SCALE, x, rnd),
+        // Sums of floats near 2^-126 are exact at either spacing; roots are never near it.
+        _ => return false,
+    };
+    scaled.is_finite() && scaled.abs() < f32::MIN_POSITIVE * SCALE
 }
 
 /// How many operands `op` reads.
@@ -785,7 +806,23 @@ pub fn convert(
         (false, true) => int_to_float(dty, sty, rnd, v),
         (true, true) => float_to_float(dty, sty, rnd, int_rnd, sat, v),
     };
-    if ftz && dty == Ty::F32 && sty.float() {
+    if ftz && dty == Ty::F32 && sty == Ty::F64 && f32_of(out).abs() == f32::MIN_POSITIVE {
+        // As `float_op`'s `.ftz` (`tiny_unbounded`): a double that rounds to the smallest
+        // normal only at the subnormals' spacing is flushed.
+        let scaled = f32_of(float_to_float(
+            dty,
+            sty,
+            rnd,
+            int_rnd,
+            sat,
+            (f64::from_bits(v) * 16_777_216.0).to_bits(),
+        ));
+        if scaled.abs() < f32::MIN_POSITIVE * 16_777_216.0 {
+            out & 0x8000_0000
+        } else {
+            out
+        }
+    } else if ftz && dty == Ty::F32 && sty.float() {
         ftz_bits32(out)
     } else if dty.signed() {
         sext(out, dty) as u64

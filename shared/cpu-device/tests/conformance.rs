@@ -168,14 +168,52 @@ const SUBNORMAL_INPUT: &[u32] = &[
 
 const SUBNORMALS: &str = include_str!("conformance/subnormals.cu");
 
-/// `out`'s words as an H100 left them (NVIDIA H100 80GB HBM3, driver 580.159.04, the kernel
-/// built by nvcc 13.0 for sm_90, with and without `-ftz=true`, over [`SUBNORMAL_INPUT`]).
+/// `out`'s words as a Hopper GPU left them (for [`SUBNORMALS`]: an NVIDIA H100 80GB HBM3,
+/// driver 580.159.04, the kernel built by nvcc 13.0 for sm_90, with and without `-ftz=true`,
+/// over [`SUBNORMAL_INPUT`]).
 /// `conformance_kernels_give_the_same_bits_on_the_gpu` holds any GPU to them again.
-fn h100_words(text: &str) -> Vec<u32> {
+fn hopper_words(text: &str) -> Vec<u32> {
     text.split_whitespace()
         .map(|word| u32::from_str_radix(word, 16).expect("a hex word"))
         .collect()
 }
+
+/// The triples [`TINY`] takes: products exactly 2^-126 (1 - 2^-24) (of each sign), and
+/// (1 - 2^-25), a tie, with `c` a subnormal of each sign; just above; 2^-127 (1 + 2^-23);
+/// exactly 2^-126; (1 - 2^-23); a fused product and sum whose exact result is 2^-149; and
+/// (1 - 2^-24) as 1 - 2^-24 times 2^-126.
+const TINY_INPUT: &[u32] = &[
+    0x00ff_ffff,
+    0x3f00_0000,
+    0x8000_0000, //
+    0x2391_8e00,
+    0x1c61_2000,
+    0x8000_0000, //
+    0x2391_8e00,
+    0x1c61_2000,
+    0x0000_0001, //
+    0x2391_8e01,
+    0x1c61_2000,
+    0x8000_0000, //
+    0x80ff_ffff,
+    0x3f00_0000,
+    0x0000_0000, //
+    0x0080_0001,
+    0x3f00_0000,
+    0x0000_0000, //
+    0x3f80_0000,
+    0x0080_0000,
+    0x0000_0000, //
+    0x00ff_fffe,
+    0x3f00_0000,
+    0x8000_0000, //
+    0x3f80_0001,
+    0x0080_0000,
+    0x8080_0000, //
+    0x3f7f_ffff,
+    0x0080_0000,
+    0x0000_0000,
+];
 
 const CASES: &[Case] = &[
     Case {
@@ -260,7 +298,7 @@ const CASES: &[Case] = &[
         threads: 32,
         n: 12,
         input: SUBNORMAL_INPUT,
-        expect: || h100_words(include_str!("conformance/subnormals.h100.txt")),
+        expect: || hopper_words(include_str!("conformance/subnormals.h100.txt")),
     },
     Case {
         name: "subnormal operands ftz",
@@ -269,7 +307,18 @@ const CASES: &[Case] = &[
         threads: 32,
         n: 12,
         input: SUBNORMAL_INPUT,
-        expect: || h100_words(include_str!("conformance/subnormals-ftz.h100.txt")),
+        expect: || hopper_words(include_str!("conformance/subnormals-ftz.h100.txt")),
+    },
+    Case {
+        name: "tiny results ftz",
+        source: include_str!("conformance/tiny.cu"),
+        options: &[],
+        threads: 32,
+        n: 10,
+        input: TINY_INPUT,
+        // Recorded as the H100's above, on an NVIDIA H200 (the same Hopper SM), driver
+        // 580.159.04, nvcc 13.0 for sm_90.
+        expect: || hopper_words(include_str!("conformance/tiny.h200.txt")),
     },
 ];
 
