@@ -178,3 +178,51 @@ fn a_grid_taller_than_65535_blocks_is_one_line_and_exit_1() {
     let status = command.output().expect("lab04 starts").status;
     assert_eq!(status.code(), Some(1));
 }
+
+/// `--emulate --profile`: the launch counted, at the registers ptxas gives the kernel for
+/// the H100 (the cubin's own count: the PTX's virtual registers would say another
+/// occupancy), with a prediction; and the counts follow the work: computing every row
+/// issues more than computing the mirrored half once.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn profile_counts_the_launch_at_the_h100s_registers() {
+    let cubin = kernel_file(true, false).cubin("sm_90").expect("compiles");
+    let registers = shared::profile::registers(&cubin);
+    assert_eq!(registers.len(), 1, "{registers:?}");
+    let issued = |extra: &[&str]| {
+        let args = [&["333", "217", "--emulate", "--profile"][..], extra].concat();
+        let report = json_report("lab04", &args);
+        let profile = report.profile.expect("a profile");
+        let launches = profile.as_array().expect("a launch each");
+        assert_eq!(launches.len(), 1, "{profile}");
+        let launch = &launches[0];
+        assert_eq!(launch["kernel"], "escape_colour");
+        let prediction = &launch["prediction"];
+        assert_eq!(prediction["registers"], registers[0].1, "{prediction}");
+        assert_eq!(prediction["registers_known"], true);
+        assert!(
+            prediction["ms"].as_f64().is_some_and(|ms| ms > 0.0),
+            "{prediction}"
+        );
+        launch["issued"].as_u64().expect("a count")
+    };
+    let mirrored = issued(&[]);
+    let every_row = issued(&["--no-mirror-rows"]);
+    assert!(every_row > mirrored * 3 / 2, "{every_row} vs {mirrored}");
+}
+
+/// `--profile` counts on the CPU device only: on a GPU it says what to add, and does nothing.
+#[test]
+fn profile_without_emulate_says_to_add_it() {
+    let dir = tempfile::tempdir().expect("a scratch folder");
+    let message = assert_fails_cleanly(
+        assert_cmd::Command::cargo_bin("lab04")
+            .expect("built")
+            .args(["64", "64", "--profile", "-o"])
+            .arg(dir.path().join("out.ppm"))
+            .env_remove("LABS_EMULATE"),
+        "lab04",
+        dir.path(),
+    );
+    assert!(message.contains("add --emulate"), "{message}");
+}

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaModule, CudaStream};
 use cudarc::nvrtc::{self, Ptx};
@@ -151,6 +151,18 @@ impl Gpu {
         // The CPU device runs PTX: the same compilation, to the virtual architecture of the
         // same name (`compute_90` for `sm_90`), stopped before ptxas.
         let image = if self.emulated {
+            if let (true, Some(library)) = (PROFILING.load(Ordering::Relaxed), cpu_device_library())
+            {
+                // The registers ptxas gives each kernel on this architecture's GPU (`sm_90`
+                // for `compute_90`): what the H100's occupancy depends on.
+                let mut real = all.clone();
+                real.pop();
+                real.push(format!(
+                    "--gpu-architecture={}",
+                    self.arch.replace("compute_", "sm_")
+                ));
+                crate::profile::set_registers(library, &compile_cubin(file_name, source, &real)?)?;
+            }
             // With its line information, whose `.loc` lines the CPU device reads to name the
             // `.cu` line of a fault or a refusal (the code itself is the same).
             all.push("--generate-line-info".to_string());
@@ -340,6 +352,12 @@ pub struct DeviceArg {
     /// core, to the same output (its times are the CPU's, not a GPU's)
     #[arg(long, env = EMULATE_VARIABLE, value_parser = clap::builder::FalseyValueParser::new())]
     pub emulate: bool,
+
+    /// With --emulate: count what each kernel launch does (instructions, lanes, memory
+    /// sectors) and predict its time on an H100 from the counts (a model, not a
+    /// measurement), printed after the lab's report
+    #[arg(long)]
+    pub profile: bool,
 }
 
 /// Set to 1, every GPU lab runs on the CPU device, as if given `--emulate` (`cargo xtask
@@ -353,6 +371,18 @@ pub const EMULATE_DEADLINE_VARIABLE: &str = "LABS_EMULATE_DEADLINE";
 /// Set once the CPU device is loaded in place of the driver.
 static EMULATED: AtomicBool = AtomicBool::new(false);
 
+/// Set once the CPU device counts the launches (`--profile`).
+static PROFILING: AtomicBool = AtomicBool::new(false);
+
+/// The CPU device, once loaded: kept for the life of the process (cudarc holds its
+/// functions), and for its own calls beside the driver's ([`crate::profile`]).
+static CPU_DEVICE: OnceLock<libloading::Library> = OnceLock::new();
+
+/// The CPU device's library, if it is loaded.
+pub(crate) fn cpu_device_library() -> Option<&'static libloading::Library> {
+    CPU_DEVICE.get()
+}
+
 /// The CPU device's library, as cargo names it on this system (`libcpu_device.so`,
 /// `cpu_device.dll`).
 pub fn cpu_device_file() -> String {
@@ -364,8 +394,19 @@ impl DeviceArg {
     /// With `--emulate`, load the CPU device so that every driver call from here on goes to
     /// it; without, nothing. Call it before anything opens the GPU.
     pub fn select(&self) -> Result<()> {
+        if self.profile && !self.emulate {
+            return Err(Error::Usage(
+                "--profile counts on the CPU device: add --emulate (on a GPU, Nsight Compute \
+                 measures instead: `cargo xtask profile LAB`)"
+                    .to_string(),
+            ));
+        }
         if self.emulate {
             use_cpu_device()?;
+        }
+        if let (true, Some(library)) = (self.profile, cpu_device_library()) {
+            crate::profile::start(library)?;
+            PROFILING.store(true, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -382,12 +423,14 @@ pub fn use_cpu_device() -> Result<()> {
         Some(path) => PathBuf::from(path),
         None => find_cpu_device()?,
     };
-    load_as_driver(&path).map_err(|e| {
+    let library = load_as_driver(&path).map_err(|e| {
         Error::NoGpu(format!(
             "the CPU device ({}) did not load: {e}; rebuild it with `cargo build --release -p cpu-device`",
             path.display()
         ))
     })?;
+    // Loaded once: a second call's library is the same one, and is dropped.
+    let _ = CPU_DEVICE.set(library);
     EMULATED.store(true, Ordering::Relaxed);
     Ok(())
 }
@@ -397,7 +440,7 @@ pub fn use_cpu_device() -> Result<()> {
 /// The library names itself `libcuda.so` (its soname), so once it is loaded the dynamic
 /// loader hands it out to cudarc's `dlopen("libcuda.so")` instead of looking for the driver.
 #[cfg(unix)]
-fn load_as_driver(path: &Path) -> std::result::Result<(), String> {
+fn load_as_driver(path: &Path) -> std::result::Result<libloading::Library, String> {
     // SAFETY: loading the CPU device runs no initialisation code of its own (no
     // constructors); RTLD_GLOBAL keeps it for the loader's later look-ups by soname.
     let library = unsafe {
@@ -407,9 +450,7 @@ fn load_as_driver(path: &Path) -> std::result::Result<(), String> {
         )
     }
     .map_err(|e| e.to_string())?;
-    // Kept loaded for the life of the process: cudarc holds its functions.
-    std::mem::forget(library);
-    Ok(())
+    Ok(library.into())
 }
 
 /// Load the library at `path` so that cudarc's own look-up of the driver finds it.
@@ -420,7 +461,7 @@ fn load_as_driver(path: &Path) -> std::result::Result<(), String> {
 /// beside it and loaded from there; it is rewritten only when it differs, since a library
 /// that another lab has loaded cannot be replaced.
 #[cfg(windows)]
-fn load_as_driver(path: &Path) -> std::result::Result<(), String> {
+fn load_as_driver(path: &Path) -> std::result::Result<libloading::Library, String> {
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
     let copy = path.with_file_name("cpu-device-as-driver").join("cuda.dll");
     let current = |copy: &Path| std::fs::read(copy).is_ok_and(|old| old == bytes);
@@ -437,10 +478,7 @@ fn load_as_driver(path: &Path) -> std::result::Result<(), String> {
         }
     }
     // SAFETY: as on Unix, the CPU device runs no initialisation code of its own.
-    let library = unsafe { libloading::Library::new(&copy) }.map_err(|e| e.to_string())?;
-    // Kept loaded for the life of the process: cudarc holds its functions.
-    std::mem::forget(library);
-    Ok(())
+    unsafe { libloading::Library::new(&copy) }.map_err(|e| e.to_string())
 }
 
 /// Where cargo leaves the CPU device: beside the program (`target/release/`), or one folder

@@ -29,6 +29,7 @@ pub mod output;
 pub mod palette;
 pub mod plan;
 pub mod ppm;
+pub mod profile;
 pub mod progress;
 #[cfg(feature = "testing")]
 pub mod testing;

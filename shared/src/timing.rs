@@ -71,6 +71,9 @@ pub struct LabReport {
     /// Lab-specific figures (GB/s, counts per second, ...).
     #[serde(default)]
     pub metrics: BTreeMap<String, serde_json::Value>,
+    /// With `--emulate --profile`: each launch's counts and the H100 model's prediction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<serde_json::Value>,
 }
 
 /// Collects phase times while a lab runs; [`Timer::finish`] prints them.
@@ -93,6 +96,7 @@ impl Timer {
                 device: format!("a CPU with {} hardware threads", cpu_threads()),
                 phases_ms: BTreeMap::new(),
                 metrics: BTreeMap::new(),
+                profile: None,
             },
             order: Vec::new(),
         }
@@ -137,6 +141,15 @@ impl Timer {
         for (key, value) in &r.metrics {
             table += &format!("\n  {key}: {value}");
         }
+        if let Some(profile) = crate::profile::take(json) {
+            if json {
+                self.report.profile = serde_json::from_str(&profile).ok();
+            } else {
+                table += "\n";
+                table += &profile;
+            }
+        }
+        let r = &self.report;
         if json {
             // A map of strings and numbers always encodes. Printed before the table, so that
             // a stdout that cannot be written ends the run with one error line.

@@ -25,6 +25,7 @@ use crate::exec::{self, Launch, MAX_SHARED_OPT_IN, MAX_STATIC_SHARED};
 use crate::ir::Function;
 use crate::load::{load, Module};
 use crate::memory::Memory;
+use crate::profile::{profile, Profile};
 
 type CuResult = c_int;
 const SUCCESS: CuResult = 0;
@@ -66,6 +67,12 @@ struct State {
     last: Mutex<Option<(CuResult, CString)>>,
     /// What kernels' `printf`s printed since the last synchronisation.
     printf: Mutex<Vec<u8>>,
+    /// Once profiling ([`cpuDeviceProfileStart`]), the launches' profiles since the last
+    /// [`cpuDeviceProfileTake`].
+    profiles: Mutex<Option<Vec<Profile>>>,
+    /// Registers a thread of each kernel, by name, as ptxas allocates them for the H100
+    /// ([`cpuDeviceSetRegisters`]).
+    registers: Mutex<HashMap<String, u32>>,
 }
 
 fn state() -> &'static State {
@@ -76,6 +83,8 @@ fn state() -> &'static State {
         host: Mutex::new(HashMap::new()),
         last: Mutex::new(None),
         printf: Mutex::new(Vec::new()),
+        profiles: Mutex::new(None),
+        registers: Mutex::new(HashMap::new()),
     })
 }
 
@@ -743,17 +752,34 @@ pub unsafe extern "C" fn cuLaunchKernel(
         if let Err(e) = exec::limits(&launch) {
             return fail(INVALID_VALUE, e);
         }
+        let profiling = state().profiles.lock().is_ok_and(|p| p.is_some());
         let options = exec::Options {
             deadline,
             initcheck: std::env::var_os(INITCHECK_VARIABLE).is_some_and(|v| v == "1"),
             printf_room: crate::printf::FIFO_BYTES,
+            count: profiling,
         };
         flush_printf();
-        let (result, printed) = exec::run_with(&launch, threads(), &options);
+        let ran = exec::run_with(&launch, threads(), &options);
         if let Ok(mut pending) = state().printf.lock() {
-            pending.extend_from_slice(&printed);
+            pending.extend_from_slice(&ran.printed);
         }
-        match result {
+        if let Some(counts) = &ran.counts {
+            let registers = registers_of(&function.name);
+            let shared = exec::static_shared(module, function) + u64::from(shared_mem_bytes);
+            let profile = profile(
+                module,
+                &function.name,
+                (grid, block),
+                shared,
+                registers,
+                counts,
+            );
+            if let Ok(mut profiles) = state().profiles.lock() {
+                profiles.get_or_insert_with(Vec::new).push(profile);
+            }
+        }
+        match ran.result {
             Ok(()) => SUCCESS,
             Err(fault) => launch_failed(&function.name, &fault),
         }
@@ -811,6 +837,76 @@ unsafe fn kernel_arguments(
         }
     }
     Ok(params)
+}
+
+/// The registers a thread of `kernel` has on the H100, if the lab said.
+fn registers_of(kernel: &str) -> Option<u32> {
+    state().registers.lock().ok()?.get(kernel).copied()
+}
+
+/// Count every launch from now on, for [`cpuDeviceProfileTake`] (`--emulate --profile`).
+/// Not a driver call: the labs' `shared::gpu` makes it.
+#[no_mangle]
+pub extern "C" fn cpuDeviceProfileStart() {
+    if let Ok(mut profiles) = state().profiles.lock() {
+        profiles.get_or_insert_with(Vec::new);
+    }
+}
+
+/// Registers a thread of the kernel named `name`, as ptxas allocates them for the H100
+/// (from NVRTC's cubin for sm_90): the occupancy the model assumes, and what
+/// `cuFuncGetAttribute` answers. Not a driver call.
+///
+/// # Safety
+/// `name` must be null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn cpuDeviceSetRegisters(name: *const c_char, registers: c_uint) {
+    if name.is_null() {
+        return;
+    }
+    // SAFETY: the caller's promise.
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    if let Ok(mut known) = state().registers.lock() {
+        known.insert(name, registers);
+    }
+}
+
+/// The profiles of the launches since the last call, as a JSON array (`json` non-zero) or
+/// as tables, one a launch; null if not profiling. Free it with [`cpuDeviceFree`]. Not a
+/// driver call.
+#[no_mangle]
+pub extern "C" fn cpuDeviceProfileTake(json: c_int) -> *mut c_char {
+    let taken = match state().profiles.lock() {
+        Ok(mut profiles) => profiles.as_mut().map(std::mem::take),
+        Err(_) => None,
+    };
+    let Some(taken) = taken else {
+        return std::ptr::null_mut();
+    };
+    let text = if json != 0 {
+        serde_json::to_string(&taken).unwrap_or_default()
+    } else {
+        taken
+            .iter()
+            .map(Profile::table)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    CString::new(text).map_or(std::ptr::null_mut(), CString::into_raw)
+}
+
+/// Free a string [`cpuDeviceProfileTake`] returned.
+///
+/// # Safety
+/// `text` must be null or a pointer that call returned, not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn cpuDeviceFree(text: *mut c_char) {
+    if !text.is_null() {
+        // SAFETY: the caller's promise: a CString this library made.
+        drop(unsafe { CString::from_raw(text) });
+    }
 }
 
 /// The error for a launch that faulted: a trap is an illegal instruction, anything else an
@@ -889,11 +985,13 @@ pub unsafe extern "C" fn cuFuncGetAttribute(
         let handle = unsafe { &*hfunc.cast::<FunctionHandle>() };
         let function = &handle.module.functions[handle.index];
         let value = match attrib {
-            0 => 1024,                                    // max threads per block
-            1 => handle.module.shared_bytes as c_int,     // static shared bytes
-            3 => function.local_bytes as c_int,           // local bytes per thread
-            4 => (function.regs as c_int).clamp(16, 255), // registers per thread
-            5 | 6 => 90,                                  // PTX and binary versions
+            0 => 1024,                                // max threads per block
+            1 => handle.module.shared_bytes as c_int, // static shared bytes
+            3 => function.local_bytes as c_int,       // local bytes per thread
+            // Registers per thread: ptxas's count where the lab gave it, else a guess.
+            4 => registers_of(&function.name)
+                .map_or((function.regs as c_int).clamp(16, 255), |r| r as c_int),
+            5 | 6 => 90, // PTX and binary versions
             _ => 0,
         };
         // SAFETY: the caller's pointer.

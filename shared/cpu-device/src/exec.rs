@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
+use crate::counts::{Counter, Counts};
 use crate::float::{ftz_bits32, NAN32};
 use crate::ir::*;
 use crate::load::{mask as type_mask, Module};
@@ -164,15 +165,18 @@ pub struct Options {
     pub initcheck: bool,
     /// The bytes of `printf` lines the launch keeps (the GPU's printf buffer left).
     pub printf_room: usize,
+    /// Count what the launch does ([`crate::counts`]).
+    pub count: bool,
 }
 
 impl Default for Options {
-    /// No deadline, no initcheck, the GPU's whole printf buffer.
+    /// No deadline, no initcheck, the GPU's whole printf buffer, no counting.
     fn default() -> Options {
         Options {
             deadline: None,
             initcheck: false,
             printf_room: crate::printf::FIFO_BYTES,
+            count: false,
         }
     }
 }
@@ -191,6 +195,37 @@ enum Place {
     Local(usize),
     Param(usize),
     KernelParam(usize),
+}
+
+/// The places a warp instruction's lanes reached, by memory, for the counts.
+#[derive(Default)]
+struct Seen {
+    global: [u64; 32],
+    global_lanes: u32,
+    shared: [u64; 32],
+    shared_lanes: u32,
+}
+
+impl Seen {
+    #[inline]
+    fn add(&mut self, lane: usize, place: Place) {
+        match place {
+            Place::Global(address) => {
+                self.global[lane] = address;
+                self.global_lanes |= 1 << lane;
+            }
+            Place::Shared(offset) => {
+                self.shared[lane] = offset as u64;
+                self.shared_lanes |= 1 << lane;
+            }
+            _ => {}
+        }
+    }
+
+    fn count(&self, counter: &mut Counter, bytes: u32, write: bool) {
+        counter.global(&self.global, self.global_lanes, bytes, write);
+        counter.shared(&self.shared, self.shared_lanes, bytes);
+    }
 }
 
 struct Sizes {
@@ -298,29 +333,35 @@ pub fn limits(launch: &Launch) -> Result<(), String> {
 /// print goes to stdout when it ends (as a launch followed by a synchronisation prints it
 /// on the GPU).
 pub fn run(launch: &Launch, threads: usize) -> Result<(), Fault> {
-    let (result, printed) = run_with(launch, threads, &Options::default());
+    let ran = run_with(launch, threads, &Options::default());
     let mut out = std::io::stdout().lock();
     // Lost output is not the kernel's fault: the launch's result stands.
-    let _ = out.write_all(&printed).and_then(|()| out.flush());
-    result
+    let _ = out.write_all(&ran.printed).and_then(|()| out.flush());
+    ran.result
+}
+
+/// What a launch did: its result, the lines its `printf`s printed, and, when counted, its
+/// counts.
+pub struct Ran {
+    pub result: Result<(), Fault>,
+    pub printed: Vec<u8>,
+    pub counts: Option<Counts>,
 }
 
 /// Run the launch on `threads` host threads, watched as `options` say: past its deadline
 /// (from now), or at a load of unwritten memory under initcheck, stopped with a fault that
-/// says so. Its result, and the lines its `printf`s printed, in block order, as many whole
-/// lines as fit in `options.printf_room` bytes (the rest are dropped, as the GPU drops them).
-pub fn run_with(
-    launch: &Launch,
-    threads: usize,
-    options: &Options,
-) -> (Result<(), Fault>, Vec<u8>) {
-    let refused = |message| {
-        let fault = Fault {
+/// says so. Its result, the lines its `printf`s printed, in block order, as many whole lines
+/// as fit in `options.printf_room` bytes (the rest are dropped, as the GPU drops them), and
+/// its counts if `options.count`.
+pub fn run_with(launch: &Launch, threads: usize, options: &Options) -> Ran {
+    let refused = |message| Ran {
+        result: Err(Fault {
             block: [0; 3],
             thread: [0; 3],
             message,
-        };
-        (Err(fault), Vec::new())
+        }),
+        printed: Vec::new(),
+        counts: None,
     };
     let deadline = options.deadline;
     if let Err(message) = limits(launch) {
@@ -343,6 +384,7 @@ pub fn run_with(
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let first_fault: Mutex<Option<(u64, Fault)>> = Mutex::new(None);
+    let counted: Mutex<Option<Counts>> = Mutex::new(None);
     // Frame sizes: the largest function's, times the depth calls may reach.
     let calls = launch
         .module
@@ -401,6 +443,12 @@ pub fn run_with(
                             break;
                         }
                     }
+                    if let (Some(counter), Ok(mut all)) = (worker.counter, counted.lock()) {
+                        match all.as_mut() {
+                            Some(all) => all.merge(counter.counts),
+                            None => *all = Some(counter.counts),
+                        }
+                    }
                 })
             })
             .collect();
@@ -419,7 +467,16 @@ pub fn run_with(
             message: "a worker thread failed".to_string(),
         }),
     };
-    (result, printed.text())
+    let counts = counted.into_inner().ok().flatten().map(|mut counts| {
+        // In block order, whichever worker ran each block.
+        counts.warps.sort_unstable_by_key(|w| (w.block, w.warp));
+        counts
+    });
+    Ran {
+        result,
+        printed: printed.text(),
+        counts,
+    }
 }
 
 /// The lines a launch's `printf`s print, by block, bounded by the room left in the GPU's
@@ -489,6 +546,8 @@ struct Worker<'a> {
     /// Under initcheck, which bytes of `shared` a store has written (else empty).
     shared_written: Vec<bool>,
     initcheck: bool,
+    /// When the launch is counted, this worker's counts.
+    counter: Option<Counter>,
 }
 
 impl<'a> Worker<'a> {
@@ -542,6 +601,9 @@ impl<'a> Worker<'a> {
             deadline: options.deadline,
             shared_written: marks(shared),
             initcheck: options.initcheck,
+            counter: options
+                .count
+                .then(|| Counter::new(l.module.code.len(), warps, l.memory)),
         }
     }
 
@@ -589,6 +651,9 @@ impl<'a> Worker<'a> {
         let mut warps = std::mem::take(&mut self.warps);
         let result = self.schedule(&mut warps);
         self.warps = warps;
+        if let Some(counter) = &mut self.counter {
+            counter.end_block(linear);
+        }
         result
     }
 
@@ -708,6 +773,9 @@ impl<'a> Worker<'a> {
                     (if negate { !on } else { on }) & group
                 }
             };
+            if let Some(counter) = &mut self.counter {
+                counter.issue(pc, group, exec, w.first);
+            }
             self.step(w, inst, pc, group, exec)?;
         }
     }
@@ -850,11 +918,16 @@ impl<'a> Worker<'a> {
         };
         let size = ty.bytes();
         let total = size * ds.len() as u32;
+        let mut seen = Seen::default();
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
             let place = self.resolve(w, l, space, addr, total, false)?;
+            // Constant memory is read through its own cache, not as global sectors.
+            if self.counter.is_some() && space != Space::Const {
+                seen.add(l, place);
+            }
             if self.initcheck {
                 self.check_written(w, l, place, total)?;
             }
@@ -864,6 +937,9 @@ impl<'a> Worker<'a> {
                     w.set(*d, l, extend(ty, raw));
                 }
             }
+        }
+        if let Some(counter) = &mut self.counter {
+            seen.count(counter, total, false);
         }
         Ok(())
     }
@@ -882,15 +958,22 @@ impl<'a> Worker<'a> {
         };
         let size = ty.bytes();
         let total = size * srcs.len() as u32;
+        let mut seen = Seen::default();
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
             let place = self.resolve(w, l, space, addr, total, true)?;
+            if self.counter.is_some() {
+                seen.add(l, place);
+            }
             for (i, s) in srcs.iter().enumerate() {
                 let v = w.get(*s, l);
                 self.write(w, place, i as u32 * size, size, v);
             }
+        }
+        if let Some(counter) = &mut self.counter {
+            seen.count(counter, total, true);
         }
         Ok(())
     }
@@ -915,6 +998,9 @@ impl<'a> Worker<'a> {
             let l = m.trailing_zeros() as usize;
             m &= m - 1;
             let place = self.resolve(w, l, space, addr, ty.bytes(), true)?;
+            if let (Some(counter), Place::Global(address)) = (&mut self.counter, place) {
+                counter.atomic(address);
+            }
             let (b, c) = (w.get(b, l), w.get(c, l));
             let old = match place {
                 // SAFETY: `resolve` checked the word: inside an allocation of the launch

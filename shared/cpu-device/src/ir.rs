@@ -87,7 +87,7 @@ pub enum Rnd {
 }
 
 /// State spaces an access names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Space {
     Global,
     Const,

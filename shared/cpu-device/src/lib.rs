@@ -13,6 +13,7 @@
 //! leaves to the hardware (the approximate reciprocal square root inside `hypot`) was
 //! measured on an H100 and ships as a table.
 
+pub mod counts;
 pub mod driver;
 pub mod exec;
 pub mod float;
@@ -20,5 +21,7 @@ pub mod ir;
 pub mod lex;
 pub mod load;
 pub mod memory;
+pub mod model;
 pub mod ops;
 pub mod printf;
+pub mod profile;

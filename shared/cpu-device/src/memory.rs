@@ -150,6 +150,15 @@ impl Snapshot {
         (self.ranges[i].0, self.ranges[i].1)
     }
 
+    /// The allocations, in address order.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
     /// Where `address` is, in words: inside, before or after which allocation.
     pub fn describe(&self, address: u64, len: u64) -> String {
         let i = self.ranges.partition_point(|r| r.0 <= address);

@@ -297,9 +297,11 @@ fn try_program(rng: &mut Rng, ptx: &str, tally: &mut Tally) {
         let options = exec::Options {
             deadline: Some(Duration::from_millis(100)),
             initcheck: rng.below(2) == 0,
+            // Counting watches every access too: it must not fail where running does not.
+            count: rng.below(2) == 0,
             ..exec::Options::default()
         };
-        match exec::run_with(&launch, 2, &options).0 {
+        match exec::run_with(&launch, 2, &options).result {
             Ok(()) => tally.ran += 1,
             Err(fault) => {
                 assert!(!fault.message.contains('\n'), "{}", fault.message);

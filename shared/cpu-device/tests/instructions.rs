@@ -67,7 +67,9 @@ fn run_ptx(case: &Case, ptx: &str, room: usize) -> (Vec<u64>, String) {
         printf_room: room,
         ..exec::Options::default()
     };
-    let (result, printed) = exec::run_with(&launch, 2, &options);
+    let exec::Ran {
+        result, printed, ..
+    } = exec::run_with(&launch, 2, &options);
     if let Err(fault) = result {
         panic!("{} faults: {}", case.name, fault.message);
     }

@@ -47,7 +47,7 @@ fn run_with(
         initcheck,
         ..Options::default()
     };
-    exec::run_with(&launch, 2, &options).0?;
+    exec::run_with(&launch, 2, &options).result?;
     let mut out = vec![0u8; 256];
     memory.read(buffer.address, &mut out).expect("read back");
     Ok(out)

@@ -1,0 +1,471 @@
+//! A model of the H100 (SXM5, 80 GB HBM3): a launch's counts ([`crate::counts`]) to a
+//! predicted kernel time and the limit that sets it. A prediction, never a measurement.
+//!
+//! Why a model of our own: the published simulators of NVIDIA GPUs (GPGPU-Sim, Accel-Sim)
+//! replay SASS traces taken on a GPU, which a student without one cannot take; the CPU
+//! device already runs every warp instruction and counts it, and what remains is arithmetic
+//! on the H100's published rates.
+//!
+//! How it works:
+//! 1. Each class of instruction costs cycles on the pipe that runs it, at the H100's rates
+//!    per SM (an SM issues 4 warp instructions a cycle, one per scheduler; its FP64 pipes
+//!    take 2 a cycle, FP32 4, integer 2, the special-function units 0.5, the load/store
+//!    units 1 request or 4 sectors). The busiest pipe, over the launch's mix, sets the
+//!    cycles an instruction costs an SM that has warps enough to keep it busy.
+//! 2. A warp alone waits for each result: with few warps an SM issues no faster than one
+//!    instruction per warp per dependent latency (the mix's average).
+//! 3. Blocks go to the 132 SMs as the hardware hands them out, in order, as many at once
+//!    on each as registers, shared memory and threads allow; each warp progresses at its
+//!    share of its SM's rate, which falls as warps finish. The last block to finish ends
+//!    the kernel: a slow warp or an uneven grid shows as a tail.
+//! 4. Memory: the sectors the launch touched cross DRAM once (the H100's 50 MB L2 keeps
+//!    them meanwhile) and every request's sectors cross L2; atomics go through L2's units.
+//!
+//! The kernel's time is the slowest of the compute, DRAM, L2 and atomic times, plus the
+//! launch's own overhead. The constants below come from NVIDIA's H100 whitepaper and from
+//! the labs' own measurements on an H100 (`docs/profile-h100.csv`: the SM clock Nsight
+//! Compute reported, lab06's streaming read for DRAM). How close it comes, kernel by
+//! kernel, measured on an H100: `docs/model-h100.csv`.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use serde::Serialize;
+
+use crate::counts::{Class, WarpCount};
+use crate::ir::Space;
+
+/// The H100 SXM5's figures the model uses.
+pub mod h100 {
+    pub const SMS: usize = 132;
+    /// The SM clock Nsight Compute reported for the labs' kernels (1.963 to 1.979 GHz).
+    pub const CLOCK_GHZ: f64 = 1.97;
+    /// Per SM: 2048 threads (64 warps), 32 blocks, 65536 registers, 228 KiB of shared
+    /// memory (1 KiB of it reserved per block).
+    pub const MAX_WARPS: usize = 64;
+    pub const MAX_BLOCKS: usize = 32;
+    pub const REGISTERS: usize = 65536;
+    pub const SHARED_BYTES: u64 = 233_472;
+    pub const SHARED_RESERVED: u64 = 1024;
+    /// lab06's streaming read (`read_peak`, 2892 GB/s of the 3352 Nsight Compute gives as
+    /// the peak).
+    pub const DRAM_GBPS: f64 = 2892.0;
+    /// L2's bandwidth to the SMs.
+    pub const L2_GBPS: f64 = 5500.0;
+    /// Global atomics L2's units complete a second, to distinct addresses.
+    pub const ATOMICS_PER_S: f64 = 2.0e11;
+    /// A launch's own time, as events around it measure it (an empty kernel).
+    pub const LAUNCH_US: f64 = 2.5;
+}
+
+/// Cycles one warp instruction of a class takes of an SM's issue slots and of each of its
+/// pipes (`Pipe`), at full throughput; and its dependent latency, in cycles.
+struct Cost {
+    pipe: Pipe,
+    cycles: f64,
+    latency: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pipe {
+    Issue,
+    Fp64,
+    Fp32,
+    Integer,
+    Special,
+    Memory,
+}
+
+impl Pipe {
+    const ALL: [Pipe; 6] = [
+        Pipe::Issue,
+        Pipe::Fp64,
+        Pipe::Fp32,
+        Pipe::Integer,
+        Pipe::Special,
+        Pipe::Memory,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Pipe::Issue => "instruction issue",
+            Pipe::Fp64 => "the FP64 pipe",
+            Pipe::Fp32 => "the FP32 pipe",
+            Pipe::Integer => "the integer pipe",
+            Pipe::Special => "the special-function units",
+            Pipe::Memory => "the load/store units",
+        }
+    }
+}
+
+fn cost(class: Class) -> Cost {
+    let c = |pipe, cycles, latency| Cost {
+        pipe,
+        cycles,
+        latency,
+    };
+    match class {
+        Class::Fp64 => c(Pipe::Fp64, 0.5, 8.0),
+        // ptxas's Newton iteration: about eight FP64 instructions and a reciprocal seed.
+        Class::Fp64Divide => c(Pipe::Fp64, 4.0, 60.0),
+        Class::Fp32 => c(Pipe::Fp32, 0.25, 4.0),
+        Class::Integer => c(Pipe::Integer, 0.5, 4.0),
+        Class::Conversion | Class::Special => c(Pipe::Special, 2.0, 12.0),
+        Class::Move | Class::Branch | Class::Barrier => c(Pipe::Issue, 0.25, 4.0),
+        Class::Warp => c(Pipe::Memory, 1.0, 24.0),
+        Class::Atomic => c(Pipe::Memory, 1.0, 400.0),
+        Class::Load(Space::Const | Space::Param) => c(Pipe::Issue, 0.25, 8.0),
+        Class::Load(Space::Shared) => c(Pipe::Memory, 1.0, 30.0),
+        Class::Load(_) => c(Pipe::Memory, 1.0, 400.0),
+        Class::Store(_) => c(Pipe::Memory, 1.0, 4.0),
+    }
+}
+
+/// What the model is given: the launch's counts, summed.
+pub struct Work<'a> {
+    /// Warp instructions issued, by class.
+    pub classes: &'a [(Class, u64)],
+    /// Extra cycles on the load/store units beyond one a request: sectors past four a
+    /// request, wavefronts past one.
+    pub memory_cycles: f64,
+    /// Each warp's instructions, in block order.
+    pub warps: &'a [WarpCount],
+    pub threads_per_block: u32,
+    /// Registers a thread (as ptxas allocates them for sm_90), when known.
+    pub registers: Option<u32>,
+    pub shared_bytes: u64,
+    /// Bytes DRAM moves (the sectors read and written), and L2 moves (every request's).
+    pub dram_bytes: u64,
+    pub l2_bytes: u64,
+    pub atomics: u64,
+    /// The most atomics at one address (they serialise).
+    pub hottest_atomic: u64,
+}
+
+/// The model's answer.
+#[derive(Clone, Debug, Serialize)]
+pub struct Prediction {
+    pub ms: f64,
+    /// What sets the time, in words.
+    pub bound: String,
+    pub blocks_per_sm: usize,
+    pub warps_per_sm: usize,
+    /// The registers a thread the occupancy assumed, and whether they were measured.
+    pub registers: u32,
+    pub registers_known: bool,
+    pub compute_ms: f64,
+    /// The compute time with the work spread evenly at full throughput (no tail).
+    pub balanced_ms: f64,
+    pub dram_ms: f64,
+    pub l2_ms: f64,
+    pub atomics_ms: f64,
+}
+
+/// Registers a thread assumed when ptxas's count is not known.
+const ASSUMED_REGISTERS: u32 = 32;
+
+pub fn predict(work: &Work) -> Prediction {
+    let issued: u64 = work.classes.iter().map(|(_, n)| n).sum();
+    let mut pipes = [0.0f64; 6];
+    let mut latency = 0.0;
+    for &(class, n) in work.classes {
+        let c = cost(class);
+        let n = n as f64;
+        pipes[Pipe::Issue as usize] += 0.25 * n;
+        pipes[c.pipe as usize] += c.cycles * n;
+        latency += c.latency * n;
+    }
+    pipes[Pipe::Memory as usize] += work.memory_cycles;
+    let (busiest, pipe_cycles) = Pipe::ALL
+        .iter()
+        .map(|&p| (p, pipes[p as usize]))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((Pipe::Issue, 0.0));
+    let per_instruction = if issued > 0 {
+        pipe_cycles / issued as f64
+    } else {
+        0.25
+    };
+    let latency = if issued > 0 {
+        latency / issued as f64
+    } else {
+        4.0
+    };
+
+    let registers = work.registers.unwrap_or(ASSUMED_REGISTERS).max(1);
+    let warps_per_block = (work.threads_per_block as usize).div_ceil(32).max(1);
+    let blocks_per_sm = occupancy(warps_per_block, registers, work.shared_bytes);
+
+    let cycles = schedule(
+        work.warps,
+        warps_per_block,
+        blocks_per_sm,
+        per_instruction,
+        latency,
+    );
+    let ms_of = |cycles: f64| cycles / (h100::CLOCK_GHZ * 1e6);
+    let compute_ms = ms_of(cycles);
+    let balanced_ms = ms_of(issued as f64 * per_instruction / h100::SMS as f64);
+    let dram_ms = work.dram_bytes as f64 / (h100::DRAM_GBPS * 1e6);
+    let l2_ms = work.l2_bytes as f64 / (h100::L2_GBPS * 1e6);
+    let atomics_ms = (work.atomics as f64 / h100::ATOMICS_PER_S * 1e3)
+        .max(ms_of(work.hottest_atomic as f64 * 2.0));
+    let candidates = [
+        (compute_ms, "compute"),
+        (dram_ms, "DRAM bandwidth"),
+        (l2_ms, "L2 bandwidth"),
+        (atomics_ms, "atomics"),
+    ];
+    let (slowest, what) = candidates
+        .into_iter()
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap_or((0.0, "compute"));
+    let bound = match what {
+        "compute" if compute_ms > 1.25 * balanced_ms => format!(
+            "latency: too few warps at once, or the last ones alone (an even spread at full \
+             throughput would take {:.0}% of the time)",
+            100.0 * balanced_ms / compute_ms.max(f64::MIN_POSITIVE)
+        ),
+        "compute" => busiest.name().to_string(),
+        other => other.to_string(),
+    };
+    Prediction {
+        ms: slowest + h100::LAUNCH_US / 1e3,
+        bound,
+        blocks_per_sm,
+        warps_per_sm: blocks_per_sm * warps_per_block,
+        registers,
+        registers_known: work.registers.is_some(),
+        compute_ms,
+        balanced_ms,
+        dram_ms,
+        l2_ms,
+        atomics_ms,
+    }
+}
+
+/// Blocks an SM holds at once: as threads, blocks, registers and shared memory allow.
+pub fn occupancy(warps_per_block: usize, registers: u32, shared_bytes: u64) -> usize {
+    // Registers are allocated 256 to a warp at a time.
+    let per_warp = (registers as usize * 32).div_ceil(256) * 256;
+    let by_registers = h100::REGISTERS / (per_warp * warps_per_block).max(1);
+    let by_shared = (h100::SHARED_BYTES / (shared_bytes + h100::SHARED_RESERVED)) as usize;
+    (h100::MAX_WARPS / warps_per_block)
+        .min(h100::MAX_BLOCKS)
+        .min(by_registers)
+        .min(by_shared)
+        .max(1)
+}
+
+/// The cycles the grid takes: blocks handed to SMs in order as slots free, each SM issuing
+/// at `1 / per_instruction` warp instructions a cycle, or `warps / latency` with few warps,
+/// shared evenly by its running warps.
+fn schedule(
+    warps: &[WarpCount],
+    warps_per_block: usize,
+    blocks_per_sm: usize,
+    per_instruction: f64,
+    latency: f64,
+) -> f64 {
+    let blocks: Vec<&[WarpCount]> = warps.chunks(warps_per_block).collect();
+    let mut sms: Vec<Sm> = (0..h100::SMS).map(|_| Sm::default()).collect();
+    let mut next_block = 0;
+    let mut now = 0.0f64;
+    // Fill every SM's slots, round-robin, as the hardware spreads the first blocks.
+    for _ in 0..blocks_per_sm {
+        for sm in sms.iter_mut() {
+            if let Some(block) = blocks.get(next_block) {
+                sm.start(block, next_block);
+                next_block += 1;
+            }
+        }
+    }
+    loop {
+        // The next warp to finish, over every SM.
+        let mut soonest: Option<(f64, usize)> = None;
+        for (i, sm) in sms.iter().enumerate() {
+            if let Some(t) = sm.time_to_next(per_instruction, latency) {
+                if soonest.is_none_or(|(best, _)| t < best) {
+                    soonest = Some((t, i));
+                }
+            }
+        }
+        let Some((dt, finishing)) = soonest else {
+            return now;
+        };
+        now += dt;
+        for sm in sms.iter_mut() {
+            sm.advance(dt, per_instruction, latency);
+        }
+        let freed = sms[finishing].retire();
+        for _ in 0..freed {
+            if let Some(block) = blocks.get(next_block) {
+                sms[finishing].start(block, next_block);
+                next_block += 1;
+            }
+        }
+    }
+}
+
+/// One SM: its running warps, by the progress (instructions each running warp has issued
+/// since the SM started) at which each will finish.
+#[derive(Default)]
+struct Sm {
+    progress: f64,
+    finishing: BinaryHeap<Finish>,
+    /// Warps still running of each block on the SM.
+    blocks: Vec<(usize, usize)>,
+}
+
+struct Finish {
+    at: f64,
+    block: usize,
+}
+
+impl PartialEq for Finish {
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at
+    }
+}
+impl Eq for Finish {}
+impl PartialOrd for Finish {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Finish {
+    /// The soonest first, in a max-heap.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.at.total_cmp(&self.at)
+    }
+}
+
+impl Sm {
+    fn start(&mut self, block: &[WarpCount], index: usize) {
+        let running = block.iter().filter(|w| w.issued > 0).count();
+        for w in block.iter().filter(|w| w.issued > 0) {
+            self.finishing.push(Finish {
+                at: self.progress + w.issued as f64,
+                block: index,
+            });
+        }
+        // A block of warps that issue nothing still takes its slot until the next event.
+        self.blocks.push((index, running));
+    }
+
+    /// Each running warp's instructions a cycle.
+    fn rate(&self, per_instruction: f64, latency: f64) -> f64 {
+        let warps = self.finishing.len() as f64;
+        if warps == 0.0 {
+            return 0.0;
+        }
+        (1.0 / per_instruction).min(warps / latency) / warps
+    }
+
+    fn time_to_next(&self, per_instruction: f64, latency: f64) -> Option<f64> {
+        if self.finishing.is_empty() {
+            // Blocks of warps that issued nothing retire at once.
+            return self.blocks.iter().any(|b| b.1 == 0).then_some(0.0);
+        }
+        let next = self.finishing.peek()?.at;
+        Some((next - self.progress).max(0.0) / self.rate(per_instruction, latency))
+    }
+
+    fn advance(&mut self, cycles: f64, per_instruction: f64, latency: f64) {
+        self.progress += cycles * self.rate(per_instruction, latency);
+    }
+
+    /// Finish the warps due now; how many blocks that ends.
+    fn retire(&mut self) -> usize {
+        while let Some(f) = self.finishing.peek() {
+            if f.at > self.progress * (1.0 + 1e-12) + 1e-9 {
+                break;
+            }
+            let block = f.block;
+            self.finishing.pop();
+            if let Some(b) = self.blocks.iter_mut().find(|b| b.0 == block) {
+                b.1 -= 1;
+            }
+        }
+        let before = self.blocks.len();
+        self.blocks.retain(|b| b.1 > 0);
+        before - self.blocks.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn warps(blocks: u64, per_block: u32, issued: impl Fn(u64, u32) -> u64) -> Vec<WarpCount> {
+        (0..blocks)
+            .flat_map(|block| {
+                let issued = &issued;
+                (0..per_block).map(move |warp| WarpCount {
+                    block,
+                    warp,
+                    issued: issued(block, warp),
+                    active: 32 * issued(block, warp),
+                })
+            })
+            .collect()
+    }
+
+    fn fp64_work(warps: &[WarpCount], threads_per_block: u32) -> Prediction {
+        let issued: u64 = warps.iter().map(|w| w.issued).sum();
+        predict(&Work {
+            classes: &[(Class::Fp64, issued)],
+            memory_cycles: 0.0,
+            warps,
+            threads_per_block,
+            registers: Some(32),
+            shared_bytes: 0,
+            dram_bytes: 0,
+            l2_bytes: 0,
+            atomics: 0,
+            hottest_atomic: 0,
+        })
+    }
+
+    /// The H100's occupancy calculator's answers: 256 threads of 32 registers, 8 blocks;
+    /// of 64 registers, 4; of 255, 1; 48 KiB of shared memory a block, 4.
+    #[test]
+    fn occupancy_is_the_calculators() {
+        assert_eq!(occupancy(8, 32, 0), 8);
+        assert_eq!(occupancy(8, 64, 0), 4);
+        assert_eq!(occupancy(8, 255, 0), 1);
+        assert_eq!(occupancy(8, 32, 48 * 1024), 4);
+        assert_eq!(occupancy(1, 16, 0), 32);
+    }
+
+    /// Even FP64 work at full occupancy runs at the FP64 pipes' rate: 2 warp instructions
+    /// a cycle an SM.
+    #[test]
+    fn even_fp64_work_runs_at_the_pipes_rate() {
+        let w = warps(132 * 8 * 10, 8, |_, _| 1000);
+        let p = fp64_work(&w, 256);
+        let cycles = 132.0 * 8.0 * 10.0 * 8.0 * 1000.0 * 0.5 / 132.0;
+        let expected = cycles / (h100::CLOCK_GHZ * 1e6);
+        assert!(
+            (p.compute_ms / expected - 1.0).abs() < 0.01,
+            "{p:?} {expected}"
+        );
+        assert_eq!(p.bound, "the FP64 pipe");
+    }
+
+    /// One slow warp makes a tail: the kernel lasts as long as that warp alone takes, and
+    /// the prediction says latency sets it.
+    #[test]
+    fn one_slow_warp_is_a_tail() {
+        let w = warps(
+            132 * 8,
+            8,
+            |b, w| if b == 5 && w == 3 { 100_000 } else { 100 },
+        );
+        let p = fp64_work(&w, 256);
+        let alone = 100_000.0 * 8.0 / (h100::CLOCK_GHZ * 1e6);
+        assert!(p.compute_ms >= alone * 0.99, "{p:?}");
+        assert!(p.bound.starts_with("latency"), "{}", p.bound);
+    }
+}

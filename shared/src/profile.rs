@@ -1,0 +1,148 @@
+//! `--emulate --profile`: the CPU device counts what each launch does and predicts its time
+//! on an H100 (the `cpu-device` crate's `counts`, `model` and `profile`); this side starts
+//! the counting, tells the CPU device each kernel's registers (from NVRTC's cubin for the
+//! H100, the one thing the PTX it runs does not say), and takes the profiles for the lab's
+//! report.
+
+use std::ffi::{c_char, c_int, c_uint, CStr, CString};
+
+use crate::{Error, Result};
+
+/// The CPU device's own calls beside the driver's (`cpu_device::driver`).
+const START: &[u8] = b"cpuDeviceProfileStart";
+const SET_REGISTERS: &[u8] = b"cpuDeviceSetRegisters";
+const TAKE: &[u8] = b"cpuDeviceProfileTake";
+const FREE: &[u8] = b"cpuDeviceFree";
+
+/// Start counting every launch on the CPU device `library`.
+pub(crate) fn start(library: &libloading::Library) -> Result<()> {
+    // SAFETY: the CPU device's function of this name takes nothing and returns nothing.
+    let start = unsafe { library.get::<extern "C" fn()>(START) }.map_err(too_old)?;
+    start();
+    Ok(())
+}
+
+/// Tell the CPU device how many registers a thread of each kernel in `cubin` has.
+pub(crate) fn set_registers(library: &libloading::Library, cubin: &[u8]) -> Result<()> {
+    // SAFETY: the CPU device's function of this name, with its signature.
+    let set = unsafe { library.get::<unsafe extern "C" fn(*const c_char, c_uint)>(SET_REGISTERS) }
+        .map_err(too_old)?;
+    for (kernel, registers) in registers(cubin) {
+        let Ok(name) = CString::new(kernel) else {
+            continue;
+        };
+        // SAFETY: a NUL-terminated name, read during the call only.
+        unsafe { set(name.as_ptr(), registers) };
+    }
+    Ok(())
+}
+
+/// The profiles of the launches since the last call: JSON (an array, one object a launch)
+/// or tables; none when the CPU device is not loaded or not counting.
+pub fn take(json: bool) -> Option<String> {
+    let library = crate::gpu::cpu_device_library()?;
+    // SAFETY: the CPU device's functions of these names, with their signatures.
+    let (take, free) = unsafe {
+        (
+            library
+                .get::<extern "C" fn(c_int) -> *mut c_char>(TAKE)
+                .ok()?,
+            library
+                .get::<unsafe extern "C" fn(*mut c_char)>(FREE)
+                .ok()?,
+        )
+    };
+    let text = take(c_int::from(json));
+    if text.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string the CPU device made, freed by it below.
+    let owned = unsafe { CStr::from_ptr(text) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: returned by `take`, freed once.
+    unsafe { free(text) };
+    Some(owned)
+}
+
+fn too_old(e: libloading::Error) -> Error {
+    Error::NoGpu(format!(
+        "the CPU device cannot profile ({e}): rebuild it with `cargo build --release -p cpu-device`"
+    ))
+}
+
+/// Each kernel's registers a thread in a cubin (an ELF file), as ptxas recorded them:
+/// `EIATTR_REGCOUNT` (0x2f) attributes in its `.nv.info` sections, each a kernel's symbol
+/// and its count (what `cuobjdump --dump-resource-usage` prints as `REG`). A file that is
+/// not such an ELF gives none.
+pub fn registers(cubin: &[u8]) -> Vec<(String, u32)> {
+    let bytes = |at: usize, n: usize| cubin.get(at..at.checked_add(n)?);
+    let u16_at = |at| Some(u16::from_le_bytes(bytes(at, 2)?.try_into().ok()?) as usize);
+    let u32_at = |at| Some(u32::from_le_bytes(bytes(at, 4)?.try_into().ok()?));
+    let u64_at = |at| usize::try_from(u64::from_le_bytes(bytes(at, 8)?.try_into().ok()?)).ok();
+    let c_string = |at: usize| -> Option<&[u8]> { cubin.get(at..)?.split(|&b| b == 0).next() };
+    let found = || -> Option<Vec<(String, u32)>> {
+        // 64-bit little-endian ELF only (every cubin NVRTC makes).
+        if bytes(0, 6)? != b"\x7fELF\x02\x01" {
+            return None;
+        }
+        let (table, size, count, names) =
+            (u64_at(0x28)?, u16_at(0x3A)?, u16_at(0x3C)?, u16_at(0x3E)?);
+        // A section header: name, type, link, file offset and size.
+        let section = |i: usize| -> Option<(u32, u32, usize, usize, usize)> {
+            let at = table.checked_add(i.checked_mul(size)?)?;
+            Some((
+                u32_at(at)?,
+                u32_at(at + 4)?,
+                u32_at(at + 40)? as usize,
+                u64_at(at + 24)?,
+                u64_at(at + 32)?,
+            ))
+        };
+        let names_at = section(names)?.3;
+        let name_of =
+            |i| -> Option<&[u8]> { c_string(names_at.checked_add(section(i)?.0 as usize)?) };
+        // The symbol table (type 2) and its strings.
+        let symbols = (0..count).find_map(|i| section(i).filter(|s| s.1 == 2))?;
+        let strings = section(symbols.2)?.3;
+        let symbol = |index: u32| -> Option<String> {
+            let at = symbols.3.checked_add((index as usize).checked_mul(24)?)?;
+            let name = c_string(strings.checked_add(u32_at(at)? as usize)?)?;
+            Some(String::from_utf8_lossy(name).into_owned())
+        };
+        let mut out = Vec::new();
+        for i in 0..count {
+            if !name_of(i)?.starts_with(b".nv.info") {
+                continue;
+            }
+            let (_, _, _, start, length) = section(i)?;
+            let end = start.checked_add(length)?;
+            let mut at = start;
+            // Attributes: a format byte, an attribute byte, then two bytes of value, or for
+            // format 4 (a sized value) the size and as many bytes.
+            while at + 4 <= end {
+                let (format, attribute) = (*cubin.get(at)?, *cubin.get(at + 1)?);
+                let sized = if format == 4 { u16_at(at + 2)? } else { 0 };
+                if format == 4 && attribute == 0x2f && sized == 8 {
+                    out.push((symbol(u32_at(at + 4)?)?, u32_at(at + 8)?));
+                }
+                at += 4 + sized;
+            }
+        }
+        Some(out)
+    };
+    found().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Not an ELF, a truncated one: no registers, no panic.
+    #[test]
+    fn a_file_that_is_not_a_cubin_has_no_registers() {
+        assert!(registers(b"").is_empty());
+        assert!(registers(b"\x7fELF\x02\x01\0\0").is_empty());
+        assert!(registers(&[0xFF; 4096]).is_empty());
+    }
+}
