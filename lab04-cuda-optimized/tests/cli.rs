@@ -209,6 +209,16 @@ fn profile_counts_the_launch_at_the_h100s_registers() {
     let mirrored = issued(&[]);
     let every_row = issued(&["--no-mirror-rows"]);
     assert!(every_row > mirrored * 3 / 2, "{every_row} vs {mirrored}");
+
+    // At arguments the reference solution is recorded at, the launch is set against its.
+    let report = json_report("lab04", &["1024", "1024", "--emulate", "--profile"]);
+    let profile = report.profile.expect("a profile");
+    let against = &profile[0]["against_reference"];
+    assert!(
+        against["reference_ms"].as_f64().is_some_and(|ms| ms > 0.0)
+            && against["time_ratio"].as_f64().is_some_and(|r| r > 0.0),
+        "{profile}"
+    );
 }
 
 /// `--profile` counts on the CPU device only: on a GPU it says what to add, and does nothing.

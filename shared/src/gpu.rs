@@ -358,6 +358,12 @@ pub struct DeviceArg {
     /// measurement), printed after the lab's report
     #[arg(long)]
     pub profile: bool,
+
+    /// With --profile: also draw the first launch's threads as a PNG, each where its grid
+    /// puts it, bright where its warp issued much, green to red as its warp's lanes were
+    /// busy or idle
+    #[arg(long, value_name = "FILE.png")]
+    pub profile_png: Option<PathBuf>,
 }
 
 /// Set to 1, every GPU lab runs on the CPU device, as if given `--emulate` (`cargo xtask
@@ -401,8 +407,16 @@ impl DeviceArg {
                     .to_string(),
             ));
         }
+        if self.profile_png.is_some() && !self.profile {
+            return Err(Error::Usage(
+                "--profile-png draws what --profile counts: add --profile".to_string(),
+            ));
+        }
         if self.emulate {
             use_cpu_device()?;
+        }
+        if let Some(path) = &self.profile_png {
+            crate::profile::draw_to(path)?;
         }
         if let (true, Some(library)) = (self.profile, cpu_device_library()) {
             crate::profile::start(library)?;

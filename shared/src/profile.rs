@@ -5,7 +5,11 @@
 //! report.
 
 use std::ffi::{c_char, c_int, c_uint, CStr, CString};
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
 
+use crate::output::Output;
 use crate::{Error, Result};
 
 /// The CPU device's own calls beside the driver's (`cpu_device::driver`).
@@ -13,6 +17,70 @@ const START: &[u8] = b"cpuDeviceProfileStart";
 const SET_REGISTERS: &[u8] = b"cpuDeviceSetRegisters";
 const TAKE: &[u8] = b"cpuDeviceProfileTake";
 const FREE: &[u8] = b"cpuDeviceFree";
+const PICTURE: &[u8] = b"cpuDeviceProfilePicture";
+const FREE_BYTES: &[u8] = b"cpuDeviceFreeBytes";
+
+/// Where `--profile-png` draws the first launch's warps: opened when the lab starts (a path
+/// that cannot be written fails before the work), written when it reports.
+static DRAW_TO: Mutex<Option<Output>> = Mutex::new(None);
+
+/// Draw the first profiled launch to `path` when the lab reports ([`draw`]).
+pub(crate) fn draw_to(path: &Path) -> Result<()> {
+    let output = Output::create(path)?;
+    if let Ok(mut slot) = DRAW_TO.lock() {
+        *slot = Some(output);
+    }
+    Ok(())
+}
+
+/// With `--profile-png`: the picture of the first launch profiled (the CPU device's
+/// `picture`), as a PNG where `--profile-png` said; nothing otherwise.
+pub fn draw() -> Result<()> {
+    let Some(mut output) = DRAW_TO.lock().ok().and_then(|mut slot| slot.take()) else {
+        return Ok(());
+    };
+    let library = crate::gpu::cpu_device_library().ok_or_else(|| {
+        Error::Usage("--profile-png draws on the CPU device: add --emulate".to_string())
+    })?;
+    // SAFETY: the CPU device's functions of these names, with their signatures.
+    let (picture, free) = unsafe {
+        (
+            library
+                .get::<unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> *mut u8>(PICTURE)
+                .map_err(too_old)?,
+            library
+                .get::<unsafe extern "C" fn(*mut u8, usize)>(FREE_BYTES)
+                .map_err(too_old)?,
+        )
+    };
+    let (mut width, mut height) = (0, 0);
+    // SAFETY: two valid places for the sizes.
+    let drawn = unsafe { picture(&mut width, &mut height) };
+    if drawn.is_null() {
+        return Err(Error::Usage(
+            "--profile-png: no kernel was launched, so there is no picture to draw".to_string(),
+        ));
+    }
+    let len = width as usize * height as usize * 3;
+    // SAFETY: the CPU device's `len` bytes, copied before they are freed, once.
+    let pixels = unsafe { std::slice::from_raw_parts(drawn, len) }.to_vec();
+    // SAFETY: as returned, with its length.
+    unsafe { free(drawn, len) };
+    use image::codecs::png::PngEncoder;
+    use image::{ExtendedColorType, ImageEncoder};
+    let path = output.path().to_path_buf();
+    let mut writer = std::io::BufWriter::new(&mut output);
+    PngEncoder::new(&mut writer)
+        .write_image(&pixels, width, height, ExtendedColorType::Rgb8)
+        .map_err(|e| match e {
+            image::ImageError::IoError(e) => e,
+            other => std::io::Error::other(other),
+        })
+        .and_then(|()| writer.flush())
+        .map_err(|e| Error::output(&path, e))?;
+    drop(writer);
+    output.commit()
+}
 
 /// Start counting every launch on the CPU device `library`.
 pub(crate) fn start(library: &libloading::Library) -> Result<()> {
@@ -37,22 +105,32 @@ pub(crate) fn set_registers(library: &libloading::Library, cubin: &[u8]) -> Resu
     Ok(())
 }
 
-/// The profiles of the launches since the last call: JSON (an array, one object a launch)
-/// or tables; none when the CPU device is not loaded or not counting.
-pub fn take(json: bool) -> Option<String> {
+/// The reference solution's profiles (`cargo xtask model --record-reference`): a JSON
+/// object of labs, each of argument lists, each the profiles of its launches.
+const REFERENCE: &str = include_str!("../reference-profiles.json");
+
+/// The profiles of `lab`'s launches since the last call: JSON (an array, one object a
+/// launch) or tables; none when the CPU device is not loaded or not counting. Each launch is
+/// set against the reference solution's at the same arguments, where those are recorded.
+pub fn take(lab: &str, json: bool) -> Option<String> {
     let library = crate::gpu::cpu_device_library()?;
     // SAFETY: the CPU device's functions of these names, with their signatures.
     let (take, free) = unsafe {
         (
             library
-                .get::<extern "C" fn(c_int) -> *mut c_char>(TAKE)
+                .get::<unsafe extern "C" fn(c_int, *const c_char) -> *mut c_char>(TAKE)
                 .ok()?,
             library
                 .get::<unsafe extern "C" fn(*mut c_char)>(FREE)
                 .ok()?,
         )
     };
-    let text = take(c_int::from(json));
+    let arguments = arguments(std::env::args().skip(1));
+    let (reference, recorded) = reference(lab, &arguments);
+    let reference = reference.and_then(|r| CString::new(r).ok());
+    let pointer = reference.as_ref().map_or(std::ptr::null(), |r| r.as_ptr());
+    // SAFETY: `pointer` is null or a NUL-terminated string that outlives the call.
+    let text = unsafe { take(c_int::from(json), pointer) };
     if text.is_null() {
         return None;
     }
@@ -62,7 +140,66 @@ pub fn take(json: bool) -> Option<String> {
         .into_owned();
     // SAFETY: returned by `take`, freed once.
     unsafe { free(text) };
+    if reference.is_none() && !json && !owned.is_empty() {
+        let shown: Vec<String> = recorded.iter().take(4).map(|a| format!("`{a}`")).collect();
+        let more = if recorded.len() > shown.len() {
+            ", ..."
+        } else {
+            ""
+        };
+        return Some(format!(
+            "{owned}\n  no reference solution is recorded at these arguments{}",
+            if shown.is_empty() {
+                String::new()
+            } else {
+                format!(" (it is at {}{more})", shown.join(", "))
+            }
+        ));
+    }
     Some(owned)
+}
+
+/// The reference's profiles of `lab` at `arguments` (JSON), if recorded, and the argument
+/// lists that are ("(defaults)" for none).
+fn reference(lab: &str, arguments: &str) -> (Option<String>, Vec<String>) {
+    let all: serde_json::Value = serde_json::from_str(REFERENCE).unwrap_or_default();
+    let Some(runs) = all.get(lab).and_then(|l| l.as_object()) else {
+        return (None, Vec::new());
+    };
+    let recorded = runs
+        .keys()
+        .map(|k| {
+            if k.is_empty() {
+                "(defaults)".to_string()
+            } else {
+                k.clone()
+            }
+        })
+        .collect();
+    (runs.get(arguments).map(|r| r.to_string()), recorded)
+}
+
+/// A lab's arguments as the reference is keyed by them: what it computes, without where it
+/// writes, whether it prints JSON, runs on the CPU device or profiles, or which kernel file
+/// it compiles (`--kernel`: yours, set against the reference's).
+pub fn arguments(args: impl Iterator<Item = String>) -> String {
+    let mut kept = Vec::new();
+    let mut skip_value = false;
+    for arg in args {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        match arg.as_str() {
+            "-o" | "--output" | "--raw" | "--kernel" => skip_value = true,
+            "--json" | "--emulate" | "--profile" => {}
+            a if ["--output=", "--raw=", "--kernel="]
+                .iter()
+                .any(|p| a.starts_with(p)) => {}
+            a if a.starts_with("-o") && !a.starts_with("--") => {}
+            _ => kept.push(arg),
+        }
+    }
+    kept.join(" ")
 }
 
 fn too_old(e: libloading::Error) -> Error {
@@ -137,6 +274,26 @@ pub fn registers(cubin: &[u8]) -> Vec<(String, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where a lab writes and how it reports are not what it computes: the same key.
+    #[test]
+    fn arguments_key_what_is_computed() {
+        let key = |line: &str| arguments(line.split_whitespace().map(String::from));
+        assert_eq!(
+            key("4096 4096 -o x.ppm --json --emulate --profile"),
+            "4096 4096"
+        );
+        assert_eq!(
+            key("--profile --emulate -ox.ppm 640 --block 8x8"),
+            "640 --block 8x8"
+        );
+        assert_eq!(
+            key("--backend gpu --raw r.bin --output=a.png --samples 9"),
+            "--backend gpu --samples 9"
+        );
+        assert_eq!(key("-o out.ppm"), "");
+        assert_eq!(key("1024 1024 --kernel mine.cu"), "1024 1024");
+    }
 
     /// Not an ELF, a truncated one: no registers, no panic.
     #[test]

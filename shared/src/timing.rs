@@ -141,7 +141,8 @@ impl Timer {
         for (key, value) in &r.metrics {
             table += &format!("\n  {key}: {value}");
         }
-        if let Some(profile) = crate::profile::take(json) {
+        crate::profile::draw()?;
+        if let Some(profile) = crate::profile::take(&self.report.lab, json) {
             if json {
                 self.report.profile = serde_json::from_str(&profile).ok();
             } else {

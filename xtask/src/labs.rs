@@ -66,6 +66,21 @@ pub struct KernelRuns {
     /// Its kernels share memory between a block's threads and wait at barriers: racecheck
     /// and synccheck apply, beside memcheck.
     pub shared_memory: bool,
+    /// `model`: runs whose kernel times change for known reasons, each timed on the GPU and
+    /// predicted by the CPU device's H100 model; the first is the one the others are
+    /// compared with.
+    pub model: &'static [ModelRun],
+}
+
+/// One run `model` compares: what it changes, and the lab's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelRun {
+    pub name: &'static str,
+    pub args: &'static [&'static str],
+}
+
+const fn model_run(name: &'static str, args: &'static [&'static str]) -> ModelRun {
+    ModelRun { name, args }
 }
 
 /// One lab.
@@ -231,6 +246,18 @@ pub static LABS: [Lab; 6] = [
             recorded: (&["1024", "1024"], 1),
             sanitize: &["333", "201"],
             shared_memory: false,
+            model: &[
+                model_run("1024x1024", &["1024", "1024"]),
+                model_run("4096 rows", &["1024", "4096"]),
+                model_run("512 wide", &["512", "2048"]),
+                model_run(
+                    "zoom on the edge",
+                    &[
+                        "1024", "2048", "--cx", "-0.7453", "--cy", "0.1127", "--scale", "0.000002",
+                    ],
+                ),
+                model_run("zoomed out", &["1024", "4096", "--scale", "0.05"]),
+            ],
         }),
     },
     Lab {
@@ -251,6 +278,36 @@ pub static LABS: [Lab; 6] = [
                 "333", "201", "--cx", "-0.74364", "--cy", "0.13182", "--scale", "1e-5",
             ],
             shared_memory: false,
+            model: &[
+                model_run("4096x4096", &["4096", "4096"]),
+                model_run("1024x1024", &["1024", "1024"]),
+                model_run("blocks 16x16", &["4096", "4096", "--block", "16x16"]),
+                model_run("blocks 8x8", &["4096", "4096", "--block", "8x8"]),
+                model_run("blocks 32x4", &["4096", "4096", "--block", "32x4"]),
+                model_run("blocks 64x4", &["4096", "4096", "--block", "64x4"]),
+                model_run("blocks 32x32", &["4096", "4096", "--block", "32x32"]),
+                model_run("blocks 256x1", &["4096", "4096", "--block", "256x1"]),
+                model_run("blocks 8x32", &["4096", "4096", "--block", "8x32"]),
+                model_run("no mirror rows", &["4096", "4096", "--no-mirror-rows"]),
+                model_run("no period-2 exit", &["4096", "4096", "--no-period2-exit"]),
+                model_run(
+                    "periodicity check",
+                    &["4096", "4096", "--periodicity-check"],
+                ),
+                model_run(
+                    "no shortcut",
+                    &["4096", "4096", "--no-period2-exit", "--no-mirror-rows"],
+                ),
+                model_run("2048x2048", &["2048", "2048"]),
+                model_run("odd 3001x1999", &["3001", "1999"]),
+                model_run(
+                    "zoom on the edge",
+                    &[
+                        "2048", "2048", "--cx", "-0.7453", "--cy", "0.1127", "--scale", "0.000002",
+                    ],
+                ),
+                model_run("zoomed out", &["4096", "4096", "--scale", "0.01"]),
+            ],
         }),
     },
     Lab {
@@ -307,6 +364,28 @@ pub static LABS: [Lab; 6] = [
                 "199",
             ],
             shared_memory: false,
+            model: &[
+                model_run("2M samples", &["--backend", "gpu", "--samples", "2000000"]),
+                model_run(
+                    "no bulb check",
+                    &[
+                        "--backend",
+                        "gpu",
+                        "--samples",
+                        "2000000",
+                        "--no-bulb-check",
+                    ],
+                ),
+                model_run(
+                    "no symmetry",
+                    &["--backend", "gpu", "--samples", "2000000", "--no-symmetry"],
+                ),
+                model_run(
+                    "no stratification",
+                    &["--backend", "gpu", "--samples", "2000000", "--no-stratify"],
+                ),
+                model_run("8M samples", &["--backend", "gpu", "--samples", "8000000"]),
+            ],
         }),
     },
     Lab {
@@ -328,6 +407,9 @@ pub static LABS: [Lab; 6] = [
             recorded: (&["--gpu-only", "--reps", "1"], 151),
             sanitize: &["--gpu-only", "--n", "1000003", "--reps", "1"],
             shared_memory: true,
+            // Not yet: lab06 reports the median of a sweep of launch shapes, which the
+            // model's launch-by-launch predictions are not summed into.
+            model: &[],
         }),
     },
 ];

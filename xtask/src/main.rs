@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use xtask::{bench, cli, dist, docs, nvrtc, profile, run, sanitize, test, verify};
+use xtask::{bench, cli, dist, docs, model, nvrtc, predict, profile, run, sanitize, test, verify};
 
 /// The labs' task runner.
 #[derive(Parser)]
@@ -30,6 +30,10 @@ enum Command {
     Docs(docs::Args),
     /// Run one GPU lab under Nsight Compute (ncu) and print where its kernels' time goes
     Profile(profile::Args),
+    /// Time the GPU labs' kernels on the GPU beside the CPU device's H100 model's predictions
+    Model(model::Args),
+    /// Without a GPU: your kernels' predicted H100 times against the reference solution's
+    Predict(predict::Args),
     /// Run each GPU lab under compute-sanitizer (memcheck; racecheck and synccheck on lab06)
     Sanitize(sanitize::Args),
     /// Install NVRTC into .nvrtc with pip: the CPU device (no GPU) compiles the kernels with it
@@ -50,6 +54,8 @@ fn main() -> ExitCode {
             .map_err(anyhow::Error::msg),
         Command::Docs(args) => docs::run(args).map(|()| ExitCode::SUCCESS),
         Command::Profile(args) => profile::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Model(args) => model::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Predict(args) => predict::run(args).map(|()| ExitCode::SUCCESS),
         Command::Sanitize(args) => sanitize::run(args).map(|()| ExitCode::SUCCESS),
         Command::InstallNvrtc(args) => nvrtc::install(args).map(|()| ExitCode::SUCCESS),
         Command::Dist(args) => dist::run(args)
@@ -89,6 +95,10 @@ mod tests {
                 recorded: (&["8192", "8192"], 1),
                 sanitize: &["33", "21"],
                 shared_memory: true,
+                model: &[labs::ModelRun {
+                    name: "64x64",
+                    args: &["64", "64"],
+                }],
             }),
         };
         let table: Table = Vec::leak(LABS.iter().cloned().chain([lab07]).collect());
@@ -109,6 +119,10 @@ mod tests {
                 "profile {lab}"
             );
         }
+        assert!(
+            model::runs(table).iter().any(|(lab, _)| is_lab07(lab)),
+            "model"
+        );
         let plans = sanitize::plans(table, None).expect("sanitize's plans");
         let lab07_plan = plans.iter().find(|plan| is_lab07(plan.lab));
         assert_eq!(lab07_plan.map(|plan| plan.tools.len()), Some(3), "sanitize");

@@ -26,9 +26,11 @@ pub struct AtPc {
     pub active: u64,
     /// Lanes whose guard predicate held (the lanes that did the work).
     pub on: u64,
-    /// Warp instructions that reached global memory, and the 32-byte sectors they touched.
+    /// Warp instructions that reached global memory, the 32-byte sectors they touched, and
+    /// the 128-byte lines (each line a request of its own to L2, and a cycle of L1's).
     pub global_requests: u64,
     pub sectors: u64,
+    pub lines: u64,
     /// Warp instructions that reached shared memory, the wavefronts they took (one per
     /// distinct 4-byte word in the busiest bank), and the fewest they could have taken.
     pub shared_requests: u64,
@@ -76,6 +78,7 @@ impl Counts {
             mine.on += theirs.on;
             mine.global_requests += theirs.global_requests;
             mine.sectors += theirs.sectors;
+            mine.lines += theirs.lines;
             mine.shared_requests += theirs.shared_requests;
             mine.wavefronts += theirs.wavefronts;
             mine.ideal_wavefronts += theirs.ideal_wavefronts;
@@ -218,6 +221,12 @@ impl Counter {
             }
         }
         let touched = distinct(&mut sectors[..n]);
+        // The sectors are sorted: a line is a run of them with the same address >> 2.
+        let lines = sectors[..touched as usize]
+            .iter()
+            .enumerate()
+            .filter(|&(i, s)| i == 0 || sectors[i - 1] >> 2 != s >> 2)
+            .count() as u64;
         let footprint = if write {
             &mut self.counts.written
         } else {
@@ -229,6 +238,7 @@ impl Counter {
         let at = &mut self.counts.pcs[self.pc];
         at.global_requests += 1;
         at.sectors += touched;
+        at.lines += lines;
     }
 
     /// The instruction being run accessed shared memory at these offsets, as [`global`].
@@ -402,20 +412,31 @@ mod tests {
         std::array::from_fn(|l| f(l as u64))
     }
 
-    /// 32 lanes reading consecutive f64s touch 8 sectors; with a stride of 32 doubles,
-    /// one sector each.
+    /// 32 lanes reading consecutive f64s touch 8 sectors in 2 lines; with a stride of 32
+    /// doubles, one sector and one line each.
     #[test]
     fn sectors_count_coalescing() {
         let mut c = Counter::new(1, 1, &Snapshot::default());
         c.global(&addresses(|l| 4096 + 8 * l), u32::MAX, 8, false);
-        assert_eq!(c.counts.pcs[0].sectors, 8);
+        assert_eq!((c.counts.pcs[0].sectors, c.counts.pcs[0].lines), (8, 2));
         c.global(&addresses(|l| 4096 + 256 * l), u32::MAX, 8, false);
-        assert_eq!(c.counts.pcs[0].sectors, 8 + 32);
+        assert_eq!(
+            (c.counts.pcs[0].sectors, c.counts.pcs[0].lines),
+            (8 + 32, 2 + 32)
+        );
+        // Bytes of 8 pixels in each of 4 rows 4096 pixels apart: 4 lines, not 1.
+        c.global(
+            &addresses(|l| 3 * (l % 8) + 3 * 4096 * (l / 8)),
+            u32::MAX,
+            1,
+            true,
+        );
+        assert_eq!(c.counts.pcs[0].lines, 2 + 32 + 4);
         // One lane of the warp: one sector. Bytes of a pixel each: 96 bytes, 3 sectors.
         c.global(&addresses(|_| 4096), 1, 4, false);
         c.global(&addresses(|l| 4096 + 3 * l), u32::MAX, 1, false);
-        assert_eq!(c.counts.pcs[0].sectors, 8 + 32 + 1 + 3);
-        assert_eq!(c.counts.pcs[0].global_requests, 4);
+        assert_eq!(c.counts.pcs[0].sectors, 8 + 32 + 4 + 1 + 3);
+        assert_eq!(c.counts.pcs[0].global_requests, 5);
     }
 
     /// Consecutive words: one wavefront; a stride of 32 words: all in one bank, 32

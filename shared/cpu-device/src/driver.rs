@@ -874,17 +874,37 @@ pub unsafe extern "C" fn cpuDeviceSetRegisters(name: *const c_char, registers: c
 }
 
 /// The profiles of the launches since the last call, as a JSON array (`json` non-zero) or
-/// as tables, one a launch; null if not profiling. Free it with [`cpuDeviceFree`]. Not a
-/// driver call.
+/// as tables, one a launch; null if not profiling. `reference`, if not null, is the JSON
+/// array of the reference solution's profiles at the same arguments, in launch order: each
+/// launch of the same kernel is set against its own. Free the text with [`cpuDeviceFree`].
+/// Not a driver call.
+///
+/// # Safety
+/// `reference` must be null or a NUL-terminated string.
 #[no_mangle]
-pub extern "C" fn cpuDeviceProfileTake(json: c_int) -> *mut c_char {
+pub unsafe extern "C" fn cpuDeviceProfileTake(
+    json: c_int,
+    reference: *const c_char,
+) -> *mut c_char {
     let taken = match state().profiles.lock() {
         Ok(mut profiles) => profiles.as_mut().map(std::mem::take),
         Err(_) => None,
     };
-    let Some(taken) = taken else {
+    let Some(mut taken) = taken else {
         return std::ptr::null_mut();
     };
+    let references: Vec<Profile> = if reference.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: the caller's promise. A reference that does not parse compares nothing.
+        let text = unsafe { CStr::from_ptr(reference) };
+        serde_json::from_slice(text.to_bytes()).unwrap_or_default()
+    };
+    for (launch, reference) in taken.iter_mut().zip(&references) {
+        if launch.kernel == reference.kernel {
+            launch.compare(reference);
+        }
+    }
     let text = if json != 0 {
         serde_json::to_string(&taken).unwrap_or_default()
     } else {
@@ -895,6 +915,46 @@ pub extern "C" fn cpuDeviceProfileTake(json: c_int) -> *mut c_char {
             .join("\n")
     };
     CString::new(text).map_or(std::ptr::null_mut(), CString::into_raw)
+}
+
+/// The picture of the first launch profiled since the last [`cpuDeviceProfileTake`]
+/// ([`crate::picture`]): RGB bytes, `width` x `height`, rows top to bottom; null if none.
+/// Free it with [`cpuDeviceFreeBytes`] and its length. Not a driver call.
+///
+/// # Safety
+/// `width` and `height` must be valid for one write each.
+#[no_mangle]
+pub unsafe extern "C" fn cpuDeviceProfilePicture(
+    width: *mut c_uint,
+    height: *mut c_uint,
+) -> *mut u8 {
+    let drawn = match state().profiles.lock() {
+        Ok(profiles) => profiles
+            .as_ref()
+            .and_then(|p| p.first())
+            .map(|p| crate::picture::render(p.grid, p.block, &p.per_warp)),
+        Err(_) => None,
+    };
+    let Some((w, h, pixels)) = drawn else {
+        return std::ptr::null_mut();
+    };
+    // SAFETY: the caller's pointers.
+    if unsafe { put(width, w) } != SUCCESS || unsafe { put(height, h) } != SUCCESS {
+        return std::ptr::null_mut();
+    }
+    Box::into_raw(pixels.into_boxed_slice()).cast::<u8>()
+}
+
+/// Free the bytes [`cpuDeviceProfilePicture`] returned, `len` of them.
+///
+/// # Safety
+/// `bytes` must be null or what that call returned, with its length, not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn cpuDeviceFreeBytes(bytes: *mut u8, len: usize) {
+    if !bytes.is_null() {
+        // SAFETY: the caller's promise: a boxed slice of `len` bytes this library made.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(bytes, len)) });
+    }
 }
 
 /// Free a string [`cpuDeviceProfileTake`] returned.

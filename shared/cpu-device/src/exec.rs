@@ -993,6 +993,7 @@ impl<'a> Worker<'a> {
         else {
             unreachable!("`step` calls this for `atom` only")
         };
+        let mut seen = Seen::default();
         let mut m = exec;
         while m != 0 {
             let l = m.trailing_zeros() as usize;
@@ -1000,6 +1001,7 @@ impl<'a> Worker<'a> {
             let place = self.resolve(w, l, space, addr, ty.bytes(), true)?;
             if let (Some(counter), Place::Global(address)) = (&mut self.counter, place) {
                 counter.atomic(address);
+                seen.add(l, place);
             }
             let (b, c) = (w.get(b, l), w.get(c, l));
             let old = match place {
@@ -1016,6 +1018,9 @@ impl<'a> Worker<'a> {
             if let Some(d) = d {
                 w.set(d, l, old);
             }
+        }
+        if let Some(counter) = &mut self.counter {
+            seen.count(counter, ty.bytes(), true);
         }
         Ok(())
     }

@@ -23,5 +23,6 @@ pub mod load;
 pub mod memory;
 pub mod model;
 pub mod ops;
+pub mod picture;
 pub mod printf;
 pub mod profile;

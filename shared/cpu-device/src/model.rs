@@ -19,10 +19,15 @@
 //!    share of its SM's rate, which falls as warps finish. The last block to finish ends
 //!    the kernel: a slow warp or an uneven grid shows as a tail.
 //! 4. Memory: the sectors the launch touched cross DRAM once (the H100's 50 MB L2 keeps
-//!    them meanwhile) and every request's sectors cross L2; atomics go through L2's units.
+//!    them meanwhile). Stores and atomics go to L2 through the crossbar, which is what
+//!    fills first: each 128-byte line a store touches is a request of its own, each atomic
+//!    lane another, and their sectors follow (loads of the labs' few inputs stay in L1).
 //!
-//! The kernel's time is the slowest of the compute, DRAM, L2 and atomic times, plus the
-//! launch's own overhead. The constants below come from NVIDIA's H100 whitepaper and from
+//! 5. Starting a warp costs its SM some cycles: a grid of many threads that each do little
+//!    is bound by them.
+//!
+//! The kernel's time is the slowest of the compute, warp-start, DRAM, L2 and atomic times
+//! (softened where two are near), plus the launch's own overhead. The constants below come from NVIDIA's H100 whitepaper and from
 //! the labs' own measurements on an H100 (`docs/profile-h100.csv`: the SM clock Nsight
 //! Compute reported, lab06's streaming read for DRAM). How close it comes, kernel by
 //! kernel, measured on an H100: `docs/model-h100.csv`.
@@ -30,7 +35,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::counts::{Class, WarpCount};
 use crate::ir::Space;
@@ -50,12 +55,28 @@ pub mod h100 {
     /// lab06's streaming read (`read_peak`, 2892 GB/s of the 3352 Nsight Compute gives as
     /// the peak).
     pub const DRAM_GBPS: f64 = 2892.0;
-    /// L2's bandwidth to the SMs.
-    pub const L2_GBPS: f64 = 5500.0;
+    /// What the crossbar into L2 takes a second: requests (a store's 128-byte line, an
+    /// atomic's lane) and 32-byte sectors of data. Fitted to Nsight Compute's
+    /// `lts__xbar2lts_cycles_active` for lab04 at 4096x4096 on an H100: with 32x8 blocks
+    /// 1.35 million requests and 4.28 million sectors kept it busy 25.6 us; with 8x8
+    /// blocks, 5.40 and 8.55 million, 90 us.
+    pub const L2_REQUESTS_PER_S: f64 = 6.9e10;
+    pub const L2_SECTORS_PER_S: f64 = 6.9e11;
+    /// The share of the crossbar's time a kernel keeps it busy at most: stores come in
+    /// bursts, as warps finish (63% for lab04 with 8x8 blocks, when it set the time).
+    /// Fitted to `docs/model-h100.csv`'s lab04 block shapes: at 0.7, 8x32 blocks were
+    /// predicted 1.78x the default's time, measured 1.39x.
+    pub const L2_BUSY: f64 = 0.85;
     /// Global atomics L2's units complete a second, to distinct addresses.
     pub const ATOMICS_PER_S: f64 = 2.0e11;
-    /// A launch's own time, as events around it measure it (an empty kernel).
-    pub const LAUNCH_US: f64 = 2.5;
+    /// A launch's own time, as the labs' events around it measure it: lab04 at 64x64, whose
+    /// work the model puts at 3 us, measured 24 us on an H100.
+    pub const LAUNCH_US: f64 = 20.0;
+    /// Cycles an SM takes to start each warp of the grid: a grid of many threads that do
+    /// little costs their starts. Fitted to lab05 at 2 million samples (67,584 blocks of
+    /// 256 threads, most of them with no sample to take): 110 us measured on an H100, of
+    /// which the model's instructions explain 23.
+    pub const WARP_START_CYCLES: f64 = 44.0;
 }
 
 /// Cycles one warp instruction of a class takes of an SM's issue slots and of each of its
@@ -115,9 +136,15 @@ fn cost(class: Class) -> Cost {
         Class::Move | Class::Branch | Class::Barrier => c(Pipe::Issue, 0.25, 4.0),
         Class::Warp => c(Pipe::Memory, 1.0, 24.0),
         Class::Atomic => c(Pipe::Memory, 1.0, 400.0),
-        Class::Load(Space::Const | Space::Param) => c(Pipe::Issue, 0.25, 8.0),
+        // ptxas reads a kernel's parameters from the constant bank as operands: no
+        // instruction of their own (lab05's SASS has 21.5 million where its PTX has 32.3
+        // million, 9.7 million of them `ld.param`).
+        Class::Load(Space::Param) => c(Pipe::Issue, 0.0, 0.0),
+        Class::Load(Space::Const) => c(Pipe::Issue, 0.25, 8.0),
         Class::Load(Space::Shared) => c(Pipe::Memory, 1.0, 30.0),
-        Class::Load(_) => c(Pipe::Memory, 1.0, 400.0),
+        // A global load waits for memory (about 400 cycles from L2 or DRAM, less from L1),
+        // but loads issued together wait once: lab04's four inputs come in one wait.
+        Class::Load(_) => c(Pipe::Memory, 1.0, 100.0),
         Class::Store(_) => c(Pipe::Memory, 1.0, 4.0),
     }
 }
@@ -135,16 +162,19 @@ pub struct Work<'a> {
     /// Registers a thread (as ptxas allocates them for sm_90), when known.
     pub registers: Option<u32>,
     pub shared_bytes: u64,
-    /// Bytes DRAM moves (the sectors read and written), and L2 moves (every request's).
+    /// Bytes DRAM moves (the sectors read and written); the requests and the sectors the
+    /// crossbar carries to L2 (stores' lines and sectors, atomics' lanes, reads' first
+    /// touch).
     pub dram_bytes: u64,
-    pub l2_bytes: u64,
+    pub l2_requests: u64,
+    pub l2_sectors: u64,
     pub atomics: u64,
     /// The most atomics at one address (they serialise).
     pub hottest_atomic: u64,
 }
 
 /// The model's answer.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Prediction {
     pub ms: f64,
     /// What sets the time, in words.
@@ -160,6 +190,7 @@ pub struct Prediction {
     pub dram_ms: f64,
     pub l2_ms: f64,
     pub atomics_ms: f64,
+    pub starts_ms: f64,
 }
 
 /// Registers a thread assumed when ptxas's count is not known.
@@ -172,7 +203,9 @@ pub fn predict(work: &Work) -> Prediction {
     for &(class, n) in work.classes {
         let c = cost(class);
         let n = n as f64;
-        pipes[Pipe::Issue as usize] += 0.25 * n;
+        if c.cycles > 0.0 {
+            pipes[Pipe::Issue as usize] += 0.25 * n;
+        }
         pipes[c.pipe as usize] += c.cycles * n;
         latency += c.latency * n;
     }
@@ -208,19 +241,34 @@ pub fn predict(work: &Work) -> Prediction {
     let compute_ms = ms_of(cycles);
     let balanced_ms = ms_of(issued as f64 * per_instruction / h100::SMS as f64);
     let dram_ms = work.dram_bytes as f64 / (h100::DRAM_GBPS * 1e6);
-    let l2_ms = work.l2_bytes as f64 / (h100::L2_GBPS * 1e6);
+    let l2_ms = (work.l2_requests as f64 / h100::L2_REQUESTS_PER_S
+        + work.l2_sectors as f64 / h100::L2_SECTORS_PER_S)
+        * 1e3
+        / h100::L2_BUSY;
     let atomics_ms = (work.atomics as f64 / h100::ATOMICS_PER_S * 1e3)
         .max(ms_of(work.hottest_atomic as f64 * 2.0));
+    let starts_ms = ms_of(work.warps.len() as f64 / h100::SMS as f64 * h100::WARP_START_CYCLES);
     let candidates = [
         (compute_ms, "compute"),
+        (starts_ms, "starting warps"),
         (dram_ms, "DRAM bandwidth"),
         (l2_ms, "L2 bandwidth"),
         (atomics_ms, "atomics"),
     ];
-    let (slowest, what) = candidates
+    let (_, what) = candidates
         .into_iter()
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .unwrap_or((0.0, "compute"));
+    // Limits near each other both slow the kernel (neither is reached while the other
+    // waits): their cube-root of the sum of cubes, which is the slowest alone when one
+    // dominates, and 26% above two equal ones. With the slowest alone, 8-pixel-wide blocks
+    // in lab04 (compute and L2 both near 90 us) were predicted 0.93x the default's time,
+    // measured 1.42x on an H100.
+    let slowest = candidates
+        .iter()
+        .map(|(ms, _)| ms.powi(3))
+        .sum::<f64>()
+        .cbrt();
     let bound = match what {
         "compute" if compute_ms > 1.25 * balanced_ms => format!(
             "latency: too few warps at once, or the last ones alone (an even spread at full \
@@ -228,6 +276,9 @@ pub fn predict(work: &Work) -> Prediction {
             100.0 * balanced_ms / compute_ms.max(f64::MIN_POSITIVE)
         ),
         "compute" => busiest.name().to_string(),
+        "starting warps" => {
+            "starting warps: a grid of many threads that each do little".to_string()
+        }
         other => other.to_string(),
     };
     Prediction {
@@ -242,6 +293,7 @@ pub fn predict(work: &Work) -> Prediction {
         dram_ms,
         l2_ms,
         atomics_ms,
+        starts_ms,
     }
 }
 
@@ -422,7 +474,8 @@ mod tests {
             registers: Some(32),
             shared_bytes: 0,
             dram_bytes: 0,
-            l2_bytes: 0,
+            l2_requests: 0,
+            l2_sectors: 0,
             atomics: 0,
             hottest_atomic: 0,
         })

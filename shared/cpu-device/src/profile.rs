@@ -4,14 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::counts::{Class, Counts};
+use crate::counts::{Class, Counts, WarpCount};
 use crate::load::Module;
 use crate::model::{self, Prediction, Work};
 
 /// One launch, counted.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Profile {
     pub kernel: String,
     pub grid: [u32; 3],
@@ -28,19 +28,48 @@ pub struct Profile {
     /// The `.cu` lines that issued the most, with their share of the launch's instructions.
     pub lines: Vec<Line>,
     pub prediction: Prediction,
+    /// Set against the reference solution's launch at the same arguments, where one is
+    /// recorded ([`Profile::compare`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against_reference: Option<Comparison>,
+    /// Each warp's counts, in block order, for its picture ([`crate::picture`]).
+    #[serde(skip)]
+    pub per_warp: Vec<WarpCount>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// A launch against the reference solution's: the predicted times' ratio, the class of
+/// instruction whose count differs most (by its ratio), and both SIMT efficiencies.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Comparison {
+    pub time_ratio: f64,
+    pub reference_ms: f64,
+    pub class: String,
+    pub class_ratio: f64,
+    pub simt_efficiency: f64,
+    pub reference_simt_efficiency: f64,
+    /// Why the model cannot speak for this launch, if it cannot: it was validated on
+    /// kernels doing the reference's kinds of work, from a quarter to eight times its time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside: Option<String>,
+}
+
+/// The predicted ratios to the reference's time the model was validated over
+/// (`docs/model-h100.csv`: 0.38x to 5.9x), with a margin.
+const VALIDATED_RATIOS: (f64, f64) = (0.25, 8.0);
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClassCount {
-    pub class: &'static str,
+    pub class: String,
     pub issued: u64,
     pub active_lanes: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Global {
     pub requests: u64,
     pub sectors: u64,
+    /// 128-byte lines: what L2 sees as requests.
+    pub lines: u64,
     /// 32-byte sectors per request: 4 for 32 lanes reading consecutive words, 32 at worst.
     pub sectors_per_request: f64,
     /// The bytes of the distinct sectors read and written (DRAM's traffic, at least).
@@ -48,7 +77,7 @@ pub struct Global {
     pub bytes_written: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Shared {
     pub requests: u64,
     pub wavefronts: u64,
@@ -56,7 +85,7 @@ pub struct Shared {
     pub bank_conflicts: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Atomics {
     pub operations: u64,
     pub addresses: u64,
@@ -64,7 +93,7 @@ pub struct Atomics {
     pub hottest: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Warps {
     pub count: u64,
     /// Instructions the busiest warp issued, and the mean.
@@ -72,7 +101,7 @@ pub struct Warps {
     pub mean_issued: f64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Line {
     pub file: String,
     pub line: u64,
@@ -93,13 +122,22 @@ pub fn profile(
 ) -> Profile {
     let mut classes: BTreeMap<Class, (u64, u64)> = BTreeMap::new();
     let mut lines: BTreeMap<(String, u64), u64> = BTreeMap::new();
-    let (mut global, mut sectors, mut shared, mut wavefronts, mut ideal) = (0, 0, 0, 0, 0);
+    let (mut global, mut sectors, mut lines_touched) = (0, 0, 0);
+    // What goes to L2: stores' and atomics' lines and sectors (loads of the few inputs
+    // stay in L1).
+    let (mut l2_requests, mut l2_sectors) = (0, 0);
+    let (mut shared, mut wavefronts, mut ideal) = (0, 0, 0);
     let mut memory_cycles = 0.0;
     for (pc, (at, inst)) in counts.pcs.iter().zip(&module.code).enumerate() {
         if at.issued == 0 {
             continue;
         }
-        let class = classes.entry(Class::of(inst)).or_default();
+        let kind = Class::of(inst);
+        if matches!(kind, Class::Store(_) | Class::Atomic) {
+            l2_requests += at.lines;
+            l2_sectors += at.sectors;
+        }
+        let class = classes.entry(kind).or_default();
         class.0 += at.issued;
         class.1 += at.active;
         // The `.cu` line where NVRTC's line information gives it, else the PTX line.
@@ -110,12 +148,13 @@ pub fn profile(
         *lines.entry(line).or_default() += at.issued;
         global += at.global_requests;
         sectors += at.sectors;
+        lines_touched += at.lines;
         shared += at.shared_requests;
         wavefronts += at.wavefronts;
         ideal += at.ideal_wavefronts;
-        // The load/store units take a request a cycle, 4 sectors a cycle, a wavefront a
-        // cycle: what a request needs past its one cycle.
-        memory_cycles += (at.sectors as f64 / 4.0 - at.global_requests as f64).max(0.0)
+        // The load/store units take a 128-byte line of global memory a cycle, and a
+        // wavefront of shared memory: what a request needs past its one cycle.
+        memory_cycles += (at.lines - at.global_requests.min(at.lines)) as f64
             + (at.wavefronts - at.shared_requests.min(at.wavefronts)) as f64;
     }
     let issued: u64 = classes.values().map(|c| c.0).sum();
@@ -136,7 +175,8 @@ pub fn profile(
         registers,
         shared_bytes,
         dram_bytes: read + written,
-        l2_bytes: sectors * 32,
+        l2_requests: l2_requests + read / 128,
+        l2_sectors: l2_sectors + read / 32,
         atomics: atomics.operations,
         hottest_atomic: atomics.hottest,
     });
@@ -160,7 +200,7 @@ pub fn profile(
         classes: classes
             .into_iter()
             .map(|(class, (issued, active))| ClassCount {
-                class: class.name(),
+                class: class.name().to_string(),
                 issued,
                 active_lanes: active,
             })
@@ -170,6 +210,7 @@ pub fn profile(
         global: Global {
             requests: global,
             sectors,
+            lines: lines_touched,
             sectors_per_request: sectors as f64 / global.max(1) as f64,
             bytes_read: read,
             bytes_written: written,
@@ -187,10 +228,70 @@ pub fn profile(
         },
         lines,
         prediction,
+        against_reference: None,
+        per_warp: counts.warps.clone(),
     }
 }
 
 impl Profile {
+    /// Set this launch against `reference`'s (the reference solution's, at the same
+    /// arguments): the class compared is the one whose count differs most.
+    pub fn compare(&mut self, reference: &Profile) {
+        let share = |p: &Profile, class: &str| {
+            p.classes
+                .iter()
+                .find(|c| c.class == class)
+                .map_or(0, |c| c.issued)
+        };
+        let names: Vec<&str> = self
+            .classes
+            .iter()
+            .chain(&reference.classes)
+            .map(|c| c.class.as_str())
+            .collect();
+        let ratio = |class: &str| {
+            (share(self, class).max(1) as f64) / (share(reference, class).max(1) as f64)
+        };
+        // Kernel parameters cost no instruction of their own once ptxas has them (see the
+        // model): not a difference worth naming.
+        let costs = |class: &&str| *class != Class::Load(crate::ir::Space::Param).name();
+        let difference = |class: &str| share(self, class).abs_diff(share(reference, class));
+        let class = names
+            .into_iter()
+            .filter(costs)
+            .max_by_key(|class| difference(class))
+            .unwrap_or("fp64");
+        let time_ratio = self.prediction.ms / reference.prediction.ms.max(f64::MIN_POSITIVE);
+        // Work of a kind the reference does not do (shared memory, atomics, special
+        // functions where it has none), or a time far from its.
+        let new_work = self.classes.iter().find(|c| {
+            c.issued * 20 >= self.issued && share(reference, &c.class) * 100 < reference.issued
+        });
+        let outside = match new_work {
+            Some(c) => Some(format!(
+                "{}% of its instructions are {}, which the reference's kernel hardly has",
+                100 * c.issued / self.issued.max(1),
+                c.class
+            )),
+            None if time_ratio < VALIDATED_RATIOS.0 || time_ratio > VALIDATED_RATIOS.1 => {
+                Some(format!(
+                    "its predicted time is {time_ratio:.2}x the reference's, outside the {}x to {}x the model was checked over",
+                    VALIDATED_RATIOS.0, VALIDATED_RATIOS.1
+                ))
+            }
+            None => None,
+        };
+        self.against_reference = Some(Comparison {
+            time_ratio,
+            reference_ms: reference.prediction.ms,
+            class: class.to_string(),
+            class_ratio: ratio(class),
+            simt_efficiency: self.simt_efficiency / 32.0,
+            reference_simt_efficiency: reference.simt_efficiency / 32.0,
+            outside,
+        });
+    }
+
     /// The profile as a student reads it: a few lines, the prediction last.
     pub fn table(&self) -> String {
         let p = &self.prediction;
@@ -216,9 +317,10 @@ impl Profile {
         out += "\n";
         if self.global.requests > 0 {
             out += &format!(
-                "  global memory: {} requests, {:.1} sectors each (4 is a warp of consecutive words), {} read, {} written\n",
+                "  global memory: {} requests, {:.1} sectors and {:.1} lines each (4 and 1 for a warp of consecutive words), {} read, {} written\n",
                 self.global.requests,
                 self.global.sectors_per_request,
+                self.global.lines as f64 / self.global.requests.max(1) as f64,
                 bytes(self.global.bytes_read),
                 bytes(self.global.bytes_written)
             );
@@ -263,6 +365,24 @@ impl Profile {
             millis(p.ms),
             p.bound
         );
+        if let Some(Comparison {
+            outside: Some(why), ..
+        }) = &self.against_reference
+        {
+            out += &format!(
+                "\n  against the reference solution at these arguments: the model cannot say ({why})"
+            );
+        } else if let Some(c) = &self.against_reference {
+            out += &format!(
+                "\n  against the reference solution at these arguments (recorded): predicted {:.2}x its {} ms; it issues {:.2}x the {} instructions, at {:.0}% SIMT efficiency against {:.0}%",
+                c.time_ratio,
+                millis(c.reference_ms),
+                c.class_ratio,
+                c.class,
+                100.0 * c.simt_efficiency,
+                100.0 * c.reference_simt_efficiency
+            );
+        }
         out
     }
 }

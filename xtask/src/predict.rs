@@ -1,0 +1,107 @@
+//! `cargo xtask predict`: how your kernels' times on an H100 compare with the reference
+//! solution's, on a machine with no GPU. Each GPU lab runs on the CPU device with
+//! `--profile`, at the arguments the reference is recorded at (its first `model` run, or
+//! every one with `--all`); each launch's prediction is set against the reference's (see
+//! `shared/reference-profiles.json`), as the lab's own `--profile` report does. A
+//! prediction, never a measurement: `docs/model-h100.csv` says how close the model comes.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+
+use crate::bins::Bins;
+use crate::labs::{self, LABS};
+use crate::model;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// One lab (lab03 ... lab05) [default: every GPU lab the model covers]
+    lab: Option<String>,
+    /// Every recorded run of each lab, not only its first
+    #[arg(long)]
+    all: bool,
+    /// Use the binaries in this folder (from `cargo xtask dist`) instead of building
+    #[arg(long, value_name = "DIR")]
+    bin_dir: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    if !shared::nvrtc::is_present() {
+        bail!(
+            "the predictions run the kernels on the CPU device, which needs NVRTC: {}",
+            crate::nvrtc::install_hint()
+        );
+    }
+    let only = args.lab.as_deref().map(labs::find).transpose()?;
+    let mut runs = model::runs(&LABS);
+    runs.retain(|(lab, _)| only.is_none_or(|only| only.name == lab.name));
+    if !args.all {
+        let mut seen = Vec::new();
+        runs.retain(|(lab, _)| {
+            let first = !seen.contains(&lab.name);
+            seen.push(lab.name);
+            first
+        });
+    }
+    if runs.is_empty() {
+        bail!("the model covers lab03, lab04 and lab05 only");
+    }
+    let bins = Bins::locate(args.bin_dir, runs.iter().map(|(lab, _)| *lab))?;
+    let scratch = tempfile::tempdir()?;
+    let mut table = String::from(
+        "Predicted on an H100 by the CPU device's model (not measured), against the reference solution's kernels at the same arguments\n\n\
+         | lab | run | kernel | predicted ms | reference's ms | x reference | what differs most |\n\
+         |---|---|---|---:|---:|---:|---|\n",
+    );
+    for (lab, run) in runs {
+        let report = model::once(&bins, lab, run, &scratch, true)?;
+        let launches = report
+            .profile
+            .as_ref()
+            .and_then(|p| p.as_array())
+            .cloned()
+            .unwrap_or_default();
+        for launch in launches {
+            let compared = &launch["against_reference"];
+            let (reference, ratio, differs) = match compared.get("outside").and_then(|o| o.as_str())
+            {
+                Some(why) => (
+                    "-".to_string(),
+                    "-".to_string(),
+                    format!("the model cannot say: {why}"),
+                ),
+                None if compared.is_object() => (
+                    format!(
+                        "{:.4}",
+                        compared["reference_ms"].as_f64().unwrap_or(f64::NAN)
+                    ),
+                    format!("{:.2}", compared["time_ratio"].as_f64().unwrap_or(f64::NAN)),
+                    format!(
+                        "{:.2}x the {} instructions; {:.0}% SIMT efficiency against {:.0}%",
+                        compared["class_ratio"].as_f64().unwrap_or(f64::NAN),
+                        compared["class"].as_str().unwrap_or("?"),
+                        100.0 * compared["simt_efficiency"].as_f64().unwrap_or(f64::NAN),
+                        100.0
+                            * compared["reference_simt_efficiency"]
+                                .as_f64()
+                                .unwrap_or(f64::NAN),
+                    ),
+                ),
+                None => (
+                    "-".to_string(),
+                    "-".to_string(),
+                    "no reference recorded at these arguments".to_string(),
+                ),
+            };
+            table += &format!(
+                "| {} | {} | {} | {:.4} | {reference} | {ratio} | {differs} |\n",
+                lab.name,
+                run.name,
+                launch["kernel"].as_str().unwrap_or("?"),
+                launch["prediction"]["ms"].as_f64().unwrap_or(f64::NAN),
+            );
+        }
+    }
+    shared::cli::print_line(table.trim_end())?;
+    Ok(())
+}
