@@ -111,8 +111,9 @@ const REFERENCE: &str = include_str!("../reference-profiles.json");
 
 /// The profiles of `lab`'s launches since the last call: JSON (an array, one object a
 /// launch) or tables; none when the CPU device is not loaded or not counting. Each launch is
-/// set against the reference solution's at the same arguments, where those are recorded.
-pub fn take(lab: &str, json: bool) -> Option<String> {
+/// set against the reference solution's at the same arguments, where those are recorded;
+/// `size` is the lab's width and height, for arguments that leave them to their defaults.
+pub fn take(lab: &str, size: (u32, u32), json: bool) -> Option<String> {
     let library = crate::gpu::cpu_device_library()?;
     // SAFETY: the CPU device's functions of these names, with their signatures.
     let (take, free) = unsafe {
@@ -126,7 +127,7 @@ pub fn take(lab: &str, json: bool) -> Option<String> {
         )
     };
     let arguments = arguments(std::env::args().skip(1));
-    let (reference, recorded) = reference(lab, &arguments);
+    let (reference, recorded) = reference(lab, &keys(&arguments, size));
     let reference = reference.and_then(|r| CString::new(r).ok());
     let pointer = reference.as_ref().map_or(std::ptr::null(), |r| r.as_ptr());
     // SAFETY: `pointer` is null or a NUL-terminated string that outlives the call.
@@ -159,9 +160,28 @@ pub fn take(lab: &str, json: bool) -> Option<String> {
     Some(owned)
 }
 
-/// The reference's profiles of `lab` at `arguments` (JSON), if recorded, and the argument
-/// lists that are ("(defaults)" for none).
-fn reference(lab: &str, arguments: &str) -> (Option<String>, Vec<String>) {
+/// The keys a run's `arguments` may be recorded under: as given, and, where they do not
+/// start with the size (a Mandelbrot lab's width and height are its first arguments), with
+/// the size the lab ran at in front (`lab04` alone is `lab04 1024 1024`).
+fn keys(arguments: &str, (width, height): (u32, u32)) -> Vec<String> {
+    let sized = arguments
+        .split(' ')
+        .next()
+        .is_none_or(|first| first.parse::<u32>().is_err());
+    let mut keys = vec![arguments.to_string()];
+    if sized {
+        keys.push(
+            format!("{width} {height} {arguments}")
+                .trim_end()
+                .to_string(),
+        );
+    }
+    keys
+}
+
+/// The reference's profiles of `lab` at the first of `keys` recorded (JSON), if one is, and
+/// the argument lists that are ("(defaults)" for none).
+fn reference(lab: &str, keys: &[String]) -> (Option<String>, Vec<String>) {
     let all: serde_json::Value = serde_json::from_str(REFERENCE).unwrap_or_default();
     let Some(runs) = all.get(lab).and_then(|l| l.as_object()) else {
         return (None, Vec::new());
@@ -176,7 +196,8 @@ fn reference(lab: &str, arguments: &str) -> (Option<String>, Vec<String>) {
             }
         })
         .collect();
-    (runs.get(arguments).map(|r| r.to_string()), recorded)
+    let found = keys.iter().find_map(|key| runs.get(key));
+    (found.map(|r| r.to_string()), recorded)
 }
 
 /// A lab's arguments as the reference is keyed by them: what it computes, without where it
@@ -293,6 +314,18 @@ mod tests {
         );
         assert_eq!(key("-o out.ppm"), "");
         assert_eq!(key("1024 1024 --kernel mine.cu"), "1024 1024");
+    }
+
+    /// A run that leaves the size to its default is found under the size it ran at; one
+    /// that gives it, or gives other flags first, as given (and with the size in front).
+    #[test]
+    fn a_default_size_is_keyed_by_the_size_run() {
+        assert_eq!(keys("", (1024, 1024)), ["", "1024 1024"]);
+        assert_eq!(keys("4096 4096", (4096, 4096)), ["4096 4096"]);
+        assert_eq!(
+            keys("--block 8x8", (1024, 1024)),
+            ["--block 8x8", "1024 1024 --block 8x8"]
+        );
     }
 
     /// Not an ELF, a truncated one: no registers, no panic.

@@ -142,7 +142,8 @@ impl Timer {
             table += &format!("\n  {key}: {value}");
         }
         crate::profile::draw()?;
-        if let Some(profile) = crate::profile::take(&self.report.lab, json) {
+        let size = (self.report.width, self.report.height);
+        if let Some(profile) = crate::profile::take(&self.report.lab, size, json) {
             if json {
                 self.report.profile = serde_json::from_str(&profile).ok();
             } else {
