@@ -10,8 +10,9 @@
 //! 1. Each class of instruction costs cycles on the pipe that runs it, at the H100's rates
 //!    per SM (an SM issues 4 warp instructions a cycle, one per scheduler; its FP64 pipes
 //!    take 2 a cycle, FP32 4, integer 2, the special-function units 0.5, the load/store
-//!    units 1 request or 4 sectors). The busiest pipe, over the launch's mix, sets the
-//!    cycles an instruction costs an SM that has warps enough to keep it busy.
+//!    units a 128-byte line of global memory or a wavefront of shared memory). The busiest
+//!    pipe, over the launch's mix, sets the cycles an instruction costs an SM that has
+//!    warps enough to keep it busy.
 //! 2. A warp alone waits for each result: with few warps an SM issues no faster than one
 //!    instruction per warp per dependent latency (the mix's average).
 //! 3. Blocks go to the 132 SMs as the hardware hands them out, in order, as many at once
@@ -22,15 +23,15 @@
 //!    them meanwhile). Stores and atomics go to L2 through the crossbar, which is what
 //!    fills first: each 128-byte line a store touches is a request of its own, each atomic
 //!    lane another, and their sectors follow (loads of the labs' few inputs stay in L1).
-//!
 //! 5. Starting a warp costs its SM some cycles: a grid of many threads that each do little
 //!    is bound by them.
 //!
 //! The kernel's time is the slowest of the compute, warp-start, DRAM, L2 and atomic times
-//! (softened where two are near), plus the launch's own overhead. The constants below come from NVIDIA's H100 whitepaper and from
-//! the labs' own measurements on an H100 (`docs/profile-h100.csv`: the SM clock Nsight
-//! Compute reported, lab06's streaming read for DRAM). How close it comes, kernel by
-//! kernel, measured on an H100: `docs/model-h100.csv`.
+//! (softened where two are near), plus the launch's own overhead. The constants below come
+//! from NVIDIA's H100 whitepaper, from the labs' own measurements on an H100
+//! (`docs/profile-h100.csv`: the SM clock Nsight Compute reported, lab06's streaming read
+//! for DRAM), and four of them are fitted, each saying to what. How close it comes, run by
+//! run, measured on an H100: `docs/model-h100.csv` (`cargo xtask model`).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
