@@ -1513,6 +1513,14 @@ mod tests {
         let _ = holder.join();
     }
 
+    /// The tests of the fallback sandbox run one at a time: they share a user, and each run
+    /// ends by killing every process of it (two at once, CI killed one test's student mid-run).
+    fn one_without_landlock() -> std::sync::MutexGuard<'static, ()> {
+        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        ONE.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// The fallback without Landlock, as `grade` runs it where the kernel has none (run by
     /// root: only root can give the student a user of its own).
     fn jail_without_landlock() -> Jail {
@@ -1538,6 +1546,7 @@ mod tests {
     #[ignore = "needs root and a sandbox (cargo instructor test runs it as root where one starts)"]
     fn without_landlock_the_instructors_files_are_unreadable_and_nothing_is_left_behind() {
         use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let _one = one_without_landlock();
         let jail = jail_without_landlock();
         let dir = tempfile::tempdir().expect("a temp folder");
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
@@ -1622,6 +1631,7 @@ mod tests {
     #[ignore = "needs root and a sandbox (cargo instructor test runs it as root where one starts)"]
     fn a_reference_in_a_closed_folder_runs_unread_and_the_folder_keeps_its_mode() {
         use std::os::unix::fs::PermissionsExt;
+        let _one = one_without_landlock();
         let mut jails = vec![jail_without_landlock()];
         if let Some(abi) = fallback::landlock_abi() {
             jails.push(Jail {
