@@ -152,15 +152,24 @@ fn let_go(record: &Path) -> Result<()> {
 
 /// [`let_go`] of this machine's record, run by root only (no other grader changes a mode
 /// outside its own folders); a failure is said, not fatal: the record keeps the modes for
-/// the next grade.
+/// the next grade. Nothing while this process holds the record: its [`Protection`] puts the
+/// modes back when dropped. (Made when the grade's scratch folder was made after a
+/// protection, the let-go struck this process off and put every mode back under the
+/// student's run: the sandbox's test read the rubric.)
 pub fn give_back() {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return;
     }
     match record_path() {
-        Ok(record) => let_go_or_say(&record),
+        Ok(record) => give_back_in(&record),
         Err(e) => say_kept(&e),
+    }
+}
+
+fn give_back_in(record: &Path) {
+    if !holding(record) {
+        let_go_or_say(record);
     }
 }
 
@@ -532,6 +541,24 @@ pub fn hide_arguments() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A grade that makes its scratch folder after it has protected the instructor's files
+    /// gives back only what killed grades left: its own protection holds until dropped.
+    #[test]
+    fn giving_back_at_a_grades_start_keeps_what_this_grade_holds() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let root = dir.path().join("autograder");
+        fs::create_dir(&root).expect("created");
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).expect("a mode");
+        let record = dir.path().join("modes.json");
+        let mode = |p: &Path| fs::metadata(p).expect("exists").mode() & 0o777;
+        let protection = protect_in(std::slice::from_ref(&root), &[], &record).expect("protected");
+        assert_eq!(mode(&root), 0o750);
+        give_back_in(&record);
+        assert_eq!(mode(&root), 0o750, "the grade's own protection was let go");
+        drop(protection);
+        assert_eq!(mode(&root), 0o755);
+    }
 
     #[test]
     fn a_locked_tree_keeps_only_the_way_to_what_is_kept_and_is_put_back() {
