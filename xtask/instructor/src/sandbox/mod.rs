@@ -1513,8 +1513,11 @@ mod tests {
         let _ = holder.join();
     }
 
-    /// The tests of the fallback sandbox run one at a time: they share a user, and each run
-    /// ends by killing every process of it (two at once, CI killed one test's student mid-run).
+    /// The tests of the fallback sandbox run as root one at a time: a grade's own folder is
+    /// passed by one group, its one user's (a grade is a process; the tests share one), and
+    /// each run ends by killing every process of that user. Side by side, CI saw one test's
+    /// student killed mid-run, and another's refused its own folder ("Permission denied") as
+    /// the folder's group turned to the other test's user.
     fn one_without_landlock() -> std::sync::MutexGuard<'static, ()> {
         static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
         ONE.lock()
@@ -1913,11 +1916,8 @@ mod tests {
     #[test]
     #[ignore = "needs root and a sandbox (cargo instructor test runs it as root where one starts)"]
     fn without_landlock_no_process_hides() {
-        // A user of this test's own: without Landlock every process of the sandbox's user
-        // is killed after each check, which would end another test's.
-        let jail = jail_without_landlock()
-            .for_user(class_user(0x1fe))
-            .expect("a user");
+        let _one = one_without_landlock();
+        let jail = jail_without_landlock();
         for mode in [
             "zombie-leader",
             "double-fork",
