@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use crate::bins::Bins;
-use crate::labs::{self, LABS};
+use crate::labs::{self, Lab, ModelRun, LABS};
 use crate::model;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// One lab (lab03 ... lab05) [default: every GPU lab the model covers]
+    /// One lab [default: every GPU lab the model covers]
     lab: Option<String>,
     /// Every recorded run of each lab, not only its first
     #[arg(long)]
@@ -26,25 +26,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<()> {
+    let runs = selected(args.lab.as_deref(), args.all)?;
     if !shared::nvrtc::is_present() {
         bail!(
             "the predictions run the kernels on the CPU device, which needs NVRTC: {}",
             crate::nvrtc::install_hint()
         );
-    }
-    let only = args.lab.as_deref().map(labs::find).transpose()?;
-    let mut runs = model::runs(&LABS);
-    runs.retain(|(lab, _)| only.is_none_or(|only| only.name == lab.name));
-    if !args.all {
-        let mut seen = Vec::new();
-        runs.retain(|(lab, _)| {
-            let first = !seen.contains(&lab.name);
-            seen.push(lab.name);
-            first
-        });
-    }
-    if runs.is_empty() {
-        bail!("the model covers lab03, lab04 and lab05 only");
     }
     let bins = Bins::locate(args.bin_dir, runs.iter().map(|(lab, _)| *lab))?;
     let scratch = tempfile::tempdir()?;
@@ -77,9 +64,14 @@ pub fn run(args: Args) -> Result<()> {
                     ),
                     format!("{:.2}", compared["time_ratio"].as_f64().unwrap_or(f64::NAN)),
                     format!(
-                        "{:.2}x the {} instructions; {:.0}% SIMT efficiency against {:.0}%",
-                        compared["class_ratio"].as_f64().unwrap_or(f64::NAN),
-                        compared["class"].as_str().unwrap_or("?"),
+                        "{}; {:.0}% SIMT efficiency against {:.0}%",
+                        match compared["class"].as_str() {
+                            Some(class) => format!(
+                                "{:.2}x the {class} instructions",
+                                compared["class_ratio"].as_f64().unwrap_or(f64::NAN)
+                            ),
+                            None => "as many instructions of each class".to_string(),
+                        },
                         100.0 * compared["simt_efficiency"].as_f64().unwrap_or(f64::NAN),
                         100.0
                             * compared["reference_simt_efficiency"]
@@ -104,4 +96,65 @@ pub fn run(args: Args) -> Result<()> {
     }
     shared::cli::print_line(table.trim_end())?;
     Ok(())
+}
+
+/// The runs to predict: `lab`'s (or every covered lab's), the first of each lab unless `all`.
+fn selected(lab: Option<&str>, all: bool) -> Result<Vec<(&'static Lab, &'static ModelRun)>> {
+    let only = lab.map(labs::find).transpose()?;
+    let mut runs = model::runs(&LABS);
+    runs.retain(|(lab, _)| only.is_none_or(|only| only.name == lab.name));
+    if !all {
+        let mut seen = Vec::new();
+        runs.retain(|(lab, _)| {
+            let first = !seen.contains(&lab.name);
+            seen.push(lab.name);
+            first
+        });
+    }
+    if runs.is_empty() {
+        let mut covered: Vec<&str> = model::runs(&LABS).iter().map(|(lab, _)| lab.name).collect();
+        covered.dedup();
+        bail!(
+            "the model has no runs of that lab: it covers {}",
+            covered.join(", ")
+        );
+    }
+    Ok(runs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One run per covered lab by default, each lab's every run with `--all`, and a lab the
+    /// model has no runs of named with the labs it covers (from the table, not by name).
+    #[test]
+    fn the_runs_are_the_first_of_each_lab_or_all_of_one() {
+        let names = |runs: Vec<(&Lab, &ModelRun)>| -> Vec<&str> {
+            runs.iter().map(|(lab, _)| lab.name).collect()
+        };
+        let covered: Vec<&str> = LABS
+            .iter()
+            .filter(|lab| lab.kernels.as_ref().is_some_and(|k| !k.model.is_empty()))
+            .map(|lab| lab.name)
+            .collect();
+        assert_eq!(names(selected(None, false).expect("runs")), covered);
+        let lab = covered[0];
+        let all = selected(Some(lab), true).expect("runs");
+        assert!(all.len() > 1 && names(all).iter().all(|name| *name == lab));
+        let uncovered = LABS
+            .iter()
+            .find(|lab| !covered.contains(&lab.name))
+            .expect("a lab without model runs");
+        let why = selected(Some(uncovered.name), false)
+            .expect_err("refused")
+            .to_string();
+        assert_eq!(
+            why,
+            format!(
+                "the model has no runs of that lab: it covers {}",
+                covered.join(", ")
+            )
+        );
+    }
 }

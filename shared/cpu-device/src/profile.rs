@@ -38,12 +38,13 @@ pub struct Profile {
 }
 
 /// A launch against the reference solution's: the predicted times' ratio, the class of
-/// instruction whose count differs most (by its ratio), and both SIMT efficiencies.
+/// instruction whose count differs most (none where every class's count is the
+/// reference's), and both SIMT efficiencies.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Comparison {
     pub time_ratio: f64,
     pub reference_ms: f64,
-    pub class: String,
+    pub class: Option<String>,
     pub class_ratio: f64,
     pub simt_efficiency: f64,
     pub reference_simt_efficiency: f64,
@@ -51,6 +52,16 @@ pub struct Comparison {
     /// kernels doing the reference's kinds of work, from a quarter to eight times its time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside: Option<String>,
+}
+
+impl Comparison {
+    /// The instructions that differ most, in words: "1.50x the fp64 instructions".
+    pub fn differs(&self) -> String {
+        match &self.class {
+            Some(class) => format!("{:.2}x the {class} instructions", self.class_ratio),
+            None => "as many instructions of each class as the reference".to_string(),
+        }
+    }
 }
 
 /// The predicted ratios to the reference's time the model was validated over
@@ -259,8 +270,8 @@ impl Profile {
         let class = names
             .into_iter()
             .filter(costs)
-            .max_by_key(|class| difference(class))
-            .unwrap_or("fp64");
+            .filter(|class| difference(class) > 0)
+            .max_by_key(|class| difference(class));
         let time_ratio = self.prediction.ms / reference.prediction.ms.max(f64::MIN_POSITIVE);
         // Work of a kind the reference does not do (shared memory, atomics, special
         // functions where it has none), or a time far from its.
@@ -284,8 +295,8 @@ impl Profile {
         self.against_reference = Some(Comparison {
             time_ratio,
             reference_ms: reference.prediction.ms,
-            class: class.to_string(),
-            class_ratio: ratio(class),
+            class: class.map(str::to_string),
+            class_ratio: class.map_or(1.0, ratio),
             simt_efficiency: self.simt_efficiency / 32.0,
             reference_simt_efficiency: reference.simt_efficiency / 32.0,
             outside,
@@ -374,11 +385,10 @@ impl Profile {
             );
         } else if let Some(c) = &self.against_reference {
             out += &format!(
-                "\n  against the reference solution at these arguments (recorded): predicted {:.2}x its {} ms; it issues {:.2}x the {} instructions, at {:.0}% SIMT efficiency against {:.0}%",
+                "\n  against the reference solution at these arguments (recorded): predicted {:.2}x its {} ms; it issues {}, at {:.0}% SIMT efficiency against {:.0}%",
                 c.time_ratio,
                 millis(c.reference_ms),
-                c.class_ratio,
-                c.class,
+                c.differs(),
                 100.0 * c.simt_efficiency,
                 100.0 * c.reference_simt_efficiency
             );

@@ -99,6 +99,26 @@ fn a_split_warp_counts_each_side_for_its_own_lanes() {
         (branches.issued, branches.active_lanes),
         (6, 32 + 16 + 16 + 8 + 32 + 16)
     );
+    // Set against itself, no class differs; against a reference that branches half as
+    // often, the branches are what differs most.
+    let mut same = p.clone();
+    same.compare(&p);
+    let against = same.against_reference.expect("compared");
+    assert_eq!((&against.class, against.time_ratio), (&None, 1.0));
+    assert_eq!(
+        against.differs(),
+        "as many instructions of each class as the reference"
+    );
+    let mut reference = p.clone();
+    for class in &mut reference.classes {
+        if class.class == Class::Branch.name() {
+            class.issued /= 2;
+        }
+    }
+    let mut more = p.clone();
+    more.compare(&reference);
+    let against = more.against_reference.expect("compared");
+    assert_eq!(against.differs(), "2.00x the branch instructions");
     // Not counted, nothing is.
     let plain = exec::run_with(&launch, 2, &Options::default());
     assert!(plain.counts.is_none());
