@@ -42,8 +42,9 @@ use std::time::Duration;
 
 use crate::counts::{Counter, Counts};
 use crate::float::{ftz_bits32, NAN32};
+use crate::ir::mask as type_mask;
 use crate::ir::*;
-use crate::load::{mask as type_mask, Module};
+use crate::load::Module;
 use crate::memory::{self, fits, Snapshot};
 use crate::ops::*;
 

@@ -77,6 +77,14 @@ impl Ty {
     }
 }
 
+/// The bits a value of `ty` keeps in its register.
+pub fn mask(ty: Ty) -> u64 {
+    match ty.bits() {
+        64 => u64::MAX,
+        bits => (1u64 << bits) - 1,
+    }
+}
+
 /// IEEE rounding: to nearest even, towards zero, down, up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rnd {

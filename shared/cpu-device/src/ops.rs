@@ -2,8 +2,8 @@
 //! PTX's words (integer widths and signs, IEEE rounding, the GPU's NaNs, saturation).
 
 use crate::float::*;
+use crate::ir::mask as type_mask;
 use crate::ir::*;
-use crate::load::mask as type_mask;
 
 pub fn mask_bits(bits: u32) -> u64 {
     if bits >= 64 {

@@ -1,0 +1,199 @@
+//! The fused multiply-add contraction: which loose multiplies and adds ptxas fuses, and so
+//! which results are rounded once rather than twice, from the registers each instruction
+//! reads and writes.
+
+use std::collections::HashMap;
+
+use crate::ir::*;
+
+/// Whether `opcode` is an f32 or f64 multiply, add or subtract that names no rounding: PTX
+/// leaves ptxas free to fuse such a multiply into the add that uses it.
+pub(super) fn loose_rounding(opcode: &str) -> bool {
+    let parts: Vec<&str> = opcode.split('.').collect();
+    matches!(parts[0], "mul" | "add" | "sub")
+        && parts.iter().any(|p| matches!(*p, "f32" | "f64"))
+        && !parts
+            .iter()
+            .any(|p| matches!(*p, "rn" | "rz" | "rm" | "rp"))
+}
+
+/// Fuse as ptxas does (seen on an H100 by the differential test): a loose multiply whose
+/// result is read once, by a loose add or subtract of the same type later in its block, with
+/// its operands unchanged in between, becomes one fused multiply-add there. lab03's loop
+/// keeps its multiplies: their results are read twice.
+pub(super) fn contract(
+    code: &mut [Inst],
+    loose: &[bool],
+    labels: &HashMap<String, u32>,
+    start: u32,
+) {
+    let targets: std::collections::HashSet<usize> =
+        labels.values().map(|&t| (t - start) as usize).collect();
+    let mut reads: HashMap<Reg, usize> = HashMap::new();
+    for inst in code.iter() {
+        for r in reads_of(&inst.op) {
+            *reads.entry(r).or_insert(0) += 1;
+        }
+        if let Some((p, _)) = inst.guard {
+            *reads.entry(p).or_insert(0) += 1;
+        }
+    }
+    for i in 0..code.len() {
+        let Op::Float {
+            op: FloatOp::Mul,
+            ty,
+            ftz,
+            d: m,
+            a: x,
+            b: y,
+            ..
+        } = code[i].op.clone()
+        else {
+            continue;
+        };
+        if !loose[i] || code[i].guard.is_some() || reads.get(&m) != Some(&1) {
+            continue;
+        }
+        for j in i + 1..code.len() {
+            if targets.contains(&j)
+                || matches!(
+                    code[j].op,
+                    Op::Bra { .. } | Op::Call { .. } | Op::Ret | Op::Exit
+                )
+            {
+                break;
+            }
+            if !reads_of(&code[j].op).contains(&m) {
+                if writes_of(&code[j].op)
+                    .iter()
+                    .any(|w| Src::R(*w) == x || Src::R(*w) == y || *w == m)
+                {
+                    break;
+                }
+                continue;
+            }
+            if let Op::Float {
+                op: add @ (FloatOp::Add | FloatOp::Sub),
+                ty: t2,
+                ftz: ftz2,
+                rnd,
+                sat,
+                d,
+                a,
+                b,
+                ..
+            } = code[j].op.clone()
+            {
+                if loose[j]
+                    && t2 == ty
+                    && ftz2 == ftz
+                    && code[j].guard.is_none()
+                    && (a == Src::R(m)) != (b == Src::R(m))
+                {
+                    let (fused, c) = match (add, a == Src::R(m)) {
+                        (FloatOp::Add, true) => (FloatOp::Fma, b),
+                        (FloatOp::Add, false) => (FloatOp::Fma, a),
+                        (_, true) => (FloatOp::FmaSub, b),
+                        (_, false) => (FloatOp::FmaRev, a),
+                    };
+                    code[j].op = Op::Float {
+                        op: fused,
+                        ty,
+                        rnd,
+                        ftz,
+                        sat,
+                        d,
+                        a: x,
+                        b: y,
+                        c,
+                    };
+                }
+            }
+            break;
+        }
+    }
+}
+
+/// The registers an instruction reads.
+fn reads_of(op: &Op) -> Vec<Reg> {
+    let mut out = Vec::new();
+    let mut src = |s: &Src| {
+        if let Src::R(r) = s {
+            out.push(*r);
+        }
+    };
+    match op {
+        Op::Mov { a, .. } | Op::Unpack { a, .. } | Op::Cvt { a, .. } | Op::Cvta { a, .. } => src(a),
+        Op::Pack { parts, .. } => parts.iter().for_each(&mut src),
+        Op::Int { a, b, c, .. } | Op::Float { a, b, c, .. } => {
+            [a, b, c].into_iter().for_each(&mut src)
+        }
+        Op::Setp { a, b, comb, .. } => {
+            src(a);
+            src(b);
+            if let Some((_, p, _)) = comb {
+                src(p);
+            }
+        }
+        Op::Selp { a, b, p, .. } => [a, b, p].into_iter().for_each(&mut src),
+        Op::PredLogic { a, b, .. } => [&a.0, &b.0].into_iter().for_each(&mut src),
+        Op::Ld {
+            addr: Addr::Reg(r, _),
+            ..
+        } => out.push(*r),
+        Op::St { srcs, addr, .. } => {
+            srcs.iter().for_each(&mut src);
+            if let Addr::Reg(r, _) = addr {
+                out.push(*r);
+            }
+        }
+        Op::Atom { addr, b, c, .. } => {
+            src(b);
+            src(c);
+            if let Addr::Reg(r, _) = addr {
+                out.push(*r);
+            }
+        }
+        Op::WarpSync { mask } => src(mask),
+        Op::Shfl { a, b, c, mask, .. } => [a, b, c, mask].into_iter().for_each(&mut src),
+        Op::Vote { a, mask, .. } => [a, mask].into_iter().for_each(&mut src),
+        Op::Carry { a, b, c, .. } => [a, b, c].into_iter().for_each(&mut src),
+        Op::Redux { a, mask, .. } | Op::Match { a, mask, .. } => {
+            [a, mask].into_iter().for_each(&mut src)
+        }
+        Op::BarRed { p, .. } => src(p),
+        Op::Call {
+            target: CallTarget::Indirect(s),
+            ..
+        } => src(s),
+        _ => {}
+    }
+    out
+}
+
+/// The registers an instruction writes.
+fn writes_of(op: &Op) -> Vec<Reg> {
+    match op {
+        Op::Mov { d, .. }
+        | Op::Special { d, .. }
+        | Op::LocalAddr { d, .. }
+        | Op::Pack { d, .. }
+        | Op::Int { d, .. }
+        | Op::Float { d, .. }
+        | Op::Selp { d, .. }
+        | Op::PredLogic { d, .. }
+        | Op::Cvt { d, .. }
+        | Op::Cvta { d, .. }
+        | Op::Vote { d, .. }
+        | Op::Carry { d, .. }
+        | Op::Redux { d, .. }
+        | Op::BarRed { d, .. }
+        | Op::Activemask { d } => vec![*d],
+        Op::Match { d, p, .. } => std::iter::once(*d).chain(*p).collect(),
+        Op::Setp { d, d2, .. } => std::iter::once(*d).chain(*d2).collect(),
+        Op::Shfl { d, p, .. } => std::iter::once(*d).chain(*p).collect(),
+        Op::Unpack { ds, .. } | Op::Ld { ds, .. } => ds.iter().flatten().copied().collect(),
+        Op::Atom { d, .. } => d.iter().copied().collect(),
+        _ => Vec::new(),
+    }
+}

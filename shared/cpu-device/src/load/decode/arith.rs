@@ -1,0 +1,460 @@
+//! Decoding arithmetic: integer, floating-point and predicate operations chosen by the type,
+//! with their rounding and `.ftz`; `cvt`, `setp`, the carry chains and the dot products.
+
+use super::{need, negated, src_at, FnDecoder};
+use crate::ir::*;
+use crate::load::parse::Operand;
+use crate::load::LoadResult;
+
+fn rounding(word: &str) -> Option<Rnd> {
+    Some(match word {
+        "rn" => Rnd::N,
+        "rz" => Rnd::Z,
+        "rm" => Rnd::M,
+        "rp" => Rnd::P,
+        _ => return None,
+    })
+}
+
+fn int_rounding(word: &str) -> Option<Rnd> {
+    Some(match word {
+        "rni" => Rnd::N,
+        "rzi" => Rnd::Z,
+        "rmi" => Rnd::M,
+        "rpi" => Rnd::P,
+        _ => return None,
+    })
+}
+
+fn cmp_of(word: &str) -> Option<Cmp> {
+    Some(match word {
+        "eq" => Cmp::Eq,
+        "ne" => Cmp::Ne,
+        "lt" => Cmp::Lt,
+        "le" => Cmp::Le,
+        "gt" => Cmp::Gt,
+        "ge" => Cmp::Ge,
+        "lo" => Cmp::Lo,
+        "ls" => Cmp::Ls,
+        "hi" => Cmp::Hi,
+        "hs" => Cmp::Hs,
+        "equ" => Cmp::Equ,
+        "neu" => Cmp::Neu,
+        "ltu" => Cmp::Ltu,
+        "leu" => Cmp::Leu,
+        "gtu" => Cmp::Gtu,
+        "geu" => Cmp::Geu,
+        "num" => Cmp::Num,
+        "nan" => Cmp::Nan,
+        _ => return None,
+    })
+}
+
+/// `cvt`: between types, with rounding and saturation.
+pub(super) fn decode_cvt(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    need(d, opcode, ops, 2)?;
+    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+    let [dty, sty] = types[..] else {
+        return Err(d.unknown(opcode));
+    };
+    let mut rnd = None;
+    let mut int_rnd = None;
+    for m in mods {
+        if let Some(r) = rounding(m) {
+            rnd = Some(r);
+        } else if let Some(r) = int_rounding(m) {
+            int_rnd = Some(r);
+        } else if !matches!(*m, "ftz" | "sat") && Ty::parse(m).is_none() {
+            return Err(d.unknown(opcode));
+        }
+    }
+    if dty == Ty::Pred || sty == Ty::Pred {
+        return Err(d.unknown(opcode));
+    }
+    let ftz = mods.contains(&"ftz");
+    if ftz && dty != Ty::F32 && sty != Ty::F32 {
+        // As ptxas: `.ftz` is for f32 sources and results only.
+        return Err(d.err(format!(
+            "`{opcode}`: .ftz applies only to a conversion from or to .f32"
+        )));
+    }
+    Ok(Op::Cvt {
+        dty,
+        sty,
+        rnd,
+        int_rnd,
+        ftz,
+        sat: mods.contains(&"sat"),
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], sty)?,
+    })
+}
+
+/// `setp`, with an optional second destination and combining predicate.
+pub(super) fn decode_setp(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let ty = ty.ok_or_else(|| d.unknown(opcode))?;
+    let cmp = mods
+        .iter()
+        .find_map(|m| cmp_of(m))
+        .ok_or_else(|| d.unknown(opcode))?;
+    let comb_op = mods.iter().find_map(|m| match *m {
+        "and" => Some(BoolOp::And),
+        "or" => Some(BoolOp::Or),
+        "xor" => Some(BoolOp::Xor),
+        _ => None,
+    });
+    let (dst, d2) = match &ops[0] {
+        Operand::Pair(a, b) => (d.reg(a)?, d.maybe_reg(b)?),
+        other => (d.reg(other)?, None),
+    };
+    let comb = match comb_op {
+        Some(op) => {
+            need(d, opcode, ops, 4)?;
+            let (p, neg) = negated(&ops[3]);
+            Some((op, d.src(p, Ty::Pred)?, neg))
+        }
+        None => {
+            need(d, opcode, ops, 3)?;
+            None
+        }
+    };
+    Ok(Op::Setp {
+        cmp,
+        ty,
+        ftz: ftz_of(d, opcode, mods, ty)?,
+        d: dst,
+        d2,
+        a: d.src(&ops[1], ty)?,
+        b: d.src(&ops[2], ty)?,
+        comb,
+    })
+}
+
+/// The carry chains: `add.cc`, `addc{.cc}`, `sub.cc`, `subc{.cc}`, `mad{.lo,.hi}.cc`,
+/// `madc{.lo,.hi}{.cc}`, on 32- and 64-bit integers.
+pub(super) fn decode_carry(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let ty = ty
+        .filter(|t| matches!(t, Ty::U32 | Ty::S32 | Ty::U64 | Ty::S64))
+        .ok_or_else(|| d.unknown(opcode))?;
+    let has = |m: &str| mods.contains(&m);
+    let op = match base {
+        "add" | "addc" => CarryOp::Add,
+        "sub" | "subc" => CarryOp::Sub,
+        _ if has("lo") => CarryOp::MadLo,
+        _ if has("hi") => CarryOp::MadHi,
+        _ => return Err(d.unknown(opcode)),
+    };
+    let arity = if matches!(op, CarryOp::MadLo | CarryOp::MadHi) {
+        4
+    } else {
+        3
+    };
+    need(d, opcode, ops, arity)?;
+    Ok(Op::Carry {
+        op,
+        ty,
+        d: d.reg(&ops[0])?,
+        a: src_at(d, ops, 1, ty)?,
+        b: src_at(d, ops, 2, ty)?,
+        c: src_at(d, ops, 3, ty)?,
+        cin: base.ends_with('c'),
+        cout: has("cc"),
+    })
+}
+
+/// `dp4a.atype.btype d, a, b, c` and `dp2a.mode.atype.btype d, a, b, c`.
+pub(super) fn decode_dot(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+    let [ta @ (Ty::U32 | Ty::S32), tb @ (Ty::U32 | Ty::S32)] = types[..] else {
+        return Err(d.unknown(opcode));
+    };
+    let (sa, sb) = (ta.signed(), tb.signed());
+    let op = if base == "dp4a" {
+        IntOp::Dp4a(sa, sb)
+    } else if mods.contains(&"lo") || mods.contains(&"hi") {
+        IntOp::Dp2a(mods.contains(&"hi"), sa, sb)
+    } else {
+        return Err(d.unknown(opcode));
+    };
+    need(d, opcode, ops, 4)?;
+    let ty = if sa || sb { Ty::S32 } else { Ty::U32 };
+    Ok(Op::Int {
+        op,
+        ty,
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], ta)?,
+        b: d.src(&ops[2], tb)?,
+        c: d.src(&ops[3], ty)?,
+        sat: false,
+    })
+}
+
+/// Everything else: integer, floating-point and predicate arithmetic, chosen by the type.
+pub(super) fn arithmetic(
+    d: &mut FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let ty = ty.ok_or_else(|| d.unknown(opcode))?;
+    if ty == Ty::Pred {
+        predicate_logic(d, opcode, base, ops)
+    } else if ty.float() {
+        float_arithmetic(d, opcode, base, mods, ops, ty)
+    } else {
+        int_arithmetic(d, opcode, base, mods, ops, ty)
+    }
+}
+
+/// `and`, `or`, `xor` and `not` on predicates, each operand possibly negated (`!p`).
+fn predicate_logic(d: &FnDecoder, opcode: &str, base: &str, ops: &[Operand]) -> LoadResult<Op> {
+    let op = match base {
+        "and" => IntOp::And,
+        "or" => IntOp::Or,
+        "xor" => IntOp::Xor,
+        "not" => IntOp::Not,
+        _ => return Err(d.unknown(opcode)),
+    };
+    let pred = |i: usize| -> LoadResult<(Src, bool)> {
+        match ops.get(i) {
+            Some(Operand::Not(p)) => Ok((d.src(p, Ty::Pred)?, true)),
+            Some(p) => Ok((d.src(p, Ty::Pred)?, false)),
+            None => Ok((Src::I(0), false)),
+        }
+    };
+    Ok(Op::PredLogic {
+        op,
+        d: d.reg(&ops[0])?,
+        a: pred(1)?,
+        b: pred(2)?,
+    })
+}
+
+/// Floating-point arithmetic, with its rounding modifier.
+fn float_arithmetic(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Ty,
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    let n = ops.len();
+    let mut rnd = Rnd::N;
+    let mut approx = false;
+    for m in mods {
+        if let Some(r) = rounding(m) {
+            rnd = r;
+        } else if *m == "approx" {
+            approx = true;
+        } else if *m == "full" {
+            return Err(d.err(format!(
+                "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce"
+            )));
+        } else if !matches!(
+            *m,
+            "ftz" | "sat" | "f32" | "f64" | "NaN" | "xorsign" | "abs"
+        ) {
+            return Err(d.unknown(opcode));
+        }
+    }
+    let op = match (base, approx) {
+        ("add", false) => FloatOp::Add,
+        ("sub", false) => FloatOp::Sub,
+        ("mul", false) => FloatOp::Mul,
+        ("fma", false) => FloatOp::Fma,
+        ("mad", false) if has("rn") || has("rz") || has("rm") || has("rp") => FloatOp::Fma,
+        ("div", false) => FloatOp::Div,
+        ("abs", _) => FloatOp::Abs,
+        ("neg", _) => FloatOp::Neg,
+        ("min", _) if !has("NaN") && !has("xorsign") => FloatOp::Min,
+        ("max", _) if !has("NaN") && !has("xorsign") => FloatOp::Max,
+        ("sqrt", false) => FloatOp::Sqrt,
+        ("rcp", false) => FloatOp::Rcp,
+        ("copysign", _) => FloatOp::Copysign,
+        ("rcp", true) if ty == Ty::F64 && has("ftz") => FloatOp::RcpApprox,
+        ("rsqrt", true) if ty == Ty::F64 && has("ftz") => FloatOp::RsqrtApprox,
+        (_, true) => {
+            return Err(d.err(format!(
+                "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce; \
+                 it runs `rcp.approx.ftz.f64` and `rsqrt.approx.ftz.f64` from tables read on an H100"
+            )))
+        }
+        _ => return Err(d.unknown(opcode)),
+    };
+    let arity = match op {
+        FloatOp::Abs
+        | FloatOp::Neg
+        | FloatOp::Sqrt
+        | FloatOp::Rcp
+        | FloatOp::RcpApprox
+        | FloatOp::RsqrtApprox => 2,
+        FloatOp::Fma => 4,
+        _ => 3,
+    };
+    if n != arity {
+        return Err(d.err(format!("`{opcode}` takes {arity} operands, found {n}")));
+    }
+    // `.ftz` of the f64 approximations is their tables' own behaviour.
+    let ftz =
+        !matches!(op, FloatOp::RcpApprox | FloatOp::RsqrtApprox) && ftz_of(d, opcode, mods, ty)?;
+    // A multiply and an add without a rounding modifier may be fused by ptxas;
+    // NVRTC writes `.rn` wherever it must not be, so these are exact as written.
+    Ok(Op::Float {
+        op,
+        ty,
+        rnd,
+        ftz,
+        sat: has("sat"),
+        d: d.reg(&ops[0])?,
+        a: src_at(d, ops, 1, ty)?,
+        b: src_at(d, ops, 2, ty)?,
+        c: src_at(d, ops, 3, ty)?,
+    })
+}
+
+/// Whether an f32 instruction flushes subnormals (`.ftz`); the modifier on any other type
+/// is refused, as ptxas refuses it.
+fn ftz_of(d: &FnDecoder, opcode: &str, mods: &[&str], ty: Ty) -> LoadResult<bool> {
+    let ftz = mods.contains(&"ftz");
+    if ftz && ty != Ty::F32 {
+        return Err(d.err(format!(
+            "`{opcode}`: .ftz applies only to .f32 instructions"
+        )));
+    }
+    Ok(ftz)
+}
+
+/// Integer arithmetic.
+fn int_arithmetic(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Ty,
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    let n = ops.len();
+    let (op, arity) = match base {
+        "add" if !has("cc") => (IntOp::Add, 3),
+        "sub" if !has("cc") => (IntOp::Sub, 3),
+        "mul" if has("lo") => (IntOp::MulLo, 3),
+        "mul" if has("hi") => (IntOp::MulHi, 3),
+        "mul" if has("wide") => (IntOp::MulWide, 3),
+        "mad" if has("lo") && !has("cc") => (IntOp::MadLo, 4),
+        "mad" if has("hi") && !has("cc") => (IntOp::MadHi, 4),
+        "mad" if has("wide") => (IntOp::MadWide, 4),
+        "div" => (IntOp::Div, 3),
+        "rem" => (IntOp::Rem, 3),
+        "min" => (IntOp::Min, 3),
+        "max" => (IntOp::Max, 3),
+        "abs" => (IntOp::Abs, 2),
+        "neg" => (IntOp::Neg, 2),
+        "and" => (IntOp::And, 3),
+        "or" => (IntOp::Or, 3),
+        "xor" => (IntOp::Xor, 3),
+        "not" => (IntOp::Not, 2),
+        "cnot" => (IntOp::CNot, 2),
+        "shl" => (IntOp::Shl, 3),
+        "shr" => (IntOp::Shr, 3),
+        "popc" => (IntOp::Popc, 2),
+        "clz" => (IntOp::Clz, 2),
+        "brev" => (IntOp::Brev, 2),
+        "bfe" => (IntOp::Bfe, 4),
+        "bfi" => (IntOp::Bfi, 5),
+        "prmt" if mods.len() == 1 => (IntOp::Prmt, 4),
+        "prmt" if mods.len() == 2 => {
+            let mode = ["f4e", "b4e", "rc8", "ecl", "ecr", "rc16"]
+                .iter()
+                .position(|m| has(m))
+                .ok_or_else(|| d.unknown(opcode))?;
+            (IntOp::PrmtMode(mode as u8), 4)
+        }
+        "sad" => (IntOp::Sad, 4),
+        "bfind" => (IntOp::Bfind(has("shiftamt")), 2),
+        "fns" => (IntOp::Fns, 4),
+        "shf" if has("l") || has("r") => (IntOp::Shf(has("l"), has("clamp")), 4),
+        "mul24" if has("lo") || has("hi") => (IntOp::Mul24(has("hi")), 3),
+        "mad24" if (has("lo") || has("hi")) && !has("sat") => (IntOp::Mad24(has("hi")), 4),
+        "bmsk" if has("clamp") || has("wrap") => (IntOp::Bmsk(has("clamp")), 3),
+        "szext" if has("clamp") || has("wrap") => (IntOp::Szext(has("clamp")), 3),
+        _ => return Err(d.unknown(opcode)),
+    };
+    if n != arity {
+        return Err(d.err(format!("`{opcode}` takes {arity} operands, found {n}")));
+    }
+    if op == IntOp::Bfi {
+        // bfi d, a, b, pos, len: the position and length ride in `c` (pos | len << 32).
+        let (Src::I(pos), Src::I(len)) = (src_at(d, ops, 3, Ty::U32)?, src_at(d, ops, 4, Ty::U32)?)
+        else {
+            return Err(d.err("bfi with a register position or length is not supported"));
+        };
+        return Ok(Op::Int {
+            op,
+            ty,
+            d: d.reg(&ops[0])?,
+            a: src_at(d, ops, 1, ty)?,
+            b: src_at(d, ops, 2, ty)?,
+            c: Src::I(pos | len << 32),
+            sat: false,
+        });
+    }
+    // Shift amounts, bfe's position and length are 32-bit whatever the type.
+    let second = if matches!(op, IntOp::Shl | IntOp::Shr | IntOp::Bfe) {
+        Ty::U32
+    } else {
+        ty
+    };
+    let third = match op {
+        IntOp::Bfe => Ty::U32,
+        IntOp::MadWide => wide(ty),
+        _ => ty,
+    };
+    Ok(Op::Int {
+        op,
+        ty,
+        d: d.reg(&ops[0])?,
+        a: src_at(d, ops, 1, ty)?,
+        b: src_at(d, ops, 2, second)?,
+        c: src_at(d, ops, 3, third)?,
+        sat: has("sat"),
+    })
+}
+
+fn wide(ty: Ty) -> Ty {
+    match ty {
+        Ty::U16 => Ty::U32,
+        Ty::S16 => Ty::S32,
+        Ty::U32 => Ty::U64,
+        Ty::S32 => Ty::S64,
+        other => other,
+    }
+}

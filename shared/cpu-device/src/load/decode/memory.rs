@@ -1,0 +1,189 @@
+//! Decoding the memory instructions: `ld`, `ldu`, `st`, `atom`, `red` and `cvta`, with their
+//! state spaces and the modifiers the interpreter may ignore.
+
+use super::{need, space_of, FnDecoder};
+use crate::ir::*;
+use crate::load::parse::Operand;
+use crate::load::LoadResult;
+
+/// `ld`, `ldu` and `st` (`store`), scalar or vector.
+pub(super) fn decode_load_store(
+    d: &FnDecoder,
+    opcode: &str,
+    store: bool,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let ty = ty.ok_or_else(|| d.unknown(opcode))?;
+    let mut space = Space::Generic;
+    let mut width = 1;
+    for m in mods {
+        if let Some(s) = space_of(m) {
+            space = s;
+        } else if *m == "v2" {
+            width = 2;
+        } else if *m == "v4" {
+            width = 4;
+        } else if Ty::parse(m).is_none() && !ignorable(m) {
+            return Err(d.unknown(opcode));
+        }
+    }
+    need(d, opcode, ops, 2)?;
+    let (value, at) = if store {
+        (&ops[1], &ops[0])
+    } else {
+        (&ops[0], &ops[1])
+    };
+    let addr = d.address(at, space)?;
+    let items: Vec<Operand> = match value {
+        Operand::Vector(v) => v.clone(),
+        other => vec![other.clone()],
+    };
+    if items.len() != width {
+        return Err(d.err(format!(
+            "`{opcode}` moves {width} values, found {}",
+            items.len()
+        )));
+    }
+    Ok(if store {
+        Op::St {
+            space,
+            ty,
+            srcs: items
+                .iter()
+                .map(|o| d.src(o, ty))
+                .collect::<LoadResult<_>>()?,
+            addr,
+        }
+    } else {
+        Op::Ld {
+            space,
+            ty,
+            ds: items
+                .iter()
+                .map(|o| d.maybe_reg(o))
+                .collect::<LoadResult<_>>()?,
+            addr,
+        }
+    })
+}
+
+/// `cvta` and `cvta.to`: between a space's addresses and generic ones.
+pub(super) fn decode_cvta(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    need(d, opcode, ops, 2)?;
+    let to = mods.contains(&"to");
+    let space = mods
+        .iter()
+        .find_map(|m| space_of(m))
+        .ok_or_else(|| d.unknown(opcode))?;
+    if space == Space::Param {
+        return Err(d.unknown(opcode));
+    }
+    Ok(Op::Cvta {
+        to,
+        space,
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], Ty::U64)?,
+    })
+}
+
+/// `atom`, and `red` (`atom` without a destination).
+pub(super) fn decode_atomic(
+    d: &FnDecoder,
+    opcode: &str,
+    returns: bool,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let ty = ty.ok_or_else(|| d.unknown(opcode))?;
+    let space = mods
+        .iter()
+        .find_map(|m| space_of(m))
+        .unwrap_or(Space::Generic);
+    let op = mods
+        .iter()
+        .find_map(|m| {
+            Some(match *m {
+                "add" => AtomOp::Add,
+                "min" => AtomOp::Min,
+                "max" => AtomOp::Max,
+                "inc" => AtomOp::Inc,
+                "dec" => AtomOp::Dec,
+                "and" => AtomOp::And,
+                "or" => AtomOp::Or,
+                "xor" => AtomOp::Xor,
+                "exch" => AtomOp::Exch,
+                "cas" => AtomOp::Cas,
+                _ => return None,
+            })
+        })
+        .ok_or_else(|| d.unknown(opcode))?;
+    if mods.iter().any(|m| m.starts_with('v'))
+        || (ty.float() && op != AtomOp::Add && op != AtomOp::Exch)
+    {
+        return Err(d.unknown(opcode));
+    }
+    let (dst, rest) = if returns {
+        (Some(d.reg(&ops[0])?), &ops[1..])
+    } else {
+        (None, ops)
+    };
+    let want = if op == AtomOp::Cas { 3 } else { 2 };
+    if rest.len() != want {
+        return Err(d.err(format!(
+            "`{opcode}` takes {} operands",
+            want + usize::from(dst.is_some())
+        )));
+    }
+    Ok(Op::Atom {
+        space,
+        op,
+        ty,
+        d: dst,
+        addr: d.address(&rest[0], space)?,
+        b: d.src(&rest[1], ty)?,
+        c: if op == AtomOp::Cas {
+            d.src(&rest[2], ty)?
+        } else {
+            Src::I(0)
+        },
+    })
+}
+
+/// Modifiers that change nothing the interpreter models: caching hints, memory order
+/// and scope (blocks run one at a time per host thread, accesses in program order).
+fn ignorable(m: &str) -> bool {
+    matches!(
+        m,
+        "nc" | "ca"
+            | "cg"
+            | "cs"
+            | "lu"
+            | "cv"
+            | "wb"
+            | "wt"
+            | "weak"
+            | "volatile"
+            | "relaxed"
+            | "acquire"
+            | "release"
+            | "acq_rel"
+            | "sc"
+            | "cta"
+            | "gpu"
+            | "sys"
+            | "uni"
+            | "aligned"
+            | "L1::evict_last"
+            | "L2::64B"
+            | "L2::128B"
+            | "L2::256B"
+    )
+}

@@ -1,0 +1,189 @@
+//! Decoding the instructions between threads: barriers, `shfl.sync`, `vote.sync`,
+//! `redux.sync` and `match.sync`.
+
+use super::{need, negated, FnDecoder};
+use crate::ir::*;
+use crate::load::parse::Operand;
+use crate::load::LoadResult;
+
+/// `bar` and `barrier`: whole-block barriers and `bar.warp.sync`.
+pub(super) fn decode_barrier(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    let n = ops.len();
+    if has("warp") {
+        need(d, opcode, ops, 1)?;
+        Ok(Op::WarpSync {
+            mask: d.src(&ops[0], Ty::B32)?,
+        })
+    } else if (has("sync") || mods.is_empty() || has("cta")) && n == 1 {
+        Ok(Op::Bar)
+    } else if has("red") && n == 3 {
+        // bar.red.popc.u32 d, 0, {!}p; bar.red.and.pred d, 0, {!}p.
+        let op = if has("popc") {
+            BarRedOp::Popc
+        } else if has("and") {
+            BarRedOp::And
+        } else if has("or") {
+            BarRedOp::Or
+        } else {
+            return Err(d.unknown(opcode));
+        };
+        let (p, neg) = negated(&ops[2]);
+        Ok(Op::BarRed {
+            op,
+            d: d.reg(&ops[0])?,
+            p: d.src(p, Ty::Pred)?,
+            neg,
+        })
+    } else {
+        Err(d.err(format!(
+            "`{opcode}` with {n} operands: only whole-block barriers (`bar.sync 0`) are supported"
+        )))
+    }
+}
+
+/// `shfl.sync`.
+pub(super) fn decode_shfl(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    if !has("sync") {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 5)?;
+    let mode = if has("up") {
+        ShflMode::Up
+    } else if has("down") {
+        ShflMode::Down
+    } else if has("bfly") {
+        ShflMode::Bfly
+    } else if has("idx") {
+        ShflMode::Idx
+    } else {
+        return Err(d.unknown(opcode));
+    };
+    let (dst, p) = match &ops[0] {
+        Operand::Pair(a, b) => (d.reg(a)?, d.maybe_reg(b)?),
+        other => (d.reg(other)?, None),
+    };
+    Ok(Op::Shfl {
+        mode,
+        d: dst,
+        p,
+        a: d.src(&ops[1], Ty::B32)?,
+        b: d.src(&ops[2], Ty::B32)?,
+        c: d.src(&ops[3], Ty::B32)?,
+        mask: d.src(&ops[4], Ty::B32)?,
+    })
+}
+
+/// `vote.sync`.
+pub(super) fn decode_vote(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    if !has("sync") {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 3)?;
+    let mode = if has("all") {
+        VoteMode::All
+    } else if has("any") {
+        VoteMode::Any
+    } else if has("uni") {
+        VoteMode::Uni
+    } else if has("ballot") {
+        VoteMode::Ballot
+    } else {
+        return Err(d.unknown(opcode));
+    };
+    let (p, neg) = negated(&ops[1]);
+    Ok(Op::Vote {
+        mode,
+        d: d.reg(&ops[0])?,
+        a: d.src(p, Ty::Pred)?,
+        neg,
+        mask: d.src(&ops[2], Ty::B32)?,
+    })
+}
+
+/// `redux.sync.op.type d, a, membermask` on 32-bit integers.
+pub(super) fn decode_redux(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    let ty = ty
+        .filter(|t| matches!(t, Ty::U32 | Ty::S32 | Ty::B32))
+        .ok_or_else(|| d.unknown(opcode))?;
+    let op = if has("add") {
+        ReduxOp::Add
+    } else if has("min") {
+        ReduxOp::Min
+    } else if has("max") {
+        ReduxOp::Max
+    } else if has("and") {
+        ReduxOp::And
+    } else if has("or") {
+        ReduxOp::Or
+    } else if has("xor") {
+        ReduxOp::Xor
+    } else {
+        return Err(d.unknown(opcode));
+    };
+    if !has("sync") {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 3)?;
+    Ok(Op::Redux {
+        op,
+        ty,
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], ty)?,
+        mask: d.src(&ops[2], Ty::B32)?,
+    })
+}
+
+/// `match.any.sync.type d, a, membermask` and `match.all.sync.type d{|p}, a, membermask`.
+pub(super) fn decode_match(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Option<Ty>,
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    let ty = ty
+        .filter(|t| matches!(t, Ty::B32 | Ty::B64))
+        .ok_or_else(|| d.unknown(opcode))?;
+    if !has("sync") || has("any") == has("all") {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 3)?;
+    let (dst, p) = match &ops[0] {
+        Operand::Pair(a, b) if has("all") => (d.reg(a)?, d.maybe_reg(b)?),
+        other => (d.reg(other)?, None),
+    };
+    Ok(Op::Match {
+        all: has("all"),
+        ty,
+        d: dst,
+        p,
+        a: d.src(&ops[1], ty)?,
+        mask: d.src(&ops[2], Ty::B32)?,
+    })
+}
