@@ -197,3 +197,62 @@ fn writes_of(op: &Op) -> Vec<Reg> {
         _ => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::*;
+    use crate::load::decoded;
+
+    /// The `Op` of a loose f32 `op` of `%f0` and `%f1` with `c`, into `d`.
+    fn fused(op: FloatOp, d: Reg, c: Reg) -> Op {
+        Op::Float {
+            op,
+            ty: Ty::F32,
+            rnd: Rnd::N,
+            ftz: false,
+            sat: false,
+            d,
+            a: Src::R(0),
+            b: Src::R(1),
+            c: Src::R(c),
+        }
+    }
+
+    /// contract: a loose `mul` read only by a loose `add` becomes an `fma` there, and one
+    /// subtracted from a value a reversed one (`c - a * b`), across an unrelated instruction.
+    #[test]
+    fn a_loose_multiply_read_once_by_an_add_is_fused() {
+        let ops = decoded(
+            ".reg .f32 %f<8>;\nmul.f32 %f2, %f0, %f1;\nmov.f32 %f7, %f4;\n\
+             add.f32 %f3, %f2, %f4;\nmul.f32 %f5, %f0, %f1;\nsub.f32 %f6, %f4, %f5;",
+        )
+        .expect("decodes");
+        assert_eq!(ops[2], fused(FloatOp::Fma, 3, 4));
+        assert_eq!(ops[4], fused(FloatOp::FmaRev, 6, 4));
+    }
+
+    /// contract: a `mul` whose result another instruction also reads is not fused, nor one
+    /// into an `add.rn`, nor one whose operand is written before the `add`.
+    #[test]
+    fn a_multiply_read_twice_or_into_a_rounded_add_is_not_fused() {
+        let ops = decoded(
+            ".reg .f32 %f<10>;\nmul.f32 %f2, %f0, %f1;\nadd.f32 %f3, %f2, %f4;\n\
+             mov.f32 %f5, %f2;\nmul.f32 %f6, %f0, %f1;\nadd.rn.f32 %f7, %f6, %f4;\n\
+             mul.f32 %f8, %f0, %f1;\nmov.f32 %f1, %f4;\nadd.f32 %f9, %f8, %f4;",
+        )
+        .expect("decodes");
+        for i in [1, 4, 7] {
+            assert!(
+                matches!(
+                    ops[i],
+                    Op::Float {
+                        op: FloatOp::Add,
+                        ..
+                    }
+                ),
+                "{i}: {:?}",
+                ops[i]
+            );
+        }
+    }
+}

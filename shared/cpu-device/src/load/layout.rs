@@ -86,3 +86,50 @@ pub(super) fn symbol_address(module: &Module, name: &str) -> Option<u64> {
         .get(name)
         .map(|&i| FUNCTION_ADDRESS_BASE + u64::from(i) * 16)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::load::load;
+    use crate::memory::Memory;
+
+    const HEADER: &str = ".version 8.0\n.target sm_90\n.address_size 64\n";
+
+    /// layout: a `.shared .align 16` array after a 1-byte shared variable starts at offset
+    /// 16, and an unsized `[]` array (dynamic shared memory) adds no bytes of its own.
+    #[test]
+    fn shared_variables_are_aligned_and_an_unsized_array_is_free() {
+        let ptx = format!(
+            "{HEADER}.shared .u8 a;\n.shared .align 16 .b8 b[20];\n.shared .align 8 .b8 dyn[];\n"
+        );
+        let module = load(&ptx, &Memory::default()).expect("loads");
+        let at: Vec<u64> = module.variables.iter().map(|v| v.address).collect();
+        assert_eq!(at, [0, 16, 40]);
+        assert_eq!(module.shared_bytes, 40);
+    }
+
+    /// layout: a `.global .align 16` array after a 1-byte global gets a 16-byte aligned
+    /// address with its initial values written at their width, and a `.u64` initialised
+    /// with the array's name holds its address.
+    #[test]
+    fn globals_are_aligned_and_initialised() {
+        let ptx = format!(
+            "{HEADER}.global .u8 a = 7;\n.global .align 16 .u16 h[3] = {{1, 2, 0xFFFF}};\n\
+             .global .u64 p = h;\n"
+        );
+        let memory = Memory::default();
+        let module = load(&ptx, &memory).expect("loads");
+        let [a, h, p] = &module.variables[..] else {
+            panic!("three variables");
+        };
+        assert_eq!(h.address % 16, 0);
+        let mut bytes = [0u8; 1];
+        memory.read(a.address, &mut bytes).expect("a");
+        assert_eq!(bytes, [7]);
+        let mut bytes = [0u8; 6];
+        memory.read(h.address, &mut bytes).expect("h");
+        assert_eq!(bytes, [1, 0, 2, 0, 0xFF, 0xFF]);
+        let mut bytes = [0u8; 8];
+        memory.read(p.address, &mut bytes).expect("p");
+        assert_eq!(u64::from_le_bytes(bytes), h.address);
+    }
+}

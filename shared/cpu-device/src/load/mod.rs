@@ -277,3 +277,18 @@ fn declare_params(d: &mut FnDecoder, h: &Header, f: &mut Function) {
         f.retval = Some((at, size));
     }
 }
+
+/// The ops `body` decodes to as the body of a kernel `k` (less the `ret` the loader adds at
+/// its end), or the load's error: for the sub-modules' tests.
+#[cfg(test)]
+fn decoded(body: &str) -> LoadResult<Vec<Op>> {
+    let ptx = format!(
+        ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n{body}\n}}\n"
+    );
+    let module = load(&ptx, &Memory::default())?;
+    let k = module.function("k").expect("the kernel k");
+    Ok(module.code[k.start as usize..k.end as usize - 1]
+        .iter()
+        .map(|i| i.op.clone())
+        .collect())
+}

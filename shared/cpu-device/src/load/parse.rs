@@ -622,3 +622,36 @@ fn single_operand(c: &mut Cursor) -> LoadResult<Operand> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lex::tokens;
+    use crate::load::decoded;
+
+    /// parse: `.reg .b32 %r<4>` declares %r0..%r3, and a use of %r4 is refused by name.
+    #[test]
+    fn a_register_range_declares_exactly_its_count() {
+        assert!(decoded(".reg .b32 %r<4>;\nmov.u32 %r3, 1;").is_ok());
+        let err = decoded(".reg .b32 %r<4>;\nmov.u32 %r4, 1;").expect_err("%r4 is undeclared");
+        assert!(err.contains("`%r4` is not a register"), "{err}");
+    }
+
+    /// parse: `.align 16 .v4 .f32 x[2][3]` is six 16-byte vectors (every dimension counts),
+    /// and without `.align` a declaration is aligned to its element.
+    #[test]
+    fn a_declaration_reads_alignment_vector_and_every_dimension() {
+        let toks = tokens(".align 8 .v4 .f32 x[2][3] .v2 .u16 y").expect("lexed");
+        let mut c = Cursor {
+            toks: &toks,
+            pos: 0,
+        };
+        let x = decl(&mut c).expect("x");
+        assert_eq!(
+            (x.name.as_str(), x.align, x.count, x.bytes()),
+            ("x", 8, 6, 96)
+        );
+        let y = decl(&mut c).expect("y");
+        assert_eq!((y.align, y.bytes()), (4, 4));
+    }
+}

@@ -458,3 +458,60 @@ fn wide(ty: Ty) -> Ty {
         other => other,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::*;
+    use crate::load::decoded;
+
+    /// decode: `.ftz` on an f64 instruction is refused, as ptxas refuses it; on f32 it is kept.
+    #[test]
+    fn ftz_is_for_f32_only() {
+        let err = decoded(".reg .f64 %fd<3>;\nadd.ftz.f64 %fd0, %fd1, %fd2;").expect_err("f64");
+        assert!(
+            err.contains(".ftz applies only to .f32 instructions"),
+            "{err}"
+        );
+        let ops = decoded(".reg .f32 %f<3>;\nadd.ftz.f32 %f0, %f1, %f2;").expect("f32");
+        assert!(
+            matches!(ops[0], Op::Float { ftz: true, .. }),
+            "{:?}",
+            ops[0]
+        );
+    }
+
+    /// decode: `mad.wide.s32`'s addend is 64-bit (an immediate -1 keeps all 64 bits) and a
+    /// 64-bit shift's amount 32-bit (-1 keeps 32).
+    #[test]
+    fn wide_addends_and_shift_amounts_take_their_own_widths() {
+        let ops = decoded(
+            ".reg .b32 %r<2>;\n.reg .b64 %rd<1>;\nmad.wide.s32 %rd0, %r0, %r1, -1;\n\
+             shl.b64 %rd0, %rd0, -1;",
+        )
+        .expect("decodes");
+        assert!(
+            matches!(
+                ops[0],
+                Op::Int {
+                    op: IntOp::MadWide,
+                    c: Src::I(u64::MAX),
+                    ..
+                }
+            ),
+            "{:?}",
+            ops[0]
+        );
+        assert!(
+            matches!(
+                ops[1],
+                Op::Int {
+                    op: IntOp::Shl,
+                    b: Src::I(0xFFFF_FFFF),
+                    ..
+                }
+            ),
+            "{:?}",
+            ops[1]
+        );
+    }
+}

@@ -187,3 +187,43 @@ fn ignorable(m: &str) -> bool {
             | "L2::256B"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::*;
+    use crate::load::decoded;
+
+    /// decode: `ld.global.nc.v2.f32 {%f0, _}, [%rd0+-8]` loads two values (the second
+    /// discarded) from 8 bytes below the register, its `.nc` hint ignored.
+    #[test]
+    fn a_vector_load_keeps_its_width_sink_and_negative_offset() {
+        let ops = decoded(
+            ".reg .f32 %f<1>;\n.reg .b64 %rd<1>;\nld.global.nc.v2.f32 {%f0, _}, [%rd0+-8];",
+        )
+        .expect("decodes");
+        assert_eq!(
+            ops[0],
+            Op::Ld {
+                space: Space::Global,
+                ty: Ty::F32,
+                ds: vec![Some(0), None],
+                addr: Addr::Reg(1, -8),
+            }
+        );
+    }
+
+    /// decode: `atom.global.min.f32` is refused (floats have atomic add and exchange only),
+    /// and a `.v2` load into three registers is refused.
+    #[test]
+    fn a_float_atomic_min_and_a_mismatched_vector_are_refused() {
+        let err =
+            decoded(".reg .f32 %f<3>;\n.reg .b64 %rd<1>;\natom.global.min.f32 %f0, [%rd0], %f1;")
+                .expect_err("refused");
+        assert!(err.contains("`atom.global.min.f32`"), "{err}");
+        let err = decoded(
+            ".reg .f32 %f<3>;\n.reg .b64 %rd<1>;\nld.global.v2.f32 {%f0, %f1, %f2}, [%rd0];",
+        )
+        .expect_err("refused");
+        assert!(err.contains("moves 2 values, found 3"), "{err}");
+    }
+}

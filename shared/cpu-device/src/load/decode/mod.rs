@@ -248,7 +248,7 @@ impl FnDecoder<'_> {
 /// A parameter's or local's offset plus an address's: one outside 0 to 2^32 - 1 (a negative
 /// or huge offset) is u32::MAX, which every access there finds outside its memory, rather
 /// than a number wrapped back inside.
-pub(super) fn add(at: u32, offset: i64) -> u32 {
+fn add(at: u32, offset: i64) -> u32 {
     i64::from(at)
         .checked_add(offset)
         .and_then(|v| u32::try_from(v).ok())
@@ -450,5 +450,45 @@ fn negated(operand: &Operand) -> (&Operand, bool) {
     match operand {
         Operand::Not(p) => (p, true),
         p => (p, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::*;
+    use crate::load::decoded;
+
+    /// decode: a `0d` immediate in an f32 instruction is rounded to f32 bits, a `0f` one in
+    /// an f64 instruction widened, and `-0.5` negated as a float, not as an integer.
+    #[test]
+    fn float_immediates_take_their_instructions_type() {
+        let ops = decoded(
+            ".reg .f32 %f<2>;\n.reg .f64 %fd<1>;\nmov.f32 %f0, 0d3FF0000000000000;\n\
+             mov.f64 %fd0, 0f3F800000;\nmov.f32 %f1, -0.5;",
+        )
+        .expect("decodes");
+        let mov = |d, a: u64, mask| Op::Mov {
+            d,
+            a: Src::I(a),
+            mask,
+        };
+        assert_eq!(ops[0], mov(0, 0x3F80_0000, 0xFFFF_FFFF));
+        assert_eq!(ops[1], mov(2, 1f64.to_bits(), u64::MAX));
+        assert_eq!(ops[2], mov(1, u64::from((-0.5f32).to_bits()), 0xFFFF_FFFF));
+    }
+
+    /// decode: `%tid.y` is the thread index's dimension 1, and `%tid.w` is refused by name.
+    #[test]
+    fn special_registers_are_read_or_refused_by_name() {
+        let ops = decoded(".reg .b32 %r<1>;\nmov.u32 %r0, %tid.y;").expect("decodes");
+        assert_eq!(
+            ops[0],
+            Op::Special {
+                d: 0,
+                s: Special::Tid(1)
+            }
+        );
+        let err = decoded(".reg .b32 %r<1>;\nmov.u32 %r0, %tid.w;").expect_err("no such");
+        assert!(err.contains("`%tid.w` is not known"), "{err}");
     }
 }

@@ -187,3 +187,50 @@ pub(super) fn decode_match(
         mask: d.src(&ops[2], Ty::B32)?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::ir::*;
+    use crate::load::decoded;
+
+    /// decode: `vote.sync.ballot.b32` of `!%p0` keeps the negation, and `shfl.sync` into
+    /// `%r0|%p0` keeps its predicate destination.
+    #[test]
+    fn negated_votes_and_shuffle_predicates_are_kept() {
+        let ops = decoded(
+            ".reg .pred %p<1>;\n.reg .b32 %r<2>;\nvote.sync.ballot.b32 %r0, !%p0, -1;\n\
+             shfl.sync.bfly.b32 %r0|%p0, %r1, 1, 31, -1;",
+        )
+        .expect("decodes");
+        assert_eq!(
+            ops[0],
+            Op::Vote {
+                mode: VoteMode::Ballot,
+                d: 1,
+                a: Src::R(0),
+                neg: true,
+                mask: Src::I(0xFFFF_FFFF),
+            }
+        );
+        assert_eq!(
+            ops[1],
+            Op::Shfl {
+                mode: ShflMode::Bfly,
+                d: 1,
+                p: Some(0),
+                a: Src::R(2),
+                b: Src::I(1),
+                c: Src::I(31),
+                mask: Src::I(0xFFFF_FFFF),
+            }
+        );
+    }
+
+    /// decode: `bar.sync 0, 64` (a barrier for part of the block) is refused, not run as a
+    /// whole-block barrier.
+    #[test]
+    fn a_partial_barrier_is_refused() {
+        let err = decoded("bar.sync 0, 64;").expect_err("refused");
+        assert!(err.contains("only whole-block barriers"), "{err}");
+    }
+}
