@@ -188,11 +188,11 @@ pub(super) struct VarDecl {
     pub(super) init: Vec<Init>,
 }
 
-/// The module's directives, in order: its functions' headers (a declaration and its
-/// definition merged) and its variables' declarations.
 /// The module's functions, variables and source files, from its top-level directives.
 pub(super) type Directives = (Vec<Header>, Vec<VarDecl>, HashMap<u64, String>);
 
+/// The module's directives, in order: its functions' headers (a declaration and its
+/// definition merged) and its variables' declarations.
 pub(super) fn directives(c: &mut Cursor) -> LoadResult<Directives> {
     let mut headers: Vec<Header> = Vec::new();
     let mut vars: Vec<VarDecl> = Vec::new();
