@@ -240,3 +240,26 @@ fn profile_without_emulate_says_to_add_it() {
     );
     assert!(message.contains("add --emulate"), "{message}");
 }
+
+/// `--profile-png` draws what `--profile` counts: alone, it is a usage error; and a picture
+/// that cannot be written is refused before any work, one line naming it, nothing left.
+#[test]
+fn a_profile_picture_needs_profile_and_a_writable_path() {
+    let dir = tempfile::tempdir().expect("a scratch folder");
+    let picture = dir.path().join("no-such-folder/warps.png");
+    let run = |extra: &[&str]| {
+        let mut command = assert_cmd::Command::cargo_bin("lab04").expect("built");
+        command
+            .args(["64", "64", "--emulate"])
+            .args(extra)
+            .arg("--profile-png")
+            .arg(&picture)
+            .arg("-o")
+            .arg(dir.path().join("out.ppm"));
+        assert_fails_cleanly(&mut command, "lab04", dir.path())
+    };
+    let alone = run(&[]);
+    assert!(alone.contains("add --profile"), "{alone}");
+    let unwritable = run(&["--profile"]);
+    assert!(unwritable.contains("warps.png"), "{unwritable}");
+}
