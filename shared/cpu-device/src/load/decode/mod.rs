@@ -378,6 +378,16 @@ fn decode_mov(d: &FnDecoder, opcode: &str, ops: &[Operand], ty: Option<Ty>) -> L
     })
 }
 
+/// The mode the first of `modes`' words found among `mods` names (checked in the table's
+/// order), or `opcode` refused as unknown: one table for each instruction's modifiers.
+fn mode<T: Copy>(d: &FnDecoder, opcode: &str, mods: &[&str], modes: &[(&str, T)]) -> LoadResult<T> {
+    modes
+        .iter()
+        .find(|(word, _)| mods.contains(word))
+        .map(|&(_, mode)| mode)
+        .ok_or_else(|| d.unknown(opcode))
+}
+
 /// Check that `opcode` has `k` operands.
 fn need(d: &FnDecoder, opcode: &str, ops: &[Operand], k: usize) -> LoadResult<()> {
     let n = ops.len();

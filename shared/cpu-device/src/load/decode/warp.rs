@@ -1,7 +1,7 @@
 //! Decoding the instructions between threads: barriers, `shfl.sync`, `vote.sync`,
 //! `redux.sync` and `match.sync`.
 
-use super::{need, negated, FnDecoder};
+use super::{mode, need, negated, FnDecoder};
 use crate::ir::*;
 use crate::load::parse::Operand;
 use crate::load::LoadResult;
@@ -24,15 +24,16 @@ pub(super) fn decode_barrier(
         Ok(Op::Bar)
     } else if has("red") && n == 3 {
         // bar.red.popc.u32 d, 0, {!}p; bar.red.and.pred d, 0, {!}p.
-        let op = if has("popc") {
-            BarRedOp::Popc
-        } else if has("and") {
-            BarRedOp::And
-        } else if has("or") {
-            BarRedOp::Or
-        } else {
-            return Err(d.unknown(opcode));
-        };
+        let op = mode(
+            d,
+            opcode,
+            mods,
+            &[
+                ("popc", BarRedOp::Popc),
+                ("and", BarRedOp::And),
+                ("or", BarRedOp::Or),
+            ],
+        )?;
         let (p, neg) = negated(&ops[2]);
         Ok(Op::BarRed {
             op,
@@ -59,17 +60,17 @@ pub(super) fn decode_shfl(
         return Err(d.unknown(opcode));
     }
     need(d, opcode, ops, 5)?;
-    let mode = if has("up") {
-        ShflMode::Up
-    } else if has("down") {
-        ShflMode::Down
-    } else if has("bfly") {
-        ShflMode::Bfly
-    } else if has("idx") {
-        ShflMode::Idx
-    } else {
-        return Err(d.unknown(opcode));
-    };
+    let mode = mode(
+        d,
+        opcode,
+        mods,
+        &[
+            ("up", ShflMode::Up),
+            ("down", ShflMode::Down),
+            ("bfly", ShflMode::Bfly),
+            ("idx", ShflMode::Idx),
+        ],
+    )?;
     let (dst, p) = match &ops[0] {
         Operand::Pair(a, b) => (d.reg(a)?, d.maybe_reg(b)?),
         other => (d.reg(other)?, None),
@@ -97,17 +98,17 @@ pub(super) fn decode_vote(
         return Err(d.unknown(opcode));
     }
     need(d, opcode, ops, 3)?;
-    let mode = if has("all") {
-        VoteMode::All
-    } else if has("any") {
-        VoteMode::Any
-    } else if has("uni") {
-        VoteMode::Uni
-    } else if has("ballot") {
-        VoteMode::Ballot
-    } else {
-        return Err(d.unknown(opcode));
-    };
+    let mode = mode(
+        d,
+        opcode,
+        mods,
+        &[
+            ("all", VoteMode::All),
+            ("any", VoteMode::Any),
+            ("uni", VoteMode::Uni),
+            ("ballot", VoteMode::Ballot),
+        ],
+    )?;
     let (p, neg) = negated(&ops[1]);
     Ok(Op::Vote {
         mode,
@@ -130,21 +131,19 @@ pub(super) fn decode_redux(
     let ty = ty
         .filter(|t| matches!(t, Ty::U32 | Ty::S32 | Ty::B32))
         .ok_or_else(|| d.unknown(opcode))?;
-    let op = if has("add") {
-        ReduxOp::Add
-    } else if has("min") {
-        ReduxOp::Min
-    } else if has("max") {
-        ReduxOp::Max
-    } else if has("and") {
-        ReduxOp::And
-    } else if has("or") {
-        ReduxOp::Or
-    } else if has("xor") {
-        ReduxOp::Xor
-    } else {
-        return Err(d.unknown(opcode));
-    };
+    let op = mode(
+        d,
+        opcode,
+        mods,
+        &[
+            ("add", ReduxOp::Add),
+            ("min", ReduxOp::Min),
+            ("max", ReduxOp::Max),
+            ("and", ReduxOp::And),
+            ("or", ReduxOp::Or),
+            ("xor", ReduxOp::Xor),
+        ],
+    )?;
     if !has("sync") {
         return Err(d.unknown(opcode));
     }
@@ -224,6 +223,35 @@ mod tests {
                 mask: Src::I(0xFFFF_FFFF),
             }
         );
+    }
+
+    /// decode: the first word of a mode's table that the modifiers name decides it
+    /// (`redux.sync.min` is a minimum, not a sum), and a mode no table names is refused by
+    /// its opcode, not taken as the table's first.
+    #[test]
+    fn a_mode_is_read_from_its_table_or_refused() {
+        let ops = decoded(".reg .b32 %r<2>;\nredux.sync.min.s32 %r0, %r1, -1;").expect("decodes");
+        assert!(
+            matches!(
+                ops[0],
+                Op::Redux {
+                    op: ReduxOp::Min,
+                    ty: Ty::S32,
+                    ..
+                }
+            ),
+            "{ops:?}"
+        );
+        for unknown in [
+            "redux.sync.mul.s32 %r0, %r1, -1;",
+            "vote.sync.none.pred %p0, %p0, -1;",
+            "shfl.sync.rot.b32 %r0, %r1, 1, 31, -1;",
+        ] {
+            let err = decoded(&format!(".reg .pred %p<1>;\n.reg .b32 %r<2>;\n{unknown}"))
+                .expect_err("refused");
+            let opcode = unknown.split(' ').next().unwrap_or_default();
+            assert!(err.contains(opcode), "{unknown}: {err}");
+        }
     }
 
     /// decode: `bar.sync 0, 64` (a barrier for part of the block) is refused, not run as a
