@@ -364,7 +364,8 @@ impl Class {
             | Op::Ret
             | Op::Exit
             | Op::Trap
-            | Op::Printf { .. } => Class::Branch,
+            | Op::Printf { .. }
+            | Op::AssertFail { .. } => Class::Branch,
             Op::Bar | Op::BarRed { .. } | Op::WarpSync { .. } => Class::Barrier,
             Op::Shfl { .. } | Op::Vote { .. } | Op::Match { .. } | Op::Activemask { .. } => {
                 Class::Warp

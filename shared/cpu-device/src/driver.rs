@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::exec::{self, Launch, MAX_SHARED_OPT_IN, MAX_STATIC_SHARED};
+use crate::exec::{self, FaultKind, Launch, MAX_SHARED_OPT_IN, MAX_STATIC_SHARED};
 use crate::ir::Function;
 use crate::load::{load, Module};
 use crate::memory::Memory;
@@ -38,6 +38,7 @@ const INVALID_HANDLE: CuResult = 400;
 const NOT_FOUND: CuResult = 500;
 const ILLEGAL_ADDRESS: CuResult = 700;
 const LAUNCH_TIMEOUT: CuResult = 702;
+const ASSERT: CuResult = 710;
 const ILLEGAL_INSTRUCTION: CuResult = 715;
 const UNKNOWN: CuResult = 999;
 
@@ -969,15 +970,20 @@ pub unsafe extern "C" fn cpuDeviceFree(text: *mut c_char) {
     }
 }
 
-/// The error for a launch that faulted: a trap is an illegal instruction, anything else an
-/// illegal address.
+/// The error for a launch that faulted, as a GPU gives it: a trap is an illegal
+/// instruction, a failed assert an assert (its report on stderr first, as the GPU's
+/// driver prints it), anything else an illegal address.
 fn launch_failed(kernel: &str, fault: &exec::Fault) -> CuResult {
-    let code = if fault.message.contains("trapped") {
-        ILLEGAL_INSTRUCTION
-    } else if fault.message.contains("past its deadline") {
-        LAUNCH_TIMEOUT
-    } else {
-        ILLEGAL_ADDRESS
+    let code = match &fault.kind {
+        FaultKind::Address => ILLEGAL_ADDRESS,
+        FaultKind::Trap => ILLEGAL_INSTRUCTION,
+        FaultKind::Deadline => LAUNCH_TIMEOUT,
+        FaultKind::Assert { report } => {
+            let mut err = std::io::stderr().lock();
+            // A report that cannot be written is lost, as the GPU's would be.
+            let _ = err.write_all(report.as_bytes()).and_then(|()| err.flush());
+            ASSERT
+        }
     };
     fail(
         code,

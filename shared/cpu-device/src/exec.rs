@@ -79,11 +79,32 @@ pub struct Fault {
     pub block: [u32; 3],
     pub thread: [u32; 3],
     pub message: String,
+    pub kind: FaultKind,
+}
+
+/// What kind of failure a fault is: each is its own error of the driver's, as on a GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultKind {
+    /// A memory access outside what the kernel may reach, or anything else the GPU would
+    /// stop as an illegal address.
+    Address,
+    /// `trap`.
+    Trap,
+    /// Past the deadline the caller gave the launch.
+    Deadline,
+    /// A failed `assert`: the lines the GPU prints on the host's stderr, one for each
+    /// asserting thread of the warp that failed first (an H100 prints those of the warps
+    /// that reach the assert before the launch stops, which timing decides).
+    Assert { report: String },
 }
 
 const RUNNING: u8 = 0;
 const EXITED: u8 = 1;
 const WAITING: u8 = 2;
+
+/// The most bytes of an assert's condition, file or function read: a pointer to memory
+/// with no NUL stops there.
+const ASSERT_TEXT: usize = 4096;
 
 /// Frames deeper than this are a runaway recursion.
 const MAX_DEPTH: usize = 64;
@@ -360,6 +381,7 @@ pub fn run_with(launch: &Launch, threads: usize, options: &Options) -> Ran {
             block: [0; 3],
             thread: [0; 3],
             message,
+            kind: FaultKind::Address,
         }),
         printed: Vec::new(),
         counts: None,
@@ -466,6 +488,7 @@ pub fn run_with(launch: &Launch, threads: usize, options: &Options) -> Ran {
             block: [0; 3],
             thread: [0; 3],
             message: "a worker thread failed".to_string(),
+            kind: FaultKind::Address,
         }),
     };
     let counts = counted.into_inner().ok().flatten().map(|mut counts| {
@@ -741,6 +764,7 @@ impl<'a> Worker<'a> {
             block: self.ctaid,
             thread: self.thread_index(w, lane),
             message,
+            kind: FaultKind::Address,
         }
     }
 
@@ -871,15 +895,23 @@ impl<'a> Worker<'a> {
             Op::Trap => {
                 if exec != 0 {
                     let l = exec.trailing_zeros() as usize;
-                    return Err(self.fault(
-                        w,
-                        l,
-                        format!("the kernel trapped (trap, {})", self.l.module.place(pc)),
-                    ));
+                    return Err(Fault {
+                        kind: FaultKind::Trap,
+                        ..self.fault(
+                            w,
+                            l,
+                            format!("the kernel trapped (trap, {})", self.l.module.place(pc)),
+                        )
+                    });
                 }
             }
             Op::Nop => {}
             Op::Printf { format, args, ret } => self.printf_lanes(w, exec, *format, *args, *ret)?,
+            Op::AssertFail { params } => {
+                if exec != 0 {
+                    return Err(self.assert_failed(w, exec, *params));
+                }
+            }
         }
         // Everything else falls through to the next instruction, the whole group together.
         w.goto(pc + 1);
@@ -1340,6 +1372,71 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
+    /// `__assertfail` (`assert` in a kernel): the launch stops, every lane in `exec` reporting
+    /// its failed assert in the GPU's words, from the frame parameters at `params` (the
+    /// condition's text, the file, the line and the function).
+    fn assert_failed(&mut self, w: &mut Warp, exec: u32, params: [u32; 4]) -> Fault {
+        let mut report = String::new();
+        let mut first = None;
+        each_lane!(exec, |l| {
+            let (condition, file, line, function) = match self.assert_of(w, l, params) {
+                Ok(assert) => assert,
+                Err(fault) => return fault,
+            };
+            let (b, t) = (self.ctaid, self.thread_index(w, l));
+            report += &format!(
+                "{file}:{line}: {function}: block: [{},{},{}], thread: [{},{},{}] Assertion `{condition}` failed.\n",
+                b[0], b[1], b[2], t[0], t[1], t[2]
+            );
+            first.get_or_insert((l, condition, file, line));
+        });
+        let (l, condition, file, line) = first.unwrap_or_default();
+        Fault {
+            kind: FaultKind::Assert { report },
+            ..self.fault(
+                w,
+                l,
+                format!("an assert failed: `{condition}` ({file}:{line})"),
+            )
+        }
+    }
+
+    /// Lane `l`'s `__assertfail` arguments: the condition's text, the file, the line and the
+    /// function, each string read as the GPU reads it (up to its NUL).
+    fn assert_of(
+        &mut self,
+        w: &mut Warp,
+        l: usize,
+        params: [u32; 4],
+    ) -> Result<(String, String, u64, String), Fault> {
+        let param = |me: &mut Self, w: &mut Warp, at: u32, size: u32| {
+            let place = me.resolve(w, l, Space::Param, Addr::FrameParam(at), size, false)?;
+            Ok::<u64, Fault>(me.read(w, place, 0, size))
+        };
+        let pointers = [
+            param(self, w, params[0], 8)?,
+            param(self, w, params[1], 8)?,
+            param(self, w, params[3], 8)?,
+        ];
+        let line = param(self, w, params[2], 4)?;
+        let mut lane = LaneMemory {
+            worker: self,
+            w,
+            l,
+            base: 0,
+        };
+        let mut text = |at: u64| -> Result<String, Fault> {
+            let bytes = crate::printf::string(&mut lane, at, ASSERT_TEXT)?;
+            Ok(String::from_utf8_lossy(&bytes).into_owned())
+        };
+        Ok((
+            text(pointers[0])?,
+            text(pointers[1])?,
+            line,
+            text(pointers[2])?,
+        ))
+    }
+
     /// Whether lane `k` (running, outside the group) is on its way out: its next
     /// instruction, through unconditional branches, ends its thread (`exit`, or `ret` from
     /// the kernel). The min-PC order runs the lanes that stay before those that leave, where
@@ -1778,13 +1875,16 @@ impl<'a> Worker<'a> {
     #[inline(never)]
     fn past_deadline(&self, w: &Warp, lanes: u32) -> Fault {
         let seconds = self.deadline.map_or(0.0, |d| d.as_secs_f64());
-        self.fault(
-            w,
-            lanes.trailing_zeros() as usize % 32,
-            format!(
-                "the kernel ran past its deadline of {seconds} s on the CPU device: does it end? (a loop whose condition never changes, a thread waiting for a write no thread makes)"
-            ),
-        )
+        Fault {
+            kind: FaultKind::Deadline,
+            ..self.fault(
+                w,
+                lanes.trailing_zeros() as usize % 32,
+                format!(
+                    "the kernel ran past its deadline of {seconds} s on the CPU device: does it end? (a loop whose condition never changes, a thread waiting for a write no thread makes)"
+                ),
+            )
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -502,6 +502,12 @@ pub enum Op {
         args: u32,
         ret: Option<u32>,
     },
+    /// A call of `__assertfail` (a failed `assert` in a kernel), run by the interpreter
+    /// itself: the frame-parameter offsets of the condition's text, the file, the line and
+    /// the function.
+    AssertFail {
+        params: [u32; 4],
+    },
 }
 
 /// One instruction, its guard predicate (slot, negated), and its source line.

@@ -736,6 +736,105 @@ fn kernels_compiled_with_line_information_or_for_the_debugger_load_and_agree() {
     }
 }
 
+/// A kernel whose `assert` fails in threads 5, 20, 42 and 79 of 100, run as 2 blocks of 64:
+/// twice in the first warp.
+const ASSERTS: Case = Case {
+    name: "assert",
+    source: r#"
+extern "C" __global__ void k(unsigned long long *out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 100) return;
+    assert(i % 37 != 5 && i != 20);
+    out[i] = i;
+}
+"#,
+    grid: 2,
+    block: 64,
+    words: 128,
+};
+
+/// A failed `assert` stops the launch as an assert, and reports each asserting thread of
+/// the first warp that failed in the GPU's words (an H100, CUDA 13's driver, printed
+/// `a.cu:11: void check(const int *, int *, int): block: [0,0,0], thread: [42,0,0]
+/// Assertion `xs[i] >= 0` failed.` for a kernel of this shape). Catches an assert run as
+/// a call with no body (refused at load), a report in other words, and a launch that
+/// goes on past the assert.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn a_failed_assert_stops_the_launch_and_reports_in_the_gpus_words() {
+    let memory = Memory::default();
+    let module = load(&ptx(&ASSERTS), &memory).expect("the CPU device loads an assert");
+    let out = memory.alloc(128 * 8, "out").expect("allocated");
+    let params = out.address.to_le_bytes();
+    let snapshot = memory.snapshot().expect("a snapshot");
+    let launch = Launch {
+        module: &module,
+        function: module.function("k").expect("the kernel k"),
+        grid: [2, 1, 1],
+        block: [64, 1, 1],
+        dynamic_shared: 0,
+        params: &params,
+        memory: &snapshot,
+    };
+    // One host thread: the first warp to fail is the first in block order.
+    let fault = exec::run_with(&launch, 1, &exec::Options::default())
+        .result
+        .expect_err("the assert stops the launch");
+    let report = match &fault.kind {
+        exec::FaultKind::Assert { report } => report.clone(),
+        other => panic!("not an assert: {other:?} {}", fault.message),
+    };
+    let line = |t: u32| {
+        format!(
+            "instructions.cu:6: void k(unsigned long long *): block: [0,0,0], thread: [{t},0,0] \
+             Assertion `i % 37 != 5 && i != 20` failed.\n"
+        )
+    };
+    assert_eq!(report, line(5) + &line(20));
+    assert_eq!((fault.block, fault.thread), ([0, 0, 0], [5, 0, 0]));
+    assert_eq!(
+        fault.message,
+        "an assert failed: `i % 37 != 5 && i != 20` (instructions.cu:6)"
+    );
+}
+
+/// Through the driver's API, on a GPU and on the CPU device alike, a failed assert is
+/// `CUDA_ERROR_ASSERT` (710, "device-side assert triggered" on the H100), not an illegal
+/// address or instruction.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_failed_assert_is_the_drivers_assert_error() {
+    use cudarc::driver::{sys::CUresult, LaunchConfig, PushKernelArg};
+    use shared::gpu::Gpu;
+
+    if shared::testing::on_cpu_device() {
+        shared::gpu::use_cpu_device().expect("the CPU device loads");
+    }
+    let gpu = Gpu::open().unwrap_or_else(|e| panic!("{e}"));
+    let compiled = gpu
+        .compile("instructions.cu", ASSERTS.source, &[] as &[&str])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let function = compiled.function("k").expect("the kernel k");
+    let mut d_out = gpu
+        .stream
+        .clone_htod(&vec![0u64; ASSERTS.words])
+        .expect("copied in");
+    let config = LaunchConfig {
+        grid_dim: (ASSERTS.grid, 1, 1),
+        block_dim: (ASSERTS.block, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut launch = gpu.stream.launch_builder(&function);
+    launch.arg(&mut d_out);
+    // SAFETY: `k` takes one pointer to `words` 64-bit words, as allocated here. A GPU
+    // reports the assert when the stream is synchronised, the CPU device at the launch.
+    let error = unsafe { launch.launch(config) }
+        .and_then(|_| gpu.stream.synchronize())
+        .expect_err("the assert fails the launch");
+    assert_eq!(error.0, CUresult::CUDA_ERROR_ASSERT, "{error}");
+}
+
 /// Every kernel of this file.
 const CASES: [&Case; 5] = [&PRINTF, &WARP_AND_BLOCK, &BITS, &CARRIES, &PTX_FORMS];
 

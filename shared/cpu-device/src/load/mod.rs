@@ -108,7 +108,8 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
 }
 
 /// Calls of the functions the GPU's driver provides rather than the module (declared
-/// `.extern`, with no body), which the interpreter runs itself: `vprintf`.
+/// `.extern`, with no body), which the interpreter runs itself: `vprintf` and
+/// `__assertfail`.
 fn builtins(module: &mut Module) {
     for inst in &mut module.code {
         let Op::Call {
@@ -120,12 +121,23 @@ fn builtins(module: &mut Module) {
             continue;
         };
         let f = &module.functions[*i as usize];
-        if f.name == "vprintf" && f.start == f.end && args.len() == 2 {
-            inst.op = Op::Printf {
-                format: args[0].0,
-                args: args[1].0,
-                ret: ret.map(|r| r.0),
-            };
+        if f.start != f.end {
+            continue;
+        }
+        match (f.name.as_str(), args.len()) {
+            ("vprintf", 2) => {
+                inst.op = Op::Printf {
+                    format: args[0].0,
+                    args: args[1].0,
+                    ret: ret.map(|r| r.0),
+                }
+            }
+            ("__assertfail", 5) => {
+                inst.op = Op::AssertFail {
+                    params: [args[0].0, args[1].0, args[2].0, args[3].0],
+                }
+            }
+            _ => {}
         }
     }
 }
