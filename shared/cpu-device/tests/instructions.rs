@@ -737,18 +737,10 @@ fn kernels_compiled_with_line_information_or_for_the_debugger_load_and_agree() {
 }
 
 /// A kernel whose `assert` fails in threads 5, 20, 42 and 79 of 100, run as 2 blocks of 64:
-/// twice in the first warp.
+/// twice in the first warp. (`tests/assert.rs` runs it on the GPU.)
 const ASSERTS: Case = Case {
     name: "assert",
-    source: r#"
-extern "C" __global__ void k(unsigned long long *out)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 100) return;
-    assert(i % 37 != 5 && i != 20);
-    out[i] = i;
-}
-"#,
+    source: include_str!("kernels/assert.cu"),
     grid: 2,
     block: 64,
     words: 128,
@@ -797,42 +789,6 @@ fn a_failed_assert_stops_the_launch_and_reports_in_the_gpus_words() {
         fault.message,
         "an assert failed: `i % 37 != 5 && i != 20` (instructions.cu:6)"
     );
-}
-
-/// Through the driver's API, on a GPU and on the CPU device alike, a failed assert is
-/// `CUDA_ERROR_ASSERT` (710, "device-side assert triggered" on the H100), not an illegal
-/// address or instruction.
-#[test]
-#[ignore = "needs a CUDA GPU"]
-fn a_failed_assert_is_the_drivers_assert_error() {
-    use cudarc::driver::{sys::CUresult, LaunchConfig, PushKernelArg};
-    use shared::gpu::Gpu;
-
-    if shared::testing::on_cpu_device() {
-        shared::gpu::use_cpu_device().expect("the CPU device loads");
-    }
-    let gpu = Gpu::open().unwrap_or_else(|e| panic!("{e}"));
-    let compiled = gpu
-        .compile("instructions.cu", ASSERTS.source, &[] as &[&str])
-        .unwrap_or_else(|e| panic!("{e}"));
-    let function = compiled.function("k").expect("the kernel k");
-    let mut d_out = gpu
-        .stream
-        .clone_htod(&vec![0u64; ASSERTS.words])
-        .expect("copied in");
-    let config = LaunchConfig {
-        grid_dim: (ASSERTS.grid, 1, 1),
-        block_dim: (ASSERTS.block, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let mut launch = gpu.stream.launch_builder(&function);
-    launch.arg(&mut d_out);
-    // SAFETY: `k` takes one pointer to `words` 64-bit words, as allocated here. A GPU
-    // reports the assert when the stream is synchronised, the CPU device at the launch.
-    let error = unsafe { launch.launch(config) }
-        .and_then(|_| gpu.stream.synchronize())
-        .expect_err("the assert fails the launch");
-    assert_eq!(error.0, CUresult::CUDA_ERROR_ASSERT, "{error}");
 }
 
 /// Every kernel of this file.
