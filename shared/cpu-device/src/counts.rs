@@ -365,7 +365,9 @@ impl Class {
             | Op::Exit
             | Op::Trap
             | Op::Printf { .. }
-            | Op::AssertFail { .. } => Class::Branch,
+            | Op::AssertFail { .. }
+            | Op::Malloc { .. }
+            | Op::Free { .. } => Class::Branch,
             Op::Bar | Op::BarRed { .. } | Op::WarpSync { .. } => Class::Barrier,
             Op::Shfl { .. } | Op::Vote { .. } | Op::Match { .. } | Op::Activemask { .. } => {
                 Class::Warp

@@ -912,6 +912,8 @@ impl<'a> Worker<'a> {
                     return Err(self.assert_failed(w, exec, *params));
                 }
             }
+            Op::Malloc { size, ret } => self.malloc_lanes(w, exec, *size, *ret)?,
+            Op::Free { ptr } => self.free_lanes(w, exec, *ptr, pc)?,
         }
         // Everything else falls through to the next instruction, the whole group together.
         w.goto(pc + 1);
@@ -1367,6 +1369,39 @@ impl<'a> Worker<'a> {
             if let Some(ret) = ret {
                 let place = param(self, w, ret, true)?;
                 self.write(w, place, 0, 4, u64::from(value as u32));
+            }
+        });
+        Ok(())
+    }
+
+    /// `malloc`: each lane in `exec`, lowest first, is given a block of the module's heap of
+    /// the size in its frame parameter `size`, its address (or 0) in `ret`.
+    fn malloc_lanes(&mut self, w: &mut Warp, exec: u32, size: u32, ret: u32) -> Result<(), Fault> {
+        let Some(heap) = &self.l.module.heap else {
+            return Ok(());
+        };
+        each_lane!(exec, |l| {
+            let place = self.resolve(w, l, Space::Param, Addr::FrameParam(size), 8, false)?;
+            let bytes = self.read(w, place, 0, 8);
+            let address = heap.malloc(bytes);
+            let place = self.resolve(w, l, Space::Param, Addr::FrameParam(ret), 8, true)?;
+            self.write(w, place, 0, 8, address);
+        });
+        Ok(())
+    }
+
+    /// `free`: each lane in `exec` gives back the block at its frame parameter `ptr`; one
+    /// that `malloc` did not give stops the launch.
+    fn free_lanes(&mut self, w: &mut Warp, exec: u32, ptr: u32, pc: u32) -> Result<(), Fault> {
+        let Some(heap) = &self.l.module.heap else {
+            return Ok(());
+        };
+        each_lane!(exec, |l| {
+            let place = self.resolve(w, l, Space::Param, Addr::FrameParam(ptr), 8, false)?;
+            let address = self.read(w, place, 0, 8);
+            if let Err(why) = heap.free(address) {
+                let place = self.l.module.place(pc);
+                return Err(self.fault(w, l, format!("{why} ({place})")));
             }
         });
         Ok(())

@@ -508,6 +508,16 @@ pub enum Op {
     AssertFail {
         params: [u32; 4],
     },
+    /// Calls of `malloc` and `free`, run by the interpreter on the module's heap
+    /// ([`crate::heap`]): the frame-parameter offsets of the size and of the pointer
+    /// returned, and of the pointer given back.
+    Malloc {
+        size: u32,
+        ret: u32,
+    },
+    Free {
+        ptr: u32,
+    },
 }
 
 /// One instruction, its guard predicate (slot, negated), and its source line.

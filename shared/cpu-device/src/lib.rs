@@ -17,6 +17,7 @@ pub mod counts;
 pub mod driver;
 pub mod exec;
 pub mod float;
+pub mod heap;
 pub mod ir;
 pub mod lex;
 pub mod load;

@@ -791,8 +791,96 @@ fn a_failed_assert_stops_the_launch_and_reports_in_the_gpus_words() {
     );
 }
 
+/// Each thread takes a block of the heap, fills it, sums it and gives it back; and asks for
+/// more than the heap holds (8 MiB by default on the GPU), which gives a null pointer.
+const MALLOC: Case = Case {
+    name: "malloc",
+    source: r#"
+extern "C" __global__ void k(unsigned long long *out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    int n = i % 5 + 1;
+    int *p = (int *)malloc(n * sizeof(int));
+    if (p == nullptr) { out[i] = ~0ull; return; }
+    for (int j = 0; j < n; ++j) p[j] = i * 10 + j;
+    unsigned long long s = 0;
+    for (int j = 0; j < n; ++j) s += p[j];
+    free(p);
+    void *big = malloc(64ull << 20);
+    out[i] = s * 2 + (big == nullptr);
+    free(big);
+}
+"#,
+    grid: 2,
+    block: 64,
+    words: 128,
+};
+
+/// Device `malloc` and `free` run on the CPU device: every thread's block its own (the
+/// sums are each thread's alone), a request past the heap a null pointer, the blocks given
+/// back. Catches `malloc` refused at load, blocks that overlap, and a heap with no limit.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn malloc_gives_each_thread_its_own_block_and_null_past_the_heap() {
+    let (out, _) = run(&MALLOC);
+    let expected: Vec<u64> = (0..128u64)
+        .map(|i| {
+            let n = i % 5 + 1;
+            2 * (n * i * 10 + n * (n - 1) / 2) + 1
+        })
+        .collect();
+    assert_eq!(out, expected);
+}
+
+/// A `free` of what `malloc` never gave (here the kernel's own output) stops the launch
+/// with the pointer and the `.cu` line: on the GPU it is undefined, and a student's bug.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn a_free_of_what_malloc_never_gave_stops_the_launch() {
+    let case = Case {
+        name: "bad free",
+        source: r#"
+extern "C" __global__ void k(unsigned long long *out)
+{
+    free(out);
+}
+"#,
+        grid: 1,
+        block: 1,
+        words: 1,
+    };
+    let memory = Memory::default();
+    let module = load(&ptx_with(&case, &["-lineinfo"]), &memory).expect("loads");
+    let out = memory.alloc(8, "out").expect("allocated");
+    let params = out.address.to_le_bytes();
+    let snapshot = memory.snapshot().expect("a snapshot");
+    let launch = Launch {
+        module: &module,
+        function: module.function("k").expect("the kernel k"),
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        dynamic_shared: 0,
+        params: &params,
+        memory: &snapshot,
+    };
+    let fault = exec::run(&launch, 1).expect_err("stopped");
+    let want = format!(
+        "free(0x{:x}): not a pointer that malloc returned and free has not taken back \
+         (instructions.cu line 4",
+        out.address
+    );
+    assert!(fault.message.starts_with(&want), "{}", fault.message);
+}
+
 /// Every kernel of this file.
-const CASES: [&Case; 5] = [&PRINTF, &WARP_AND_BLOCK, &BITS, &CARRIES, &PTX_FORMS];
+const CASES: [&Case; 6] = [
+    &PRINTF,
+    &WARP_AND_BLOCK,
+    &BITS,
+    &CARRIES,
+    &PTX_FORMS,
+    &MALLOC,
+];
 
 #[test]
 #[ignore = "needs a CUDA GPU"]

@@ -16,6 +16,7 @@ mod parse;
 
 use std::collections::HashMap;
 
+use crate::heap::{Heap, HEAP_BYTES};
 use crate::ir::*;
 use crate::lex::{tokens, Token};
 use crate::memory::{Memory, Region};
@@ -50,6 +51,8 @@ pub struct Module {
     pub files: HashMap<u64, String>,
     /// Each instruction's place in them, as its `.loc` gave it: (file, line), or none.
     pub sources: Vec<Option<(u64, u64)>>,
+    /// The heap of its kernels' `malloc` and `free`, where they call them.
+    pub heap: Option<Heap>,
 }
 
 impl Module {
@@ -91,6 +94,7 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
         variables: Vec::new(),
         shared_bytes: 0,
         regions: Vec::new(),
+        heap: None,
         files,
         sources: Vec::new(),
     };
@@ -103,14 +107,15 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
         let function = decode_function(&toks, h, &mut module)?;
         module.functions.push(function);
     }
-    builtins(&mut module);
+    builtins(&mut module, memory)?;
     Ok(module)
 }
 
 /// Calls of the functions the GPU's driver provides rather than the module (declared
-/// `.extern`, with no body), which the interpreter runs itself: `vprintf` and
-/// `__assertfail`.
-fn builtins(module: &mut Module) {
+/// `.extern`, with no body), which the interpreter runs itself: `vprintf`, `__assertfail`,
+/// and `malloc` and `free` (on a heap the module is given where it calls them).
+fn builtins(module: &mut Module, memory: &Memory) -> LoadResult<()> {
+    let mut heap = false;
     for inst in &mut module.code {
         let Op::Call {
             target: CallTarget::Direct(i),
@@ -137,9 +142,30 @@ fn builtins(module: &mut Module) {
                     params: [args[0].0, args[1].0, args[2].0, args[3].0],
                 }
             }
+            ("malloc", 1) => {
+                if let Some(ret) = ret {
+                    inst.op = Op::Malloc {
+                        size: args[0].0,
+                        ret: ret.0,
+                    };
+                    heap = true;
+                }
+            }
+            ("free", 1) => {
+                inst.op = Op::Free { ptr: args[0].0 };
+                heap = true;
+            }
             _ => {}
         }
     }
+    if heap {
+        let region = memory
+            .alloc(HEAP_BYTES, "the device heap (malloc)")
+            .map_err(|e| format!("cannot make the kernels' heap: {e}"))?;
+        module.regions.push(region);
+        module.heap = Some(Heap::new(region));
+    }
+    Ok(())
 }
 
 fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResult<Function> {
