@@ -46,6 +46,36 @@ fn run_with_room(case: &Case, room: usize) -> (Vec<u64>, String) {
 
 /// `case`, as compiled to `ptx`, run on the CPU device.
 fn run_ptx(case: &Case, ptx: &str, room: usize) -> (Vec<u64>, String) {
+    let options = exec::Options {
+        printf_room: room,
+        ..exec::Options::default()
+    };
+    let (ran, words, _) = launch(case, ptx, &options, 2);
+    if let Err(fault) = ran.result {
+        panic!("{} faults: {}", case.name, fault.message);
+    }
+    (words, String::from_utf8_lossy(&ran.printed).into_owned())
+}
+
+/// `case`, as compiled to `ptx`, run on one host thread (the first warp to fault is the
+/// first in block order): the fault that stopped it, and the address of its `out`.
+fn fault_of(case: &Case, ptx: &str) -> (exec::Fault, u64) {
+    let (ran, _, out) = launch(case, ptx, &exec::Options::default(), 1);
+    let fault = ran
+        .result
+        .err()
+        .unwrap_or_else(|| panic!("{} ran to its end", case.name));
+    (fault, out)
+}
+
+/// `case`, as compiled to `ptx`, launched on `threads` host threads with `options`: what
+/// the launch did, `out` afterwards, and `out`'s address.
+fn launch(
+    case: &Case,
+    ptx: &str,
+    options: &exec::Options,
+    threads: usize,
+) -> (exec::Ran, Vec<u64>, u64) {
     let memory = Memory::default();
     let module =
         load(ptx, &memory).unwrap_or_else(|e| panic!("the CPU device refuses {}: {e}", case.name));
@@ -63,23 +93,14 @@ fn run_ptx(case: &Case, ptx: &str, room: usize) -> (Vec<u64>, String) {
         params: &params,
         memory: &snapshot,
     };
-    let options = exec::Options {
-        printf_room: room,
-        ..exec::Options::default()
-    };
-    let exec::Ran {
-        result, printed, ..
-    } = exec::run_with(&launch, 2, &options);
-    if let Err(fault) = result {
-        panic!("{} faults: {}", case.name, fault.message);
-    }
+    let ran = exec::run_with(&launch, threads, options);
     let mut bytes = vec![0u8; case.words * 8];
     memory.read(out.address, &mut bytes).expect("read back");
     let words = bytes
         .chunks_exact(8)
         .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
         .collect();
-    (words, String::from_utf8_lossy(&printed).into_owned())
+    (ran, words, out.address)
 }
 
 const PRINTF: Case = Case {
@@ -755,24 +776,7 @@ const ASSERTS: Case = Case {
 #[test]
 #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
 fn a_failed_assert_stops_the_launch_and_reports_in_the_gpus_words() {
-    let memory = Memory::default();
-    let module = load(&ptx(&ASSERTS), &memory).expect("the CPU device loads an assert");
-    let out = memory.alloc(128 * 8, "out").expect("allocated");
-    let params = out.address.to_le_bytes();
-    let snapshot = memory.snapshot().expect("a snapshot");
-    let launch = Launch {
-        module: &module,
-        function: module.function("k").expect("the kernel k"),
-        grid: [2, 1, 1],
-        block: [64, 1, 1],
-        dynamic_shared: 0,
-        params: &params,
-        memory: &snapshot,
-    };
-    // One host thread: the first warp to fail is the first in block order.
-    let fault = exec::run_with(&launch, 1, &exec::Options::default())
-        .result
-        .expect_err("the assert stops the launch");
+    let (fault, _) = fault_of(&ASSERTS, &ptx(&ASSERTS));
     let report = match &fault.kind {
         exec::FaultKind::Assert { report } => report.clone(),
         other => panic!("not an assert: {other:?} {}", fault.message),
@@ -849,25 +853,11 @@ extern "C" __global__ void k(unsigned long long *out)
         block: 1,
         words: 1,
     };
-    let memory = Memory::default();
-    let module = load(&ptx_with(&case, &["-lineinfo"]), &memory).expect("loads");
-    let out = memory.alloc(8, "out").expect("allocated");
-    let params = out.address.to_le_bytes();
-    let snapshot = memory.snapshot().expect("a snapshot");
-    let launch = Launch {
-        module: &module,
-        function: module.function("k").expect("the kernel k"),
-        grid: [1, 1, 1],
-        block: [1, 1, 1],
-        dynamic_shared: 0,
-        params: &params,
-        memory: &snapshot,
-    };
-    let fault = exec::run(&launch, 1).expect_err("stopped");
+    let (fault, out) = fault_of(&case, &ptx_with(&case, &["-lineinfo"]));
     let want = format!(
         "free(0x{:x}): not a pointer that malloc returned and free has not taken back \
          (instructions.cu line 4",
-        out.address
+        out
     );
     assert!(fault.message.starts_with(&want), "{}", fault.message);
 }
