@@ -412,11 +412,13 @@ impl DeviceArg {
                 "--profile-png draws what --profile counts: add --profile".to_string(),
             ));
         }
-        if self.emulate {
-            use_cpu_device()?;
-        }
+        // The picture's path is checked before anything else is done, the CPU device's
+        // loading included.
         if let Some(path) = &self.profile_png {
             crate::profile::draw_to(path)?;
+        }
+        if self.emulate {
+            use_cpu_device()?;
         }
         if let (true, Some(library)) = (self.profile, cpu_device_library()) {
             crate::profile::start(library)?;
