@@ -1329,6 +1329,28 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
+    /// Lane `l`'s `size` bytes at offset `at` of its call frame's parameters: the arguments
+    /// of a call the interpreter runs itself (`vprintf`, `__assertfail`, `malloc`, `free`).
+    fn frame_param(&mut self, w: &mut Warp, l: usize, at: u32, size: u32) -> Result<u64, Fault> {
+        let place = self.resolve(w, l, Space::Param, Addr::FrameParam(at), size, false)?;
+        Ok(self.read(w, place, 0, size))
+    }
+
+    /// Write `v` as lane `l`'s `size` bytes at offset `at` of its call frame's parameters:
+    /// the return value of a call the interpreter runs itself.
+    fn set_frame_param(
+        &mut self,
+        w: &mut Warp,
+        l: usize,
+        at: u32,
+        size: u32,
+        v: u64,
+    ) -> Result<(), Fault> {
+        let place = self.resolve(w, l, Space::Param, Addr::FrameParam(at), size, true)?;
+        self.write(w, place, 0, size, v);
+        Ok(())
+    }
+
     /// `vprintf`: each lane in `exec`, lowest first, formats its line whole and keeps it
     /// while the launch's buffer has room; its return value is the number of arguments.
     fn printf_lanes(
@@ -1340,13 +1362,8 @@ impl<'a> Worker<'a> {
         ret: Option<u32>,
     ) -> Result<(), Fault> {
         each_lane!(exec, |l| {
-            let param = |me: &mut Self, w: &mut Warp, off: u32, write: bool| {
-                me.resolve(w, l, Space::Param, Addr::FrameParam(off), 8, write)
-            };
-            let text = param(self, w, format, false)?;
-            let text = self.read(w, text, 0, 8);
-            let base = param(self, w, args, false)?;
-            let base = self.read(w, base, 0, 8);
+            let text = self.frame_param(w, l, format, 8)?;
+            let base = self.frame_param(w, l, args, 8)?;
             let value = if text == 0 {
                 -1
             } else {
@@ -1367,8 +1384,7 @@ impl<'a> Worker<'a> {
                 n
             };
             if let Some(ret) = ret {
-                let place = param(self, w, ret, true)?;
-                self.write(w, place, 0, 4, u64::from(value as u32));
+                self.set_frame_param(w, l, ret, 4, u64::from(value as u32))?;
             }
         });
         Ok(())
@@ -1381,11 +1397,8 @@ impl<'a> Worker<'a> {
             return Ok(());
         };
         each_lane!(exec, |l| {
-            let place = self.resolve(w, l, Space::Param, Addr::FrameParam(size), 8, false)?;
-            let bytes = self.read(w, place, 0, 8);
-            let address = heap.malloc(bytes);
-            let place = self.resolve(w, l, Space::Param, Addr::FrameParam(ret), 8, true)?;
-            self.write(w, place, 0, 8, address);
+            let bytes = self.frame_param(w, l, size, 8)?;
+            self.set_frame_param(w, l, ret, 8, heap.malloc(bytes))?;
         });
         Ok(())
     }
@@ -1397,8 +1410,7 @@ impl<'a> Worker<'a> {
             return Ok(());
         };
         each_lane!(exec, |l| {
-            let place = self.resolve(w, l, Space::Param, Addr::FrameParam(ptr), 8, false)?;
-            let address = self.read(w, place, 0, 8);
+            let address = self.frame_param(w, l, ptr, 8)?;
             if let Err(why) = heap.free(address) {
                 let place = self.l.module.place(pc);
                 return Err(self.fault(w, l, format!("{why} ({place})")));
@@ -1444,16 +1456,12 @@ impl<'a> Worker<'a> {
         l: usize,
         params: [u32; 4],
     ) -> Result<(String, String, u64, String), Fault> {
-        let param = |me: &mut Self, w: &mut Warp, at: u32, size: u32| {
-            let place = me.resolve(w, l, Space::Param, Addr::FrameParam(at), size, false)?;
-            Ok::<u64, Fault>(me.read(w, place, 0, size))
-        };
         let pointers = [
-            param(self, w, params[0], 8)?,
-            param(self, w, params[1], 8)?,
-            param(self, w, params[3], 8)?,
+            self.frame_param(w, l, params[0], 8)?,
+            self.frame_param(w, l, params[1], 8)?,
+            self.frame_param(w, l, params[3], 8)?,
         ];
-        let line = param(self, w, params[2], 4)?;
+        let line = self.frame_param(w, l, params[2], 4)?;
         let mut lane = LaneMemory {
             worker: self,
             w,
