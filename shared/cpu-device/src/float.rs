@@ -1,12 +1,9 @@
 //! Floating point as the H100 computes it: IEEE operations in every rounding mode, flush to
-//! zero, the GPU's NaNs, conversions, and the two approximate instructions libdevice uses,
-//! from the H100's own tables.
+//! zero, the GPU's NaNs and conversions (the approximate instructions are `approx`'s).
 //!
 //! Directed rounding is exact: the rounding error of a sum or product is itself a double
 //! (two_sum, two_prod), so the true result's side of the rounded one is known, and the
 //! result moves one step where the mode says.
-
-use std::sync::OnceLock;
 
 use crate::ir::Rnd;
 
@@ -15,8 +12,6 @@ pub const NAN32: u32 = 0x7fff_ffff;
 /// The NaN an f64 operation makes from no NaN (inf - inf, sqrt(-1)): the negative quiet NaN,
 /// as on the host; a NaN operand comes out itself, quieted (both measured on an H100).
 pub const NAN64: u64 = 0xfff8_0000_0000_0000;
-/// The NaN the approximate f64 instructions return (their low word is always zero).
-const NAN64_APPROX: u64 = 0x7fff_ffff_0000_0000;
 
 fn two_sum(a: f64, b: f64) -> (f64, f64) {
     let s = a + b;
@@ -440,146 +435,9 @@ pub fn max64(a: f64, b: f64) -> f64 {
     }
 }
 
-/// The H100's `MUFU.RSQ64H` and `MUFU.RCP64H`: an approximation of the high word, read on
-/// an H100 for every mantissa (`tables`), the low word zero. Measured there: the result
-/// depends only on the input's high word, and the exponent shifts it exactly.
-struct Tables {
-    /// rsqrt of [1, 4): index (exponent parity << 20) | the top 20 mantissa bits.
-    rsqrt: Vec<u32>,
-    /// rcp of [1, 2): index the top 20 mantissa bits.
-    rcp: Vec<u32>,
-}
-
-fn tables() -> &'static Tables {
-    static TABLES: OnceLock<Tables> = OnceLock::new();
-    TABLES.get_or_init(|| Tables {
-        rsqrt: inflate(include_bytes!("approx/rsqrt-f64-h100.deflate"), 1 << 21),
-        rcp: inflate(include_bytes!("approx/rcp-f64-h100.deflate"), 1 << 20),
-    })
-}
-
-/// The tables are stored as the first value, 0x3ff00000 (the result for 1.0), and the
-/// differences between neighbours, deflated.
-fn inflate(deflated: &[u8], len: usize) -> Vec<u32> {
-    use std::io::Read;
-    let mut steps = Vec::with_capacity(len);
-    // The data is part of this library; a failure here is a broken build, caught by the
-    // tests, and leaves a table that makes every approximate result wrong and visible.
-    let _ = flate2::read::DeflateDecoder::new(deflated).read_to_end(&mut steps);
-    let mut table = Vec::with_capacity(len);
-    let mut value = 0x3ff0_0000u32;
-    table.push(value);
-    for step in steps.iter().take(len - 1) {
-        value = value.wrapping_sub(u32::from(*step));
-        table.push(value);
-    }
-    table.resize(len, 0);
-    table
-}
-
-pub fn rsqrt_approx(x: f64) -> f64 {
-    // The instruction reads the high word alone: a NaN whose payload is all in the low word
-    // is an infinity to it (an H100 gives 0 for 0x7ff0000000000001).
-    let bits = x.to_bits() & !0xffff_ffff;
-    let x = f64::from_bits(bits);
-    let exponent = ((bits >> 52) & 0x7ff) as i64;
-    let negative = bits >> 63 == 1;
-    if x.is_nan() {
-        return f64::from_bits(NAN64_APPROX);
-    }
-    if exponent == 0 {
-        return if negative {
-            f64::NEG_INFINITY
-        } else {
-            f64::INFINITY
-        };
-    }
-    if negative {
-        return f64::from_bits(NAN64_APPROX);
-    }
-    if x.is_infinite() {
-        return 0.0;
-    }
-    let k = exponent - 1023;
-    let parity = k.rem_euclid(2);
-    let index = ((parity as usize) << 20) | ((bits >> 32) & 0xf_ffff) as usize;
-    let high = i64::from(tables().rsqrt[index]) - (((k - parity) / 2) << 20);
-    f64::from_bits((high as u64) << 32)
-}
-
-pub fn rcp_approx(x: f64) -> f64 {
-    // The high word alone, as in `rsqrt_approx`.
-    let bits = x.to_bits() & !0xffff_ffff;
-    let x = f64::from_bits(bits);
-    let exponent = ((bits >> 52) & 0x7ff) as i64;
-    let sign = bits & (1 << 63);
-    if x.is_nan() {
-        return f64::from_bits(NAN64_APPROX);
-    }
-    if exponent == 0 {
-        return f64::from_bits(sign | f64::INFINITY.to_bits());
-    }
-    if x.is_infinite() {
-        return f64::from_bits(sign);
-    }
-    let k = exponent - 1023;
-    let high = i64::from(tables().rcp[((bits >> 32) & 0xf_ffff) as usize]);
-    let result_exponent = ((high >> 20) & 0x7ff) - k;
-    if result_exponent <= 0 {
-        return f64::from_bits(sign);
-    }
-    let high = (high & 0xf_ffff) | (result_exponent << 20);
-    f64::from_bits(sign | ((high as u64) << 32))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hi(x: f64) -> u64 {
-        x.to_bits() >> 32
-    }
-
-    #[test]
-    fn the_approximations_give_what_the_h100_gave() {
-        // (input, rsqrt.approx.ftz.f64, rcp.approx.ftz.f64), read on an H100.
-        let seen: &[(u64, u64, u64)] = &[
-            (0x0000000000000000, 0x7ff0000000000000, 0x7ff0000000000000),
-            (0x8000000000000000, 0xfff0000000000000, 0xfff0000000000000),
-            (0x3ff0000000000000, 0x3ff0000000000000, 0x3ff0000000000000),
-            (0xbff0000000000000, 0x7fffffff00000000, 0xbff0000000000000),
-            (0x4010000000000000, 0x3fe0000000000000, 0x3fd0000000000000),
-            (0x3fd0000000000000, 0x4000000000000000, 0x4010000000000000),
-            (0x000012688b70e62b, 0x7ff0000000000000, 0x7ff0000000000000),
-            (0x800012688b70e62b, 0xfff0000000000000, 0xfff0000000000000),
-            (0x0010000000000000, 0x5fe0000000000000, 0x7fd0000000000000),
-            (0x7ff0000000000000, 0x0000000000000000, 0x0000000000000000),
-            (0xfff0000000000000, 0x7fffffff00000000, 0x8000000000000000),
-            (0xfff8000000000000, 0x7fffffff00000000, 0x7fffffff00000000),
-            (0x7fefffffffffffff, 0x1ff0000000000000, 0x0000000000000000),
-            (0x7e37e43c8800759c, 0x20ca2fe700000000, 0x01a56e2000000000),
-            (0x01a56e1fc2f8f359, 0x5f138d3500000000, 0x7e37e43d00000000),
-            (0x4008000000000000, 0x3fe279a700000000, 0x3fd5555500000000),
-            (0x3fe8000000000000, 0x3ff279a700000000, 0x3ff5555500000000),
-            (0x3ff8000000000000, 0x3fea20bd00000000, 0x3fe5555500000000),
-            (0x4000000000000000, 0x3fe6a09e00000000, 0x3fe0000000000000),
-            (0x4020000000000000, 0x3fd6a09e00000000, 0x3fc0000000000000),
-        ];
-        for &(x, rsq, rcp) in seen {
-            let x = f64::from_bits(x);
-            assert_eq!(rsqrt_approx(x).to_bits(), rsq, "rsqrt of {x:e}");
-            assert_eq!(rcp_approx(x).to_bits(), rcp, "rcp of {x:e}");
-        }
-        // The approximation is close: within two units of the high word.
-        for i in 0..1000u64 {
-            let x = 1.0 + i as f64 * 0.003;
-            let exact = 1.0 / x.sqrt();
-            assert!(
-                (hi(rsqrt_approx(x)) as i64 - hi(exact) as i64).abs() <= 2,
-                "{x}"
-            );
-        }
-    }
 
     #[test]
     fn directed_rounding_lands_on_the_right_side() {

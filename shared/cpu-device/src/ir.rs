@@ -243,10 +243,19 @@ pub enum FloatOp {
     Max,
     Sqrt,
     Rcp,
-    /// `rcp.approx.ftz.f64` and `rsqrt.approx.ftz.f64`: the H100's tables.
-    RcpApprox,
-    RsqrtApprox,
+    /// The `.approx` instructions, as the H100's special-function unit computes them.
+    Approx(Approx),
     Copysign,
+}
+
+/// The approximate instructions the CPU device runs (`crate::approx`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Approx {
+    Rcp,
+    Rsqrt,
+    Sqrt,
+    Ex2,
+    Lg2,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -567,11 +567,13 @@ pub fn float_op(
             FloatOp::Min => return min64(x, y).to_bits(),
             FloatOp::Max => return max64(x, y).to_bits(),
             FloatOp::Copysign => return (b & !(1 << 63)) | (a & (1 << 63)),
-            FloatOp::RcpApprox => return rcp_approx(x).to_bits(),
-            FloatOp::RsqrtApprox => return rsqrt_approx(x).to_bits(),
+            FloatOp::Approx(approx) => return crate::approx::f64(approx, x).to_bits(),
         };
         let r = if sat { saturate64(r) } else { r };
         return r.to_bits();
+    }
+    if let (FloatOp::Approx(approx), true) = (op, ftz) {
+        return u64::from(crate::approx::f32(approx, a as u32, true));
     }
     if ftz {
         let (a, b, c) = (ftz_bits32(a), ftz_bits32(b), ftz_bits32(c));
@@ -604,7 +606,7 @@ pub fn float_op(
         FloatOp::Min => min64(f64::from(x), f64::from(y)) as f32,
         FloatOp::Max => max64(f64::from(x), f64::from(y)) as f32,
         FloatOp::Copysign => return u64::from((b as u32 & 0x7fff_ffff) | (a as u32 & 0x8000_0000)),
-        FloatOp::RcpApprox | FloatOp::RsqrtApprox => f32::NAN,
+        FloatOp::Approx(approx) => return u64::from(crate::approx::f32(approx, a as u32, false)),
     };
     let r = if sat {
         saturate64(f64::from(r)) as f32
@@ -643,12 +645,7 @@ fn tiny_unbounded(op: FloatOp, rnd: Rnd, a: u64, b: u64, c: u64) -> bool {
 fn arity(op: FloatOp) -> usize {
     match op {
         FloatOp::Fma | FloatOp::FmaSub | FloatOp::FmaRev => 3,
-        FloatOp::Abs
-        | FloatOp::Neg
-        | FloatOp::Sqrt
-        | FloatOp::Rcp
-        | FloatOp::RcpApprox
-        | FloatOp::RsqrtApprox => 1,
+        FloatOp::Abs | FloatOp::Neg | FloatOp::Sqrt | FloatOp::Rcp | FloatOp::Approx(_) => 1,
         _ => 2,
     }
 }

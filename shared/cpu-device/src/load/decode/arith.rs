@@ -299,23 +299,22 @@ fn float_arithmetic(
         ("sqrt", false) => FloatOp::Sqrt,
         ("rcp", false) => FloatOp::Rcp,
         ("copysign", _) => FloatOp::Copysign,
-        ("rcp", true) if ty == Ty::F64 && has("ftz") => FloatOp::RcpApprox,
-        ("rsqrt", true) if ty == Ty::F64 && has("ftz") => FloatOp::RsqrtApprox,
+        ("rcp", true) if ty == Ty::F32 || has("ftz") => FloatOp::Approx(Approx::Rcp),
+        ("rsqrt", true) if ty == Ty::F32 || has("ftz") => FloatOp::Approx(Approx::Rsqrt),
+        ("sqrt", true) if ty == Ty::F32 => FloatOp::Approx(Approx::Sqrt),
+        ("ex2", true) if ty == Ty::F32 => FloatOp::Approx(Approx::Ex2),
+        ("lg2", true) if ty == Ty::F32 => FloatOp::Approx(Approx::Lg2),
         (_, true) => {
             return Err(d.err(format!(
                 "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce; \
-                 it runs `rcp.approx.ftz.f64` and `rsqrt.approx.ftz.f64` from tables read on an H100"
+                 it runs `rcp`, `rsqrt`, `sqrt`, `ex2` and `lg2` `.approx.f32` and \
+                 `rcp`, `rsqrt` `.approx.ftz.f64`, as an H100 computes them"
             )))
         }
         _ => return Err(d.unknown(opcode)),
     };
     let arity = match op {
-        FloatOp::Abs
-        | FloatOp::Neg
-        | FloatOp::Sqrt
-        | FloatOp::Rcp
-        | FloatOp::RcpApprox
-        | FloatOp::RsqrtApprox => 2,
+        FloatOp::Abs | FloatOp::Neg | FloatOp::Sqrt | FloatOp::Rcp | FloatOp::Approx(_) => 2,
         FloatOp::Fma => 4,
         _ => 3,
     };
@@ -323,8 +322,11 @@ fn float_arithmetic(
         return Err(d.err(format!("`{opcode}` takes {arity} operands, found {n}")));
     }
     // `.ftz` of the f64 approximations is their tables' own behaviour.
-    let ftz =
-        !matches!(op, FloatOp::RcpApprox | FloatOp::RsqrtApprox) && ftz_of(d, opcode, mods, ty)?;
+    let ftz = if let (FloatOp::Approx(_), Ty::F64) = (op, ty) {
+        false
+    } else {
+        ftz_of(d, opcode, mods, ty)?
+    };
     // A multiply and an add without a rounding modifier may be fused by ptxas;
     // NVRTC writes `.rn` wherever it must not be, so these are exact as written.
     Ok(Op::Float {
