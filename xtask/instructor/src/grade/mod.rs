@@ -411,8 +411,8 @@ fn grade_check(
             started.elapsed().as_secs_f64()
         )),
         Outcome::GraderFailed(why) => shared::cli::eprint_line(&format!(
-            "xtask:   not graded: the grader failed (not the student's fault): {}",
-            inert::line(why)
+            "xtask:   {}",
+            inert::line(&report::graders_failure(why))
         )),
         Outcome::NotGraded(_) => {}
     }

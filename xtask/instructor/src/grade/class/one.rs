@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::entries::{self, Entry, Form};
 use super::gpus::Slot;
-use crate::grade::inert;
+use crate::grade::{inert, report};
 use xtask::runner;
 
 /// What every grade of a class shares.
@@ -307,10 +307,7 @@ fn write_failed_results(settings: &Settings, path: &Path, why: &str, grader: boo
         .iter()
         .map(|(name, points)| {
             let (max, output) = if grader {
-                (
-                    0.0,
-                    format!("not graded: the grader failed, not you ({why}); worth {points} points, graded again once it is fixed"),
-                )
+                (0.0, report::graders_failure_to_student(why, *points))
             } else {
                 (*points, format!("not graded: {why}"))
             };
