@@ -5,6 +5,7 @@
 //! made here, outside the sandbox, into the grader's own folder; the sandbox sees only the
 //! program, an empty output folder, and (for a kernel check) the student's kernel file.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
@@ -67,7 +68,8 @@ pub fn cpu_device(dir: &Path) -> Result<CpuDevice, String> {
 const CPU_DEVICE: &str = "/grade/libcpu_device.so";
 const NVRTC: &str = "/grade/nvrtc";
 
-pub struct Context<'a> {
+/// What a grade's checks run with, the same for each check.
+pub struct Settings<'a> {
     pub jail: &'a Jail,
     /// Set where no GPU opens: the GPU checks run on the CPU device.
     pub cpu_device: Option<&'a CpuDevice>,
@@ -75,35 +77,86 @@ pub struct Context<'a> {
     pub reference: &'a Bins,
     /// The grader's own folder: references and the sandbox's output folders.
     pub scratch: &'a Path,
+    /// A check's time, shared by all of its runs, the student's and the solution's.
     pub time_limit: Duration,
     pub speed_runs: usize,
     pub gpu: Option<&'a GpuInfo>,
-    /// References already made in this grade, with how long each took.
-    pub made: std::cell::RefCell<HashMap<Reference, (Made, Duration)>>,
-    /// Whether each GPU lab's host code ran the kernel the grader planted ([`host_proven`]),
-    /// found once per grade.
-    pub hosts: std::cell::RefCell<HashMap<&'static str, Result<Host, String>>>,
     /// This grade's own number: lab06's lengths, lab02's speed view and the planted kernels
     /// are drawn from it ([`noise`]).
     pub noise: u64,
-    /// The grader's own failure in the check now running (its reference failed, the
-    /// sandbox did not start), first one kept: the check is then [`Outcome::GraderFailed`]
-    /// whatever else it found. Set only by the grader's code ([`Context::grader_failed`]),
-    /// never from anything a student's program prints.
-    pub fault: std::cell::RefCell<Option<String>>,
     /// The limits of each run's whole process tree (the rubric's).
     pub tree: TreeLimits,
     /// A GPU run's time limit: this many times the reference's time for the same work, plus
     /// this start-up (the rubric's `gpu_time_factor`, `gpu_start_up_s`).
     pub gpu_time: (f64, Duration),
-    /// The longest reference of the check running now: what its GPU runs' limit follows.
-    pub reference_wall: std::cell::Cell<Option<Duration>>,
+}
+
+impl<'a> Settings<'a> {
+    /// The rubric's limits and a number of this grade's own, on a machine with neither a GPU
+    /// nor the CPU device (the caller sets them where it has them).
+    pub fn new(
+        rubric: &rubric::Rubric,
+        jail: &'a Jail,
+        student: &'a Built,
+        reference: &'a Bins,
+        scratch: &'a Path,
+    ) -> Settings<'a> {
+        Settings {
+            jail,
+            cpu_device: None,
+            student,
+            reference,
+            scratch,
+            time_limit: Duration::from_secs(rubric.time_limit_s),
+            speed_runs: rubric.speed_runs,
+            gpu: None,
+            noise: noise(),
+            tree: rubric.tree_limits(),
+            gpu_time: (
+                rubric.gpu_time_factor,
+                Duration::from_secs_f64(rubric.gpu_start_up_s),
+            ),
+        }
+    }
+}
+
+/// What the checks learn as they run: the first three kept for the rest of the grade, the
+/// last two the check's own, reset as each check starts.
+#[derive(Default)]
+struct Caches {
+    /// References already made in this grade, with how long each took.
+    made: RefCell<HashMap<Reference, (Made, Duration)>>,
+    /// Whether each GPU lab's host code ran the kernel the grader planted ([`host_proven`]),
+    /// found once per grade.
+    hosts: RefCell<HashMap<&'static str, Result<Host, String>>>,
     /// The solution's longest run on the GPU so far, by lab (its planted kernel's run, or its
     /// own in a speed check): where known, what the lab's GPU runs' limit follows, as the
     /// process's start-up and the kernel are what a GPU run takes (a CPU reference, lab01's
     /// seconds at a deep zoom, would let a kernel that never ends hold each check for ten
     /// times that).
-    pub gpu_reference: std::cell::RefCell<HashMap<&'static str, Duration>>,
+    gpu_reference: RefCell<HashMap<&'static str, Duration>>,
+    /// The longest reference of the check running now: what its GPU runs' limit follows.
+    reference_wall: Cell<Option<Duration>>,
+    /// The grader's own failure in the check now running (its reference failed, the
+    /// sandbox did not start), first one kept: the check is then [`Outcome::GraderFailed`]
+    /// whatever else it found. Set only by the grader's code ([`Context::grader_failed`]),
+    /// never from anything a student's program prints.
+    fault: RefCell<Option<String>>,
+}
+
+/// A grade's checks: their settings, and what they learn as they run.
+pub struct Context<'a> {
+    pub settings: Settings<'a>,
+    caches: Caches,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(settings: Settings<'a>) -> Context<'a> {
+        Context {
+            settings,
+            caches: Caches::default(),
+        }
+    }
 }
 
 /// A reference this workspace's own programs make, once per grade.
@@ -129,7 +182,10 @@ impl Context<'_> {
     /// Record that the grader itself failed (not the student): the check is not graded.
     /// `why` comes back for the error the check returns.
     pub fn grader_failed(&self, why: String) -> String {
-        self.fault.borrow_mut().get_or_insert_with(|| why.clone());
+        self.caches
+            .fault
+            .borrow_mut()
+            .get_or_insert_with(|| why.clone());
         why
     }
 }
@@ -161,9 +217,9 @@ type Earned = Result<(f64, String), String>;
 
 /// Run `check`; whatever goes wrong with the student's program is a failed check.
 pub fn run(check: &Check, context: &Context) -> Outcome {
-    let deadline = Instant::now() + context.time_limit;
-    context.fault.borrow_mut().take();
-    context.reference_wall.set(None);
+    let deadline = Instant::now() + context.settings.time_limit;
+    context.caches.fault.borrow_mut().take();
+    context.caches.reference_wall.set(None);
     let lab = check.lab;
     let result = match &check.test {
         Test::Image {
@@ -188,7 +244,7 @@ pub fn run(check: &Check, context: &Context) -> Outcome {
         Test::CpuSpeed { args } => cpu_speed(context, lab, deadline, args),
         Test::KernelSpeed { kernel, args } => kernel_speed(context, lab, deadline, kernel, args),
     };
-    if let Some(why) = context.fault.borrow_mut().take() {
+    if let Some(why) = context.caches.fault.borrow_mut().take() {
         return Outcome::GraderFailed(why);
     }
     match result {
@@ -230,13 +286,14 @@ fn sandboxed(
 ) -> Result<Sandboxed, String> {
     let out = tempfile::Builder::new()
         .prefix("out-")
-        .tempdir_in(context.scratch)
+        .tempdir_in(context.settings.scratch)
         .map_err(|e| {
             context.grader_failed(format!(
                 "cannot make an output folder (not the student's fault): {e}"
             ))
         })?;
     context
+        .settings
         .jail
         .give(out.path())
         .map_err(|e| context.grader_failed(format!("{e:#}")))?;
@@ -252,12 +309,12 @@ fn sandboxed(
     } else {
         Limits::check(wall)
     }
-    .with_tree(context.tree);
+    .with_tree(context.settings.tree);
     // The solution's own program failing is the grader's fault, unless the check's time
     // ran out (the student's runs share that time). A sandbox that cannot start is the
     // grader's fault whoever's program it was to run.
     let solution = matches!(program, Program::Solution { .. });
-    match context.jail.run(&spec, &limits) {
+    match context.settings.jail.run(&spec, &limits) {
         Ok((status, ran, _)) if status.success() => {
             note_solution(context, lab, program, gpu, ran.wall);
             Ok(Sandboxed {
@@ -276,9 +333,9 @@ fn sandboxed(
                 "did not finish within {:.1} s ({} times the reference's {:.2} s for the same \
                  work, plus {:.0} s of start-up)",
                 limit.as_secs_f64(),
-                context.gpu_time.0,
+                context.settings.gpu_time.0,
                 reference.as_secs_f64(),
-                context.gpu_time.1.as_secs_f64()
+                context.settings.gpu_time.1.as_secs_f64()
             ),
             None => "did not finish within the check's time limit".to_string(),
         }),
@@ -318,10 +375,10 @@ fn spec(
     // A kernel file runs on the GPU; a student's binary needs one if its lab does.
     let gpu = kernel_runs(lab, program);
     let bins = match program {
-        Program::Student | Program::Planted { student: true, .. } => &context.student.bins,
+        Program::Student | Program::Planted { student: true, .. } => &context.settings.student.bins,
         Program::Solution { .. }
         | Program::SolutionWithKernel(_)
-        | Program::Planted { student: false, .. } => context.reference.dir(),
+        | Program::Planted { student: false, .. } => context.settings.reference.dir(),
     };
     let mut spec = Spec::new(Path::new(BIN).join(lab.name))
         .mount(Mount::read_only(
@@ -333,7 +390,7 @@ fn spec(
         .args(args.iter().cloned());
     // Where no GPU opens, the kernels run on the CPU device: the grader's own, named to the
     // lab by `CPU_DEVICE_LIBRARY`, with NVRTC beside it; the sandbox gets no GPU at all.
-    let gpu = match (gpu, context.cpu_device) {
+    let gpu = match (gpu, context.settings.cpu_device) {
         (true, Some(device)) => {
             spec = spec
                 .mount(Mount::read_only(&device.library, CPU_DEVICE))
@@ -344,7 +401,7 @@ fn spec(
                     .mount(Mount::read_only(nvrtc, NVRTC))
                     .env("LD_LIBRARY_PATH", NVRTC);
             }
-            let launches = left.saturating_sub(context.gpu_time.1);
+            let launches = left.saturating_sub(context.settings.gpu_time.1);
             if !launches.is_zero() {
                 spec = spec.env(
                     shared::gpu::EMULATE_DEADLINE_VARIABLE,
@@ -358,7 +415,7 @@ fn spec(
     spec = spec.gpu(gpu);
     let kernel = match program {
         Program::SolutionWithKernel(kernel) => {
-            let file = context.student.src.join(kernel);
+            let file = context.settings.student.src.join(kernel);
             if !file.is_file() {
                 return Err(format!(
                     "no {} was taken from the submission",
@@ -390,11 +447,12 @@ fn gpu_limit(
     left: Duration,
 ) -> Option<(Duration, Duration)> {
     let reference = context
+        .caches
         .gpu_reference
         .borrow()
         .get(lab.name)
         .copied()
-        .or(context.reference_wall.get());
+        .or(context.caches.reference_wall.get());
     match (gpu, program, reference) {
         (
             true,
@@ -403,7 +461,7 @@ fn gpu_limit(
             | Program::Planted { student: true, .. },
             Some(reference),
         ) => {
-            let (factor, start_up) = context.gpu_time;
+            let (factor, start_up) = context.settings.gpu_time;
             let limit = start_up + reference.mul_f64(factor);
             (limit < left).then_some((limit, reference))
         }
@@ -421,13 +479,17 @@ fn note_solution(
     took: Duration,
 ) {
     if let Program::Solution { gpu: true } = program {
-        let longest = context.reference_wall.get().map_or(took, |w| w.max(took));
-        context.reference_wall.set(Some(longest));
+        let longest = context
+            .caches
+            .reference_wall
+            .get()
+            .map_or(took, |w| w.max(took));
+        context.caches.reference_wall.set(Some(longest));
     }
     if let (true, Program::Solution { .. } | Program::Planted { student: false, .. }) =
         (gpu, program)
     {
-        let mut known = context.gpu_reference.borrow_mut();
+        let mut known = context.caches.gpu_reference.borrow_mut();
         let longest = known.get(lab.name).map_or(took, |w| (*w).max(took));
         known.insert(lab.name, longest);
     }
@@ -435,7 +497,7 @@ fn note_solution(
 
 /// The reference `key`, made earlier in this grade, if it was; noted for the GPU runs' limit.
 fn known(context: &Context, key: &Reference) -> Option<Made> {
-    let (made, took) = context.made.borrow().get(key).cloned()?;
+    let (made, took) = context.caches.made.borrow().get(key).cloned()?;
     note_reference(context, took);
     Some(made)
 }
@@ -443,13 +505,17 @@ fn known(context: &Context, key: &Reference) -> Option<Made> {
 /// Keep a reference made now, and note how long it took for the GPU runs' limit.
 fn keep(context: &Context, key: Reference, made: Made, took: Duration) {
     note_reference(context, took);
-    context.made.borrow_mut().insert(key, (made, took));
+    context.caches.made.borrow_mut().insert(key, (made, took));
 }
 
 /// The check's GPU runs' limit follows its longest reference.
 fn note_reference(context: &Context, took: Duration) {
-    let longest = context.reference_wall.get().map_or(took, |w| w.max(took));
-    context.reference_wall.set(Some(longest));
+    let longest = context
+        .caches
+        .reference_wall
+        .get()
+        .map_or(took, |w| w.max(took));
+    context.caches.reference_wall.set(Some(longest));
 }
 
 /// One line for a run that ended badly, paths inside the sandbox left out.
@@ -505,11 +571,11 @@ fn made(
     }
     let dir = tempfile::Builder::new()
         .prefix("reference-")
-        .tempdir_in(context.scratch)
+        .tempdir_in(context.settings.scratch)
         .map_err(|e| {
             context.grader_failed(format!("cannot make a folder for the reference: {e}"))
         })?;
-    let mut command = context.reference.command(lab);
+    let mut command = context.settings.reference.command(lab);
     command.current_dir(dir.path()).args(args);
     let started = Instant::now();
     runner::run(&mut command, runner::limit_for(1 << 28)).map_err(|e| {
@@ -600,17 +666,21 @@ const FUSED: &str = "--nvrtc-option=--fmad=true";
 /// exactly what this workspace's host code writes with it, with multiply-adds fused or not.
 /// Found once per grade and lab.
 fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
-    if let Some(known) = context.hosts.borrow().get(lab.name) {
+    if let Some(known) = context.caches.hosts.borrow().get(lab.name) {
         return known.clone();
     }
     let proven = run_planted(context, lab, deadline);
-    context.hosts.borrow_mut().insert(lab.name, proven.clone());
+    context
+        .caches
+        .hosts
+        .borrow_mut()
+        .insert(lab.name, proven.clone());
     proven
 }
 
 fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
     // Each lab its own key, from the grade's number.
-    let key = context.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
+    let key = context.settings.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
     let extent = rubric::Rubric::load()
         .ok()
         .and_then(|rubric| rubric.image_extent(lab));
@@ -623,7 +693,7 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     })?;
     let dir = tempfile::Builder::new()
         .prefix("planted-")
-        .tempdir_in(context.scratch)
+        .tempdir_in(context.settings.scratch)
         .map_err(|e| {
             context.grader_failed(format!(
                 "cannot make a folder for the planted kernel (not the student's fault): {e}"
@@ -694,7 +764,7 @@ fn compare_images(
     if got == expected {
         return Ok((1.0, "identical".to_string()));
     }
-    let dir = tempfile::tempdir_in(context.scratch).map_err(|e| e.to_string())?;
+    let dir = tempfile::tempdir_in(context.settings.scratch).map_err(|e| e.to_string())?;
     let (a, b) = (dir.path().join("a.ppm"), dir.path().join("b.ppm"));
     fs::write(&a, &expected)
         .and_then(|()| fs::write(&b, &got))
@@ -799,8 +869,11 @@ fn sums(
     // rubric's lengths give), so a variant that adds without applying the operation it is
     // handed is wrong: the CPU variants by `op`, the GPU kernels compiled with -DMODULUS=M
     // by this workspace's lab06 (their block totals are combined modulo M too).
-    let mut args = with_unpredictable_n(args, context.noise);
-    args.extend(["--modulus".to_string(), modulus(context.noise).to_string()]);
+    let mut args = with_unpredictable_n(args, context.settings.noise);
+    args.extend([
+        "--modulus".to_string(),
+        modulus(context.settings.noise).to_string(),
+    ]);
     let args = &args;
     let expected = expected_sum(context, lab, args)?;
 
@@ -837,7 +910,7 @@ fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result
     if let Some(Made::Sum(sum)) = known(context, &key) {
         return Ok(sum);
     }
-    let mut reference = context.reference.command(lab);
+    let mut reference = context.settings.reference.command(lab);
     reference
         .args(args)
         .args(["--variants", "cpu-plain", "--json"]);
@@ -930,14 +1003,14 @@ fn cpu_speed(
     frame: &rubric::Frame,
 ) -> Earned {
     // A view of the grade's own choosing, so that no argument list can be recognised.
-    let args = &with_unpredictable_view(frame, context.noise);
+    let args = &with_unpredictable_view(frame, context.settings.noise);
     let expected = lab01_image(context, args)?;
     let mut run_args = args.to_vec();
     run_args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
     let run_args = os(&run_args);
     let cap = expected.len() as u64;
     let mut times = (Vec::new(), Vec::new());
-    for _ in 0..context.speed_runs.max(1) {
+    for _ in 0..context.settings.speed_runs.max(1) {
         let solution = sandboxed(
             context,
             lab,
@@ -957,7 +1030,7 @@ fn cpu_speed(
         times.0.push(solution.wall.as_secs_f64() * 1e3);
         times.1.push(student.wall.as_secs_f64() * 1e3);
     }
-    credit(&times, "whole run", context.speed_runs)
+    credit(&times, "whole run", context.settings.speed_runs)
 }
 
 /// A kernel speed check's run, the solution's and the student's kernel alike.
@@ -976,7 +1049,7 @@ fn kernel_speed(
     kernel: &Path,
     work: &rubric::KernelWork,
 ) -> Earned {
-    let gpu = context.gpu.ok_or_else(|| {
+    let gpu = context.settings.gpu.ok_or_else(|| {
         context.grader_failed("no GPU information (not the student's fault)".to_string())
     })?;
     let file = kernel_output(lab).1;
@@ -992,7 +1065,7 @@ fn kernel_speed(
     };
     let mut expected: Option<Vec<u8>> = None;
     let mut times = (Vec::new(), Vec::new());
-    for _ in 0..context.speed_runs.max(1) {
+    for _ in 0..context.settings.speed_runs.max(1) {
         let solution = sandboxed(
             context,
             lab,
@@ -1043,7 +1116,7 @@ fn kernel_speed(
              need for the work: implausible, no speed credit"
         ));
     }
-    credit(&times, "kernel", context.speed_runs)
+    credit(&times, "kernel", context.settings.speed_runs)
 }
 
 fn credit(times: &(Vec<f64>, Vec<f64>), what: &str, runs: usize) -> Earned {

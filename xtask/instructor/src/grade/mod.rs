@@ -179,27 +179,17 @@ fn grade_one(args: &Args) -> Result<()> {
         bins: built_dir.join("bin"),
         src: built_dir.join("src"),
     };
-    let context = checks::Context {
-        jail: &machine.jail,
+    let context = checks::Context::new(checks::Settings {
         cpu_device: machine.cpu_device.as_ref(),
-        student: &built,
-        reference: &machine.reference,
-        scratch: scratch.path(),
-        time_limit: Duration::from_secs(rubric.time_limit_s),
-        speed_runs: rubric.speed_runs,
         gpu: machine.gpu_info.as_ref(),
-        made: Default::default(),
-        hosts: Default::default(),
-        noise: checks::noise(),
-        fault: Default::default(),
-        tree: rubric.tree_limits(),
-        gpu_time: (
-            rubric.gpu_time_factor,
-            Duration::from_secs_f64(rubric.gpu_start_up_s),
-        ),
-        reference_wall: Default::default(),
-        gpu_reference: Default::default(),
-    };
+        ..checks::Settings::new(
+            &rubric,
+            &machine.jail,
+            &built,
+            &machine.reference,
+            scratch.path(),
+        )
+    });
     let graded_checks: Vec<Graded> = rubric
         .checks
         .iter()
@@ -699,27 +689,12 @@ mod tests {
             bins: built.join("bin"),
             src: built.join("src"),
         };
-        let context = checks::Context {
-            jail: &jail,
-            cpu_device: None,
-            student: &student,
-            reference: &reference,
-            scratch: top.path(),
+        let context = checks::Context::new(checks::Settings {
             time_limit: Duration::from_secs(20),
             speed_runs: 1,
-            gpu: None,
-            made: Default::default(),
             noise: 1,
-            hosts: Default::default(),
-            fault: Default::default(),
-            tree: rubric.tree_limits(),
-            gpu_time: (
-                rubric.gpu_time_factor,
-                Duration::from_secs_f64(rubric.gpu_start_up_s),
-            ),
-            reference_wall: Default::default(),
-            gpu_reference: Default::default(),
-        };
+            ..checks::Settings::new(&rubric, &jail, &student, &reference, top.path())
+        });
         checks::run(check, &context)
     }
 
