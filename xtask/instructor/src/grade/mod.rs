@@ -24,6 +24,7 @@
 mod checks;
 mod class;
 mod compile;
+mod fault;
 mod inert;
 mod intake;
 mod planted;
@@ -43,6 +44,7 @@ use crate::regions::Keep;
 use crate::rubric::{self, Rubric};
 use crate::{sandbox, scratch};
 use checks::{Built, Outcome};
+use fault::Fault;
 use report::Graded;
 use xtask::bins::Bins;
 use xtask::gpu;
@@ -497,12 +499,8 @@ fn prepare(
                 fs::copy(&from, bin.join(lab.name))
                     .with_context(|| format!("cannot copy the student's {}", lab.name))?;
             }
-            Err(compile::BuildFailure::Student(error)) => {
-                broken.push((lab.name.to_string(), error))
-            }
-            Err(compile::BuildFailure::Grader(error)) => {
-                grader_failed.push((lab.name.to_string(), error))
-            }
+            Err(Fault::Student(error)) => broken.push((lab.name.to_string(), error)),
+            Err(Fault::Grader(error)) => grader_failed.push((lab.name.to_string(), error)),
         }
     }
     for kernel in rubric.kernels() {
@@ -667,8 +665,14 @@ mod tests {
         fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("a mode");
     }
 
-    /// Grade lab02's first image check with these reference and student binaries.
-    fn grade_image(reference: &str, student: &str) -> Outcome {
+    /// Grade lab02's first check that `test` picks, with these reference and student
+    /// binaries, in `time_limit`.
+    fn grade_lab02(
+        test: fn(&rubric::Test) -> bool,
+        reference: &str,
+        student: &str,
+        time_limit: Duration,
+    ) -> Outcome {
         let top = tempfile::tempdir().expect("a temp folder");
         let (bins, built) = (top.path().join("reference"), top.path().join("built"));
         fs::create_dir_all(&bins).expect("created");
@@ -681,8 +685,8 @@ mod tests {
         let check = rubric
             .checks
             .iter()
-            .find(|c| c.lab.name == "lab02" && matches!(c.test, rubric::Test::Image { .. }))
-            .expect("an image check of lab02");
+            .find(|c| c.lab.name == "lab02" && test(&c.test))
+            .expect("a check of lab02");
         let jail = sandbox::Jail::detect(true).expect("no sandbox");
         let reference = Bins::locate(Some(bins), &LABS).expect("the reference");
         let student = Built {
@@ -690,34 +694,51 @@ mod tests {
             src: built.join("src"),
         };
         let context = checks::Context::new(checks::Settings {
-            time_limit: Duration::from_secs(20),
-            speed_runs: 1,
+            time_limit,
+            speed_runs: 2,
             noise: 1,
             ..checks::Settings::new(&rubric, &jail, &student, &reference, top.path())
         });
         checks::run(check, &context)
     }
 
+    fn image_check(test: &rubric::Test) -> bool {
+        matches!(test, rubric::Test::Image { .. })
+    }
+
+    /// A lab's binary that writes "P6" where `-o` says, after `sleep` where it is run in the
+    /// sandbox (the reference image, made outside it, is written at once). The sleep holds
+    /// no pipe of the run's: a run killed at its limit ends at once.
+    fn writes_after(sleep: &str) -> String {
+        format!(
+            r#"while [ "$1" != "-o" ]; do shift; done; [ "$2" = reference.ppm ] || sleep {sleep} >/dev/null 2>&1; echo P6 > "$2""#
+        )
+    }
+
     /// The grader's own reference failing ("not the student's fault") scored the student 0:
-    /// now it is the grader's failure, a variant of its own.
+    /// now it is the grader's failure, a variant of its own, and its words say whose it is
+    /// nowhere else (the report says it once: it read "not the student's fault" twice).
     #[test]
     fn the_references_failure_is_the_graders_not_a_zero() {
-        let outcome = grade_image("exit 3", "exit 0");
+        let outcome = grade_lab02(image_check, "exit 3", "exit 0", Duration::from_secs(20));
         let Outcome::GraderFailed(why) = &outcome else {
             panic!("{outcome:?}");
         };
-        assert!(why.starts_with("the reference lab02 failed"), "{why}");
+        assert!(why.starts_with("the reference lab02 failed: "), "{why}");
+        assert!(!why.contains("fault"), "{why}");
     }
 
     /// The same words printed by the student's program are the student's failure: only the
     /// grader's own code can say the grader failed.
     #[test]
     fn a_student_claiming_the_graders_fault_scores_zero() {
-        // The reference writes its image where `-o` says; the student's fails, saying the
-        // grader's words.
-        let reference = r#"while [ "$1" != "-o" ]; do shift; done; echo P6 > "$2""#;
         let student = "echo \"the reference failed (not the student's fault)\" >&2; exit 1";
-        let outcome = grade_image(reference, student);
+        let outcome = grade_lab02(
+            image_check,
+            &writes_after("0"),
+            student,
+            Duration::from_secs(20),
+        );
         let Outcome::Scored { score, output } = &outcome else {
             panic!("{outcome:?}");
         };
