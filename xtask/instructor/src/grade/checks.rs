@@ -122,7 +122,7 @@ impl<'a> Settings<'a> {
 }
 
 /// What the checks learn as they run: the first three kept for the rest of the grade, the
-/// last the check's own, reset as each check starts.
+/// last two the check's own, reset as each check starts.
 #[derive(Default)]
 struct Caches {
     /// References already made in this grade, with how long each took.
@@ -138,6 +138,17 @@ struct Caches {
     gpu_reference: RefCell<HashMap<&'static str, Duration>>,
     /// The longest reference of the check running now: what its GPU runs' limit follows.
     reference_wall: Cell<Option<Duration>>,
+    /// How much of the check's time its runs have taken so far: whose a solution's run out of
+    /// that time is ([`out_of_time`]).
+    spent: Cell<Spent>,
+}
+
+/// The time a check's runs took: the student's code's (their binary, or their kernel in the
+/// solution's host code), and the grader's own (the solution's).
+#[derive(Clone, Copy, Default)]
+struct Spent {
+    student: Duration,
+    solution: Duration,
 }
 
 /// A grade's checks: their settings, and what they learn as they run.
@@ -203,6 +214,7 @@ type Earned = Result<(f64, String), Fault>;
 pub fn run(check: &Check, context: &Context) -> Outcome {
     let deadline = Instant::now() + context.settings.time_limit;
     context.caches.reference_wall.set(None);
+    context.caches.spent.set(Spent::default());
     let lab = check.lab;
     let result = match &check.test {
         Test::Image {
@@ -275,7 +287,8 @@ struct Sandboxed {
 }
 
 /// Run `program` in the sandbox by `deadline`. Its failure is the student's where their code
-/// ran, the grader's where the grader's own program did or the sandbox did not start.
+/// ran, the grader's where the grader's own program did or the sandbox did not start; a
+/// solution's run out of the check's time is either ([`out_of_time`]).
 fn sandboxed(
     context: &Context,
     lab: &'static Lab,
@@ -305,7 +318,9 @@ fn sandboxed(
         Limits::check(wall)
     }
     .with_tree(context.settings.tree);
+    let started = Instant::now();
     let ran = context.settings.jail.run(&spec, &limits);
+    spend(context, program, started.elapsed());
     let failed = |why: String| match program.graders() {
         Some(name) => Fault::Grader(format!("{name} failed: {why}")),
         None => Fault::Student(why),
@@ -327,9 +342,23 @@ fn sandboxed(
     }
 }
 
-/// Why `program` ran out of time: the student's code, of the limit it had (the check's, or
-/// the one that `follows` the reference's time on a GPU); the grader's own program, its
-/// failure.
+/// Count `took` against the check's time, as the student's or the solution's.
+fn spend(context: &Context, program: &Program, took: Duration) {
+    let mut spent = context.caches.spent.get();
+    match program.graders() {
+        Some(_) => spent.solution += took,
+        None => spent.student += took,
+    }
+    context.caches.spent.set(spent);
+}
+
+/// Why `program` ran out of time. The student's code, of the limit it had: the check's, or
+/// the one that `follows` the reference's time on a GPU. The solution shares the check's
+/// time with the student's runs, so where those took most of what the check's runs took, its
+/// run out of time is the student's fault, in words the student understands (a program 50
+/// times slower than the solution, leaving the solution's next speed run no time, was a 0
+/// said to be "not the student's fault", or a check the grader failed at in every grade);
+/// otherwise it is the grader's.
 fn out_of_time(
     context: &Context,
     program: &Program,
@@ -349,9 +378,21 @@ fn out_of_time(
             None => "did not finish within the check's time limit".to_string(),
         });
     };
-    Fault::Grader(format!(
-        "{name} did not finish within the check's {limit:.0} s"
-    ))
+    let spent = context.caches.spent.get();
+    let (student, solution) = (spent.student.as_secs_f64(), spent.solution.as_secs_f64());
+    if spent.student > spent.solution {
+        Fault::Student(format!(
+            "your runs took {student:.1} s of the check's {limit:.0} s, so the solution's \
+             run, which yours are compared with, had too little time left to finish (the \
+             solution's runs took {solution:.1} s): your program must be faster to be graded \
+             here"
+        ))
+    } else {
+        Fault::Grader(format!(
+            "{name} did not finish within the check's {limit:.0} s (its runs took \
+             {solution:.1} s, the student's {student:.1} s)"
+        ))
+    }
 }
 
 /// Whether `program` runs `lab`'s kernels: on the GPU, or on the CPU device in its place.

@@ -666,7 +666,7 @@ mod tests {
     }
 
     /// Grade lab02's first check that `test` picks, with these reference and student
-    /// binaries, in `time_limit`.
+    /// binaries, in `time_limit` (each speed check runs twice).
     fn grade_lab02(
         test: fn(&rubric::Test) -> bool,
         reference: &str,
@@ -704,6 +704,10 @@ mod tests {
 
     fn image_check(test: &rubric::Test) -> bool {
         matches!(test, rubric::Test::Image { .. })
+    }
+
+    fn speed_check(test: &rubric::Test) -> bool {
+        matches!(test, rubric::Test::CpuSpeed { .. })
     }
 
     /// A lab's binary that writes "P6" where `-o` says, after `sleep` where it is run in the
@@ -744,6 +748,49 @@ mod tests {
         };
         assert_eq!(*score, 0.0);
         assert!(output.contains("(not the student's fault)"), "{output}");
+    }
+
+    /// The check's 7 s are shared: the solution's 2 s run, the student's 4 s run, then the
+    /// solution's second run has 1 s at most and runs out (a second to spare either way). That was the grader's failure (not
+    /// graded, in every grade) or a 0 said to be "not the student's fault". It is the
+    /// student's, in words that say what to do.
+    #[test]
+    fn a_solution_run_out_of_time_the_student_used_is_the_students() {
+        let outcome = grade_lab02(
+            speed_check,
+            &writes_after("2"),
+            &writes_after("4"),
+            Duration::from_secs(7),
+        );
+        let Outcome::Scored { score, output } = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert_eq!(*score, 0.0);
+        assert!(
+            output.starts_with("your runs took ") && output.contains(" s of the check's 7 s, so the solution's run, which yours are compared with, had too little time left to finish (the solution's runs took ") && output.ends_with(" s): your program must be faster to be graded here"),
+            "{output}"
+        );
+    }
+
+    /// A solution that never ends, beside a student's program that ends at once, is the
+    /// grader's failure, not the student's 0.
+    #[test]
+    fn a_solution_out_of_time_by_itself_is_the_graders() {
+        let never_ends = r#"while [ "$1" != "-o" ]; do shift; done; [ "$2" = reference.ppm ] || exec sleep 30; echo P6 > "$2""#;
+        let outcome = grade_lab02(
+            speed_check,
+            never_ends,
+            &writes_after("0"),
+            Duration::from_secs(2),
+        );
+        let Outcome::GraderFailed(why) = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert!(
+            why.starts_with("the solution did not finish within the check's 2 s (its runs took ")
+                && why.ends_with(" s, the student's 0.0 s)"),
+            "{why}"
+        );
     }
 
     /// `--only lab04` kept every lab's checks, or kept lab04's and said nothing of the total
