@@ -6,7 +6,8 @@
 //! a [`Fault::Grader`], so no text a student's program prints can pass for one; and the
 //! report says "the grader failed" once, from the variant, never from the text.
 
-/// Why part of a grade failed (a lab's build, a check), and whose fault it is.
+/// Why part of a grade failed (a lab's build, a check, a submission of a class), and whose
+/// fault it is.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Fault {
     Student(String),
