@@ -5,6 +5,7 @@
 //! made here, outside the sandbox, into the grader's own folder; the sandbox sees only the
 //! program, an empty output folder, and (for a kernel check) the student's kernel file.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use shared::timing::LabReport;
 
+use super::fault::Fault;
 use super::planted;
 use super::timing;
 use crate::rubric::{self, Check, Size, Test};
@@ -67,7 +69,8 @@ pub fn cpu_device(dir: &Path) -> Result<CpuDevice, String> {
 const CPU_DEVICE: &str = "/grade/libcpu_device.so";
 const NVRTC: &str = "/grade/nvrtc";
 
-pub struct Context<'a> {
+/// What a grade's checks run with, the same for each check.
+pub struct Settings<'a> {
     pub jail: &'a Jail,
     /// Set where no GPU opens: the GPU checks run on the CPU device.
     pub cpu_device: Option<&'a CpuDevice>,
@@ -75,35 +78,92 @@ pub struct Context<'a> {
     pub reference: &'a Bins,
     /// The grader's own folder: references and the sandbox's output folders.
     pub scratch: &'a Path,
+    /// A check's time, shared by all of its runs, the student's and the solution's.
     pub time_limit: Duration,
     pub speed_runs: usize,
     pub gpu: Option<&'a GpuInfo>,
-    /// References already made in this grade, with how long each took.
-    pub made: std::cell::RefCell<HashMap<Reference, (Made, Duration)>>,
-    /// Whether each GPU lab's host code ran the kernel the grader planted ([`host_proven`]),
-    /// found once per grade.
-    pub hosts: std::cell::RefCell<HashMap<&'static str, Result<Host, String>>>,
     /// This grade's own number: lab06's lengths, lab02's speed view and the planted kernels
     /// are drawn from it ([`noise`]).
     pub noise: u64,
-    /// The grader's own failure in the check now running (its reference failed, the
-    /// sandbox did not start), first one kept: the check is then [`Outcome::GraderFailed`]
-    /// whatever else it found. Set only by the grader's code ([`Context::grader_failed`]),
-    /// never from anything a student's program prints.
-    pub fault: std::cell::RefCell<Option<String>>,
     /// The limits of each run's whole process tree (the rubric's).
     pub tree: TreeLimits,
     /// A GPU run's time limit: this many times the reference's time for the same work, plus
     /// this start-up (the rubric's `gpu_time_factor`, `gpu_start_up_s`).
     pub gpu_time: (f64, Duration),
-    /// The longest reference of the check running now: what its GPU runs' limit follows.
-    pub reference_wall: std::cell::Cell<Option<Duration>>,
+}
+
+impl<'a> Settings<'a> {
+    /// The rubric's limits and a number of this grade's own, on a machine with neither a GPU
+    /// nor the CPU device (the caller sets them where it has them).
+    pub fn new(
+        rubric: &rubric::Rubric,
+        jail: &'a Jail,
+        student: &'a Built,
+        reference: &'a Bins,
+        scratch: &'a Path,
+    ) -> Settings<'a> {
+        Settings {
+            jail,
+            cpu_device: None,
+            student,
+            reference,
+            scratch,
+            time_limit: Duration::from_secs(rubric.time_limit_s),
+            speed_runs: rubric.speed_runs,
+            gpu: None,
+            noise: noise(),
+            tree: rubric.tree_limits(),
+            gpu_time: (
+                rubric.gpu_time_factor,
+                Duration::from_secs_f64(rubric.gpu_start_up_s),
+            ),
+        }
+    }
+}
+
+/// What the checks learn as they run: the first three kept for the rest of the grade, the
+/// last two the check's own, reset as each check starts.
+#[derive(Default)]
+struct Caches {
+    /// References already made in this grade, with how long each took.
+    made: RefCell<HashMap<Reference, (Made, Duration)>>,
+    /// Whether each GPU lab's host code ran the kernel the grader planted ([`host_proven`]),
+    /// found once per grade.
+    hosts: RefCell<HashMap<&'static str, Result<Host, Fault>>>,
     /// The solution's longest run on the GPU so far, by lab (its planted kernel's run, or its
     /// own in a speed check): where known, what the lab's GPU runs' limit follows, as the
     /// process's start-up and the kernel are what a GPU run takes (a CPU reference, lab01's
     /// seconds at a deep zoom, would let a kernel that never ends hold each check for ten
     /// times that).
-    pub gpu_reference: std::cell::RefCell<HashMap<&'static str, Duration>>,
+    gpu_reference: RefCell<HashMap<&'static str, Duration>>,
+    /// The longest reference of the check running now: what its GPU runs' limit follows.
+    reference_wall: Cell<Option<Duration>>,
+    /// How much of the check's time its runs have taken so far: whose a solution's run out of
+    /// that time is ([`out_of_time`]).
+    spent: Cell<Spent>,
+}
+
+/// The time a check's runs took: the student's code's (their binary, or their kernel in the
+/// solution's host code), and the grader's own (the solution's).
+#[derive(Clone, Copy, Default)]
+struct Spent {
+    student: Duration,
+    solution: Duration,
+}
+
+/// A grade's checks: their settings, and what they learn as they run.
+pub struct Context<'a> {
+    pub settings: Settings<'a>,
+    caches: Caches,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(settings: Settings<'a>) -> Context<'a> {
+        Context {
+            settings,
+            caches: Caches::default(),
+        }
+    }
 }
 
 /// A reference this workspace's own programs make, once per grade.
@@ -123,15 +183,6 @@ pub enum Reference {
 pub enum Made {
     Output(Vec<u8>),
     Sum(f64),
-}
-
-impl Context<'_> {
-    /// Record that the grader itself failed (not the student): the check is not graded.
-    /// `why` comes back for the error the check returns.
-    pub fn grader_failed(&self, why: String) -> String {
-        self.fault.borrow_mut().get_or_insert_with(|| why.clone());
-        why
-    }
 }
 
 /// How one check went. The student's fault and the grader's are different variants: a
@@ -156,14 +207,14 @@ impl Outcome {
     }
 }
 
-/// The share of the points earned, and what to tell the student.
-type Earned = Result<(f64, String), String>;
+/// The share of the points earned and what to tell the student, or why not and whose fault.
+type Earned = Result<(f64, String), Fault>;
 
-/// Run `check`; whatever goes wrong with the student's program is a failed check.
+/// Run `check`: the student's failure is a 0 that says why, the grader's is not graded.
 pub fn run(check: &Check, context: &Context) -> Outcome {
-    let deadline = Instant::now() + context.time_limit;
-    context.fault.borrow_mut().take();
-    context.reference_wall.set(None);
+    let deadline = Instant::now() + context.settings.time_limit;
+    context.caches.reference_wall.set(None);
+    context.caches.spent.set(Spent::default());
     let lab = check.lab;
     let result = match &check.test {
         Test::Image {
@@ -188,12 +239,10 @@ pub fn run(check: &Check, context: &Context) -> Outcome {
         Test::CpuSpeed { args } => cpu_speed(context, lab, deadline, args),
         Test::KernelSpeed { kernel, args } => kernel_speed(context, lab, deadline, kernel, args),
     };
-    if let Some(why) = context.fault.borrow_mut().take() {
-        return Outcome::GraderFailed(why);
-    }
     match result {
         Ok((fraction, output)) => Outcome::score(check.points * fraction, output),
-        Err(output) => Outcome::score(0.0, output),
+        Err(Fault::Student(output)) => Outcome::score(0.0, output),
+        Err(Fault::Grader(why)) => Outcome::GraderFailed(why),
     }
 }
 
@@ -213,6 +262,22 @@ enum Program<'a> {
     },
 }
 
+impl Program<'_> {
+    /// The grader's own program, by the name its failure is told with (the grader's
+    /// failure); None where the student's code runs.
+    fn graders(&self) -> Option<&'static str> {
+        match self {
+            Program::Solution { .. } => Some("the solution"),
+            Program::Planted { student: false, .. } => {
+                Some("the solution, with the planted kernel,")
+            }
+            Program::Student
+            | Program::SolutionWithKernel(_)
+            | Program::Planted { student: true, .. } => None,
+        }
+    }
+}
+
 /// One sandboxed run of `lab` with `args` and a fresh output folder; the folder is handed
 /// back (host path) for the grader to read once the run is over.
 struct Sandboxed {
@@ -221,28 +286,28 @@ struct Sandboxed {
     out: tempfile::TempDir,
 }
 
+/// Run `program` in the sandbox by `deadline`. Its failure is the student's where their code
+/// ran, the grader's where the grader's own program did or the sandbox did not start; a
+/// solution's run out of the check's time is either ([`out_of_time`]).
 fn sandboxed(
     context: &Context,
     lab: &'static Lab,
     program: &Program,
     args: &[OsString],
     deadline: Instant,
-) -> Result<Sandboxed, String> {
+) -> Result<Sandboxed, Fault> {
     let out = tempfile::Builder::new()
         .prefix("out-")
-        .tempdir_in(context.scratch)
-        .map_err(|e| {
-            context.grader_failed(format!(
-                "cannot make an output folder (not the student's fault): {e}"
-            ))
-        })?;
+        .tempdir_in(context.settings.scratch)
+        .map_err(|e| Fault::Grader(format!("cannot make an output folder: {e}")))?;
     context
+        .settings
         .jail
         .give(out.path())
-        .map_err(|e| context.grader_failed(format!("{e:#}")))?;
+        .map_err(|e| Fault::Grader(format!("{e:#}")))?;
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return Err("did not finish within the check's time limit".to_string());
+        return Err(out_of_time(context, program, None));
     }
     let (spec, gpu) = spec(context, lab, program, args, out.path(), left)?;
     let follows = gpu_limit(context, lab, program, gpu, left);
@@ -252,12 +317,15 @@ fn sandboxed(
     } else {
         Limits::check(wall)
     }
-    .with_tree(context.tree);
-    // The solution's own program failing is the grader's fault, unless the check's time
-    // ran out (the student's runs share that time). A sandbox that cannot start is the
-    // grader's fault whoever's program it was to run.
-    let solution = matches!(program, Program::Solution { .. });
-    match context.jail.run(&spec, &limits) {
+    .with_tree(context.settings.tree);
+    let started = Instant::now();
+    let ran = context.settings.jail.run(&spec, &limits);
+    spend(context, program, started.elapsed());
+    let failed = |why: String| match program.graders() {
+        Some(name) => Fault::Grader(format!("{name} failed: {why}")),
+        None => Fault::Student(why),
+    };
+    match ran {
         Ok((status, ran, _)) if status.success() => {
             note_solution(context, lab, program, gpu, ran.wall);
             Ok(Sandboxed {
@@ -266,27 +334,64 @@ fn sandboxed(
                 out,
             })
         }
-        Ok((status, _, stderr)) if solution => Err(context.grader_failed(format!(
-            "the solution failed (not the student's fault): {}",
-            crash_or_refusal(status, &stderr)
-        ))),
-        Ok((status, _, stderr)) => Err(crash_or_refusal(status, &stderr)),
-        Err(runner::Failure::TimedOut(_)) => Err(match follows {
+        Ok((status, _, stderr)) => Err(failed(crash_or_refusal(status, &stderr))),
+        Err(runner::Failure::TimedOut(_)) => Err(out_of_time(context, program, follows)),
+        // Nothing of anyone's ran: the sandbox could not start, or not be cleared after.
+        Err(failure @ runner::Failure::Spawn(_)) => Err(Fault::Grader(failure.to_string())),
+        Err(failure) => Err(failed(failure.to_string())),
+    }
+}
+
+/// Count `took` against the check's time, as the student's or the solution's.
+fn spend(context: &Context, program: &Program, took: Duration) {
+    let mut spent = context.caches.spent.get();
+    match program.graders() {
+        Some(_) => spent.solution += took,
+        None => spent.student += took,
+    }
+    context.caches.spent.set(spent);
+}
+
+/// Why `program` ran out of time. The student's code, of the limit it had: the check's, or
+/// the one that `follows` the reference's time on a GPU. The solution shares the check's
+/// time with the student's runs, so where those took most of what the check's runs took, its
+/// run out of time is the student's fault, in words the student understands (a program 50
+/// times slower than the solution, leaving the solution's next speed run no time, was a 0
+/// said to be "not the student's fault", or a check the grader failed at in every grade);
+/// otherwise it is the grader's.
+fn out_of_time(
+    context: &Context,
+    program: &Program,
+    follows: Option<(Duration, Duration)>,
+) -> Fault {
+    let limit = context.settings.time_limit.as_secs_f64();
+    let Some(name) = program.graders() else {
+        return Fault::Student(match follows {
             Some((limit, reference)) => format!(
                 "did not finish within {:.1} s ({} times the reference's {:.2} s for the same \
                  work, plus {:.0} s of start-up)",
                 limit.as_secs_f64(),
-                context.gpu_time.0,
+                context.settings.gpu_time.0,
                 reference.as_secs_f64(),
-                context.gpu_time.1.as_secs_f64()
+                context.settings.gpu_time.1.as_secs_f64()
             ),
             None => "did not finish within the check's time limit".to_string(),
-        }),
-        Err(failure @ runner::Failure::Spawn(_)) => Err(context.grader_failed(failure.to_string())),
-        Err(failure) if solution => Err(context.grader_failed(format!(
-            "the solution failed (not the student's fault): {failure}"
-        ))),
-        Err(failure) => Err(failure.to_string()),
+        });
+    };
+    let spent = context.caches.spent.get();
+    let (student, solution) = (spent.student.as_secs_f64(), spent.solution.as_secs_f64());
+    if spent.student > spent.solution {
+        Fault::Student(format!(
+            "your runs took {student:.1} s of the check's {limit:.0} s, so the solution's \
+             run, which yours are compared with, had too little time left to finish (the \
+             solution's runs took {solution:.1} s): your program must be faster to be graded \
+             here"
+        ))
+    } else {
+        Fault::Grader(format!(
+            "{name} did not finish within the check's {limit:.0} s (its runs took \
+             {solution:.1} s, the student's {student:.1} s)"
+        ))
     }
 }
 
@@ -314,14 +419,14 @@ fn spec(
     args: &[OsString],
     out: &Path,
     left: Duration,
-) -> Result<(Spec, bool), String> {
+) -> Result<(Spec, bool), Fault> {
     // A kernel file runs on the GPU; a student's binary needs one if its lab does.
     let gpu = kernel_runs(lab, program);
     let bins = match program {
-        Program::Student | Program::Planted { student: true, .. } => &context.student.bins,
+        Program::Student | Program::Planted { student: true, .. } => &context.settings.student.bins,
         Program::Solution { .. }
         | Program::SolutionWithKernel(_)
-        | Program::Planted { student: false, .. } => context.reference.dir(),
+        | Program::Planted { student: false, .. } => context.settings.reference.dir(),
     };
     let mut spec = Spec::new(Path::new(BIN).join(lab.name))
         .mount(Mount::read_only(
@@ -333,7 +438,7 @@ fn spec(
         .args(args.iter().cloned());
     // Where no GPU opens, the kernels run on the CPU device: the grader's own, named to the
     // lab by `CPU_DEVICE_LIBRARY`, with NVRTC beside it; the sandbox gets no GPU at all.
-    let gpu = match (gpu, context.cpu_device) {
+    let gpu = match (gpu, context.settings.cpu_device) {
         (true, Some(device)) => {
             spec = spec
                 .mount(Mount::read_only(&device.library, CPU_DEVICE))
@@ -344,7 +449,7 @@ fn spec(
                     .mount(Mount::read_only(nvrtc, NVRTC))
                     .env("LD_LIBRARY_PATH", NVRTC);
             }
-            let launches = left.saturating_sub(context.gpu_time.1);
+            let launches = left.saturating_sub(context.settings.gpu_time.1);
             if !launches.is_zero() {
                 spec = spec.env(
                     shared::gpu::EMULATE_DEADLINE_VARIABLE,
@@ -358,12 +463,12 @@ fn spec(
     spec = spec.gpu(gpu);
     let kernel = match program {
         Program::SolutionWithKernel(kernel) => {
-            let file = context.student.src.join(kernel);
+            let file = context.settings.student.src.join(kernel);
             if !file.is_file() {
-                return Err(format!(
+                return Err(Fault::Student(format!(
                     "no {} was taken from the submission",
                     kernel.display()
-                ));
+                )));
             }
             Some(file)
         }
@@ -390,11 +495,12 @@ fn gpu_limit(
     left: Duration,
 ) -> Option<(Duration, Duration)> {
     let reference = context
+        .caches
         .gpu_reference
         .borrow()
         .get(lab.name)
         .copied()
-        .or(context.reference_wall.get());
+        .or(context.caches.reference_wall.get());
     match (gpu, program, reference) {
         (
             true,
@@ -403,7 +509,7 @@ fn gpu_limit(
             | Program::Planted { student: true, .. },
             Some(reference),
         ) => {
-            let (factor, start_up) = context.gpu_time;
+            let (factor, start_up) = context.settings.gpu_time;
             let limit = start_up + reference.mul_f64(factor);
             (limit < left).then_some((limit, reference))
         }
@@ -421,13 +527,17 @@ fn note_solution(
     took: Duration,
 ) {
     if let Program::Solution { gpu: true } = program {
-        let longest = context.reference_wall.get().map_or(took, |w| w.max(took));
-        context.reference_wall.set(Some(longest));
+        let longest = context
+            .caches
+            .reference_wall
+            .get()
+            .map_or(took, |w| w.max(took));
+        context.caches.reference_wall.set(Some(longest));
     }
     if let (true, Program::Solution { .. } | Program::Planted { student: false, .. }) =
         (gpu, program)
     {
-        let mut known = context.gpu_reference.borrow_mut();
+        let mut known = context.caches.gpu_reference.borrow_mut();
         let longest = known.get(lab.name).map_or(took, |w| (*w).max(took));
         known.insert(lab.name, longest);
     }
@@ -435,7 +545,7 @@ fn note_solution(
 
 /// The reference `key`, made earlier in this grade, if it was; noted for the GPU runs' limit.
 fn known(context: &Context, key: &Reference) -> Option<Made> {
-    let (made, took) = context.made.borrow().get(key).cloned()?;
+    let (made, took) = context.caches.made.borrow().get(key).cloned()?;
     note_reference(context, took);
     Some(made)
 }
@@ -443,13 +553,17 @@ fn known(context: &Context, key: &Reference) -> Option<Made> {
 /// Keep a reference made now, and note how long it took for the GPU runs' limit.
 fn keep(context: &Context, key: Reference, made: Made, took: Duration) {
     note_reference(context, took);
-    context.made.borrow_mut().insert(key, (made, took));
+    context.caches.made.borrow_mut().insert(key, (made, took));
 }
 
 /// The check's GPU runs' limit follows its longest reference.
 fn note_reference(context: &Context, took: Duration) {
-    let longest = context.reference_wall.get().map_or(took, |w| w.max(took));
-    context.reference_wall.set(Some(longest));
+    let longest = context
+        .caches
+        .reference_wall
+        .get()
+        .map_or(took, |w| w.max(took));
+    context.caches.reference_wall.set(Some(longest));
 }
 
 /// One line for a run that ended badly, paths inside the sandbox left out.
@@ -495,7 +609,7 @@ fn made(
     lab: &'static Lab,
     args: &[String],
     file: &str,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, Fault> {
     let key = Reference::Output {
         lab: lab.name,
         args: args.to_vec(),
@@ -505,25 +619,15 @@ fn made(
     }
     let dir = tempfile::Builder::new()
         .prefix("reference-")
-        .tempdir_in(context.scratch)
-        .map_err(|e| {
-            context.grader_failed(format!("cannot make a folder for the reference: {e}"))
-        })?;
-    let mut command = context.reference.command(lab);
+        .tempdir_in(context.settings.scratch)
+        .map_err(|e| Fault::Grader(format!("cannot make a folder for the reference: {e}")))?;
+    let mut command = context.settings.reference.command(lab);
     command.current_dir(dir.path()).args(args);
     let started = Instant::now();
-    runner::run(&mut command, runner::limit_for(1 << 28)).map_err(|e| {
-        context.grader_failed(format!(
-            "the reference {} failed (not the student's fault): {e}",
-            lab.name
-        ))
-    })?;
-    let bytes = fs::read(dir.path().join(file)).map_err(|e| {
-        context.grader_failed(format!(
-            "the reference {} wrote no {file} (not the student's fault): {e}",
-            lab.name
-        ))
-    })?;
+    runner::run(&mut command, runner::limit_for(1 << 28))
+        .map_err(|e| Fault::Grader(format!("the reference {} failed: {e}", lab.name)))?;
+    let bytes = fs::read(dir.path().join(file))
+        .map_err(|e| Fault::Grader(format!("the reference {} wrote no {file}: {e}", lab.name)))?;
     keep(context, key, Made::Output(bytes.clone()), started.elapsed());
     Ok(bytes)
 }
@@ -532,7 +636,7 @@ fn made(
 /// lab01 at every size and view (`verify` and lab02's tests prove it), on every core instead
 /// of one (a deep zoom at 3001x2001 keeps lab01 busy for seconds).
 /// `frame` is the image's size and view, as the lab's arguments.
-fn lab01_image(context: &Context, frame: &[String]) -> Result<Vec<u8>, String> {
+fn lab01_image(context: &Context, frame: &[String]) -> Result<Vec<u8>, Fault> {
     let lab02 = REFERENCE.stand_in;
     let mut args = frame.to_vec();
     args.extend(["-o".to_string(), "reference.ppm".to_string()]);
@@ -569,7 +673,8 @@ fn image(
         args.push(FUSED.to_string());
     }
     let run = sandboxed(context, lab, &program, &os(&args), deadline)?;
-    let got = output_file(run.out.path(), "image.ppm", expected.len() as u64 + 64)?;
+    let got = output_file(run.out.path(), "image.ppm", expected.len() as u64 + 64)
+        .map_err(Fault::Student)?;
     let how = match host {
         None => "",
         Some(Host::Exact) => " (its kernel, run by the solution's host code)",
@@ -580,7 +685,7 @@ fn image(
     };
     compare_images(context, expected, got, max_differing)
         .map(|(fraction, what)| (fraction, format!("{what}{how}")))
-        .map_err(|what| format!("{what}{how}"))
+        .map_err(|fault| fault.map_student(|what| format!("{what}{how}")))
 }
 
 /// What the planted kernel showed of a student's host code: it runs the kernel it is given
@@ -599,61 +704,54 @@ const FUSED: &str = "--nvrtc-option=--fmad=true";
 /// with a kernel the grader writes for this grade ([`planted::kernel`]), it must write
 /// exactly what this workspace's host code writes with it, with multiply-adds fused or not.
 /// Found once per grade and lab.
-fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
-    if let Some(known) = context.hosts.borrow().get(lab.name) {
+fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, Fault> {
+    if let Some(known) = context.caches.hosts.borrow().get(lab.name) {
         return known.clone();
     }
     let proven = run_planted(context, lab, deadline);
-    context.hosts.borrow_mut().insert(lab.name, proven.clone());
+    context
+        .caches
+        .hosts
+        .borrow_mut()
+        .insert(lab.name, proven.clone());
     proven
 }
 
-fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, String> {
+fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, Fault> {
     // Each lab its own key, from the grade's number.
-    let key = context.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
+    let key = context.settings.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
     let extent = rubric::Rubric::load()
         .ok()
         .and_then(|rubric| rubric.image_extent(lab));
     let planted = extent.and_then(|extent| planted::kernel(lab.name, key, extent));
     let (source, mut args) = planted.ok_or_else(|| {
-        context.grader_failed(format!(
-            "the grader has no kernel to plant in {} (not the student's fault)",
-            lab.name
-        ))
+        Fault::Grader(format!("the grader has no kernel to plant in {}", lab.name))
     })?;
     let dir = tempfile::Builder::new()
         .prefix("planted-")
-        .tempdir_in(context.scratch)
-        .map_err(|e| {
-            context.grader_failed(format!(
-                "cannot make a folder for the planted kernel (not the student's fault): {e}"
-            ))
-        })?;
+        .tempdir_in(context.settings.scratch)
+        .map_err(|e| Fault::Grader(format!("cannot make a folder for the planted kernel: {e}")))?;
     let file = dir.path().join("planted.cu");
-    fs::write(&file, source).map_err(|e| {
-        context.grader_failed(format!(
-            "cannot write the planted kernel (not the student's fault): {e}"
-        ))
-    })?;
+    fs::write(&file, source)
+        .map_err(|e| Fault::Grader(format!("cannot write the planted kernel: {e}")))?;
     args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
     let planted = |student: bool, args: &[String]| {
         let program = Program::Planted {
             student,
             file: &file,
         };
-        sandboxed(context, lab, &program, &os(args), deadline)
-            .and_then(|run| output_file(run.out.path(), "image.ppm", ppm_bytes(args)))
-    };
-    let solution = |args: &[String]| {
-        planted(false, args).map_err(|e| {
-            context.grader_failed(format!(
-                "the solution, with the planted kernel, failed (not the student's fault): {e}"
-            ))
+        let run = sandboxed(context, lab, &program, &os(args), deadline)?;
+        output_file(run.out.path(), "image.ppm", ppm_bytes(args)).map_err(|why| match student {
+            true => Fault::Student(why),
+            false => solutions_output(why),
         })
     };
-    let want = solution(&args)?;
-    let got = planted(true, &args)
-        .map_err(|e| format!("its host code, run with a kernel the grader planted: {e}"))?;
+    let want = planted(false, &args)?;
+    let got = planted(true, &args).map_err(|fault| {
+        fault.map_student(|why| {
+            format!("its host code, run with a kernel the grader planted: {why}")
+        })
+    })?;
     if got == want {
         return Ok(Host::Exact);
     }
@@ -661,7 +759,7 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     // kernel's third byte shows (lab04's options are the student's).
     let mut fused_args = args.clone();
     fused_args.push(FUSED.to_string());
-    if got == solution(&fused_args)? {
+    if got == planted(false, &fused_args)? {
         return Ok(Host::Fuses);
     }
     let differing = if got.len() == want.len() {
@@ -671,11 +769,16 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     } else {
         format!("{} bytes, the solution's {}", got.len(), want.len())
     };
-    Err(format!(
+    Err(Fault::Student(format!(
         "its host code, run with a kernel the grader planted, did not write what the \
          solution's host code writes with it ({differing}): its launch, arguments or copy \
          back do not run the kernel they are given, so its images are not counted"
-    ))
+    )))
+}
+
+/// The solution's run wrote no output the grader can read (`why`): the grader's failure.
+fn solutions_output(why: String) -> Fault {
+    Fault::Grader(format!("the solution's output: {why}"))
 }
 
 /// The most a PPM image of the size `args` begin with takes, its header included.
@@ -694,17 +797,23 @@ fn compare_images(
     if got == expected {
         return Ok((1.0, "identical".to_string()));
     }
-    let dir = tempfile::tempdir_in(context.scratch).map_err(|e| e.to_string())?;
+    // The grader's own work here (its folder, the reference image) fails as the grader's.
+    let grader =
+        |e: &dyn std::fmt::Display| Fault::Grader(format!("cannot compare the images: {e:#}"));
+    let dir = tempfile::tempdir_in(context.settings.scratch).map_err(|e| grader(&e))?;
     let (a, b) = (dir.path().join("a.ppm"), dir.path().join("b.ppm"));
     fs::write(&a, &expected)
         .and_then(|()| fs::write(&b, &got))
-        .map_err(|e| e.to_string())?;
-    let expected = ppm::open(&a).map_err(|e| format!("{e:#}"))?;
-    let got = ppm::open(&b).map_err(|_| "wrote no valid PPM image".to_string())?;
+        .map_err(|e| grader(&e))?;
+    let expected = ppm::open(&a).map_err(|e| grader(&e))?;
+    let got = ppm::open(&b).map_err(|_| Fault::Student("wrote no valid PPM image".to_string()))?;
     if (got.width, got.height) != (expected.width, expected.height) {
-        return Err(format!("wrote a {}x{} image", got.width, got.height));
+        return Err(Fault::Student(format!(
+            "wrote a {}x{} image",
+            got.width, got.height
+        )));
     }
-    let diff = ppm::diff(expected, got).map_err(|e| format!("{e:#}"))?;
+    let diff = ppm::diff(expected, got).map_err(|e| grader(&e))?;
     match diff.first {
         None => Ok((1.0, "identical".to_string())),
         Some((row, column, want, have)) => {
@@ -716,7 +825,7 @@ fn compare_images(
             if diff.pixels <= max_differing {
                 Ok((1.0, format!("{what} (up to {max_differing} allowed)")))
             } else {
-                Err(what)
+                Err(Fault::Student(what))
             }
         }
     }
@@ -767,23 +876,25 @@ fn canvas(
         &os(&gpu_args),
         deadline,
     )?;
-    let got = output_file(run.out.path(), file, expected.len() as u64)?;
+    let got = output_file(run.out.path(), file, expected.len() as u64).map_err(Fault::Student)?;
     if got == expected {
         return Ok((1.0, format!("identical ({} bytes)", got.len())));
     }
     if got.len() != expected.len() {
-        return Err(format!(
+        return Err(Fault::Student(format!(
             "the canvas has {} bytes, the reference {}",
             got.len(),
             expected.len()
-        ));
+        )));
     }
     let differing = expected
         .chunks(4)
         .zip(got.chunks(4))
         .filter(|(a, b)| a != b)
         .count();
-    Err(format!("{differing} counters differ from the reference"))
+    Err(Fault::Student(format!(
+        "{differing} counters differ from the reference"
+    )))
 }
 
 fn sums(
@@ -799,8 +910,11 @@ fn sums(
     // rubric's lengths give), so a variant that adds without applying the operation it is
     // handed is wrong: the CPU variants by `op`, the GPU kernels compiled with -DMODULUS=M
     // by this workspace's lab06 (their block totals are combined modulo M too).
-    let mut args = with_unpredictable_n(args, context.noise);
-    args.extend(["--modulus".to_string(), modulus(context.noise).to_string()]);
+    let mut args = with_unpredictable_n(args, context.settings.noise);
+    args.extend([
+        "--modulus".to_string(),
+        modulus(context.settings.noise).to_string(),
+    ]);
     let args = &args;
     let expected = expected_sum(context, lab, args)?;
 
@@ -816,51 +930,42 @@ fn sums(
     ]);
     let run = sandboxed(context, lab, &program, &os(&run_args), deadline)?;
     let report: LabReport = serde_json::from_slice(&run.stdout)
-        .map_err(|_| "printed no valid --json report".to_string())?;
+        .map_err(|_| Fault::Student("printed no valid --json report".to_string()))?;
     for variant in variants.iter().map(|v| v.name()) {
         let key = format!("{}_sum", variant.replace('-', "_"));
-        match report.metrics.get(&key).and_then(serde_json::Value::as_f64) {
-            Some(sum) if sum == expected => {}
-            Some(sum) => return Err(format!("{variant} summed to {sum}, expected {expected}")),
-            None => return Err(format!("no sum for {variant}")),
-        }
+        let wrong = match report.metrics.get(&key).and_then(serde_json::Value::as_f64) {
+            Some(sum) if sum == expected => continue,
+            Some(sum) => format!("{variant} summed to {sum}, expected {expected}"),
+            None => format!("no sum for {variant}"),
+        };
+        return Err(Fault::Student(wrong));
     }
     Ok((1.0, format!("every sum exact ({expected})")))
 }
 
 /// The exact total of lab06's data for `args`, from this workspace's own plain loop (given
 /// code, run here), once per grade and length.
-fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result<f64, String> {
+fn expected_sum(context: &Context, lab: &'static Lab, args: &[String]) -> Result<f64, Fault> {
     let key = Reference::Sum {
         args: args.to_vec(),
     };
     if let Some(Made::Sum(sum)) = known(context, &key) {
         return Ok(sum);
     }
-    let mut reference = context.reference.command(lab);
+    let mut reference = context.settings.reference.command(lab);
     reference
         .args(args)
         .args(["--variants", "cpu-plain", "--json"]);
     let started = Instant::now();
-    let finished = runner::run(&mut reference, runner::limit_for(1 << 24)).map_err(|e| {
-        context.grader_failed(format!(
-            "the reference lab06 failed (not the student's fault): {e}"
-        ))
-    })?;
-    let report: LabReport = serde_json::from_slice(&finished.stdout).map_err(|e| {
-        context.grader_failed(format!(
-            "the reference lab06 printed no report (not the student's fault): {e}"
-        ))
-    })?;
+    let finished = runner::run(&mut reference, runner::limit_for(1 << 24))
+        .map_err(|e| Fault::Grader(format!("the reference lab06 failed: {e}")))?;
+    let report: LabReport = serde_json::from_slice(&finished.stdout)
+        .map_err(|e| Fault::Grader(format!("the reference lab06 printed no report: {e}")))?;
     let expected = report
         .metrics
         .get("cpu_plain_sum")
         .and_then(serde_json::Value::as_f64)
-        .ok_or_else(|| {
-            context.grader_failed(
-                "the reference lab06 reported no sum (not the student's fault)".to_string(),
-            )
-        })?;
+        .ok_or_else(|| Fault::Grader("the reference lab06 reported no sum".to_string()))?;
     keep(context, key, Made::Sum(expected), started.elapsed());
     Ok(expected)
 }
@@ -930,34 +1035,35 @@ fn cpu_speed(
     frame: &rubric::Frame,
 ) -> Earned {
     // A view of the grade's own choosing, so that no argument list can be recognised.
-    let args = &with_unpredictable_view(frame, context.noise);
+    let args = &with_unpredictable_view(frame, context.settings.noise);
     let expected = lab01_image(context, args)?;
     let mut run_args = args.to_vec();
     run_args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
     let run_args = os(&run_args);
     let cap = expected.len() as u64;
     let mut times = (Vec::new(), Vec::new());
-    for _ in 0..context.speed_runs.max(1) {
+    for _ in 0..context.settings.speed_runs.max(1) {
         let solution = sandboxed(
             context,
             lab,
             &Program::Solution { gpu: false },
             &run_args,
             deadline,
-        )
-        .map_err(|e| format!("the solution failed (not the student's fault): {e}"))?;
+        )?;
         let student = sandboxed(context, lab, &Program::Student, &run_args, deadline)?;
         if output_file(student.out.path(), "image.ppm", cap)
             .ok()
             .as_deref()
             != Some(&expected[..])
         {
-            return Err("its image differs from the reference: no speed credit".to_string());
+            return Err(Fault::Student(
+                "its image differs from the reference: no speed credit".to_string(),
+            ));
         }
         times.0.push(solution.wall.as_secs_f64() * 1e3);
         times.1.push(student.wall.as_secs_f64() * 1e3);
     }
-    credit(&times, "whole run", context.speed_runs)
+    credit(&times, "whole run", context.settings.speed_runs)
 }
 
 /// A kernel speed check's run, the solution's and the student's kernel alike.
@@ -976,9 +1082,10 @@ fn kernel_speed(
     kernel: &Path,
     work: &rubric::KernelWork,
 ) -> Earned {
-    let gpu = context.gpu.ok_or_else(|| {
-        context.grader_failed("no GPU information (not the student's fault)".to_string())
-    })?;
+    let gpu = context
+        .settings
+        .gpu
+        .ok_or_else(|| Fault::Grader("no GPU information".to_string()))?;
     let file = kernel_output(lab).1;
     let run_args = os(&kernel_speed_args(lab, work));
     let kernel_ms = |run: &Sandboxed| -> Result<f64, String> {
@@ -992,24 +1099,18 @@ fn kernel_speed(
     };
     let mut expected: Option<Vec<u8>> = None;
     let mut times = (Vec::new(), Vec::new());
-    for _ in 0..context.speed_runs.max(1) {
+    for _ in 0..context.settings.speed_runs.max(1) {
         let solution = sandboxed(
             context,
             lab,
             &Program::Solution { gpu: true },
             &run_args,
             deadline,
-        )
-        .map_err(|e| format!("the solution failed (not the student's fault): {e}"))?;
-        let ours = kernel_ms(&solution).map_err(|e| {
-            context.grader_failed(format!("the solution: {e} (not the student's fault)"))
-        })?;
+        )?;
+        let ours = kernel_ms(&solution).map_err(solutions_output)?;
         if expected.is_none() {
-            expected = Some(
-                output_file(solution.out.path(), file, 1 << 30).map_err(|e| {
-                    context.grader_failed(format!("the solution {e} (not the student's fault)"))
-                })?,
-            );
+            expected =
+                Some(output_file(solution.out.path(), file, 1 << 30).map_err(solutions_output)?);
         }
         let want = expected.as_deref().unwrap_or_default();
         let student = sandboxed(
@@ -1019,9 +1120,12 @@ fn kernel_speed(
             &run_args,
             deadline,
         )?;
-        let theirs = kernel_ms(&student)?;
-        if output_file(student.out.path(), file, want.len() as u64)? != want {
-            return Err("its output differs from the solution's: no speed credit".to_string());
+        let theirs = kernel_ms(&student).map_err(Fault::Student)?;
+        if output_file(student.out.path(), file, want.len() as u64).map_err(Fault::Student)? != want
+        {
+            return Err(Fault::Student(
+                "its output differs from the solution's: no speed credit".to_string(),
+            ));
         }
         times.0.push(ours);
         times.1.push(theirs);
@@ -1038,12 +1142,12 @@ fn kernel_speed(
     };
     let theirs = timing::median(&times.1);
     if theirs < floor {
-        return Err(format!(
+        return Err(Fault::Student(format!(
             "kernel {theirs:.3} ms is below {floor:.3} ms, the least this GPU's arithmetic units \
              need for the work: implausible, no speed credit"
-        ));
+        )));
     }
-    credit(&times, "kernel", context.speed_runs)
+    credit(&times, "kernel", context.settings.speed_runs)
 }
 
 fn credit(times: &(Vec<f64>, Vec<f64>), what: &str, runs: usize) -> Earned {

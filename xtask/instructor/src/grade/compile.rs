@@ -17,6 +17,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 
+use super::fault::Fault;
 use crate::files::File;
 use crate::sandbox::{self, Jail, Limits, Mount, Spec};
 use xtask::bins::target_dir;
@@ -164,7 +165,7 @@ impl Cache {
 }
 
 /// Build one lab of the workspace laid out in `work` into `target`: Ok, or cargo's first
-/// error.
+/// error (the student's), or why the grader could not build it (no toolchain, no sandbox).
 pub fn build_lab(
     jail: &Jail,
     work: &Path,
@@ -172,9 +173,9 @@ pub fn build_lab(
     vendor: &Path,
     lab: &Lab,
     limit: Duration,
-) -> std::result::Result<(), BuildFailure> {
+) -> std::result::Result<(), Fault> {
     let sysroot = sandbox::toolchain().ok_or_else(|| {
-        BuildFailure::Grader("no Rust toolchain found (rustc --print sysroot)".to_string())
+        Fault::Grader("no Rust toolchain found (rustc --print sysroot)".to_string())
     })?;
     let spec = Spec::new(sysroot.join("bin/cargo"))
         .args([
@@ -210,33 +211,16 @@ pub fn build_lab(
     });
     match jail.run(&spec, &limits) {
         Ok((status, _, _)) if status.success() => Ok(()),
-        Ok((_, _, stderr)) => Err(BuildFailure::Student(first_error(
-            &String::from_utf8_lossy(&stderr),
-        ))),
-        Err(xtask::runner::Failure::TimedOut(_)) => Err(BuildFailure::Student(format!(
+        Ok((_, _, stderr)) => Err(Fault::Student(first_error(&String::from_utf8_lossy(
+            &stderr,
+        )))),
+        Err(xtask::runner::Failure::TimedOut(_)) => Err(Fault::Student(format!(
             "the build did not finish within {} s",
             limit.as_secs()
         ))),
         // The sandbox (or cargo) could not start: nothing of the student's ran.
-        Err(failure @ xtask::runner::Failure::Spawn(_)) => {
-            Err(BuildFailure::Grader(failure.to_string()))
-        }
-        Err(failure) => Err(BuildFailure::Student(failure.to_string())),
-    }
-}
-
-/// Why a lab did not build: the student's code, or the grader (no toolchain, no sandbox).
-#[derive(Debug, Clone, PartialEq)]
-pub enum BuildFailure {
-    Student(String),
-    Grader(String),
-}
-
-impl std::fmt::Display for BuildFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BuildFailure::Student(why) | BuildFailure::Grader(why) => write!(f, "{why}"),
-        }
+        Err(failure @ xtask::runner::Failure::Spawn(_)) => Err(Fault::Grader(failure.to_string())),
+        Err(failure) => Err(Fault::Student(failure.to_string())),
     }
 }
 

@@ -24,6 +24,7 @@
 mod checks;
 mod class;
 mod compile;
+mod fault;
 mod inert;
 mod intake;
 mod planted;
@@ -43,6 +44,7 @@ use crate::regions::Keep;
 use crate::rubric::{self, Rubric};
 use crate::{sandbox, scratch};
 use checks::{Built, Outcome};
+use fault::Fault;
 use report::Graded;
 use xtask::bins::Bins;
 use xtask::gpu;
@@ -179,27 +181,17 @@ fn grade_one(args: &Args) -> Result<()> {
         bins: built_dir.join("bin"),
         src: built_dir.join("src"),
     };
-    let context = checks::Context {
-        jail: &machine.jail,
+    let context = checks::Context::new(checks::Settings {
         cpu_device: machine.cpu_device.as_ref(),
-        student: &built,
-        reference: &machine.reference,
-        scratch: scratch.path(),
-        time_limit: Duration::from_secs(rubric.time_limit_s),
-        speed_runs: rubric.speed_runs,
         gpu: machine.gpu_info.as_ref(),
-        made: Default::default(),
-        hosts: Default::default(),
-        noise: checks::noise(),
-        fault: Default::default(),
-        tree: rubric.tree_limits(),
-        gpu_time: (
-            rubric.gpu_time_factor,
-            Duration::from_secs_f64(rubric.gpu_start_up_s),
-        ),
-        reference_wall: Default::default(),
-        gpu_reference: Default::default(),
-    };
+        ..checks::Settings::new(
+            &rubric,
+            &machine.jail,
+            &built,
+            &machine.reference,
+            scratch.path(),
+        )
+    });
     let graded_checks: Vec<Graded> = rubric
         .checks
         .iter()
@@ -411,8 +403,8 @@ fn grade_check(
             started.elapsed().as_secs_f64()
         )),
         Outcome::GraderFailed(why) => shared::cli::eprint_line(&format!(
-            "xtask:   not graded: the grader failed (not the student's fault): {}",
-            inert::line(why)
+            "xtask:   {}",
+            inert::line(&report::graders_failure(why))
         )),
         Outcome::NotGraded(_) => {}
     }
@@ -507,12 +499,8 @@ fn prepare(
                 fs::copy(&from, bin.join(lab.name))
                     .with_context(|| format!("cannot copy the student's {}", lab.name))?;
             }
-            Err(compile::BuildFailure::Student(error)) => {
-                broken.push((lab.name.to_string(), error))
-            }
-            Err(compile::BuildFailure::Grader(error)) => {
-                grader_failed.push((lab.name.to_string(), error))
-            }
+            Err(Fault::Student(error)) => broken.push((lab.name.to_string(), error)),
+            Err(Fault::Grader(error)) => grader_failed.push((lab.name.to_string(), error)),
         }
     }
     for kernel in rubric.kernels() {
@@ -677,8 +665,14 @@ mod tests {
         fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("a mode");
     }
 
-    /// Grade lab02's first image check with these reference and student binaries.
-    fn grade_image(reference: &str, student: &str) -> Outcome {
+    /// Grade lab02's first check that `test` picks, with these reference and student
+    /// binaries, in `time_limit` (each speed check runs twice).
+    fn grade_lab02(
+        test: fn(&rubric::Test) -> bool,
+        reference: &str,
+        student: &str,
+        time_limit: Duration,
+    ) -> Outcome {
         let top = tempfile::tempdir().expect("a temp folder");
         let (bins, built) = (top.path().join("reference"), top.path().join("built"));
         fs::create_dir_all(&bins).expect("created");
@@ -691,63 +685,112 @@ mod tests {
         let check = rubric
             .checks
             .iter()
-            .find(|c| c.lab.name == "lab02" && matches!(c.test, rubric::Test::Image { .. }))
-            .expect("an image check of lab02");
+            .find(|c| c.lab.name == "lab02" && test(&c.test))
+            .expect("a check of lab02");
         let jail = sandbox::Jail::detect(true).expect("no sandbox");
         let reference = Bins::locate(Some(bins), &LABS).expect("the reference");
         let student = Built {
             bins: built.join("bin"),
             src: built.join("src"),
         };
-        let context = checks::Context {
-            jail: &jail,
-            cpu_device: None,
-            student: &student,
-            reference: &reference,
-            scratch: top.path(),
-            time_limit: Duration::from_secs(20),
-            speed_runs: 1,
-            gpu: None,
-            made: Default::default(),
+        let context = checks::Context::new(checks::Settings {
+            time_limit,
+            speed_runs: 2,
             noise: 1,
-            hosts: Default::default(),
-            fault: Default::default(),
-            tree: rubric.tree_limits(),
-            gpu_time: (
-                rubric.gpu_time_factor,
-                Duration::from_secs_f64(rubric.gpu_start_up_s),
-            ),
-            reference_wall: Default::default(),
-            gpu_reference: Default::default(),
-        };
+            ..checks::Settings::new(&rubric, &jail, &student, &reference, top.path())
+        });
         checks::run(check, &context)
     }
 
+    fn image_check(test: &rubric::Test) -> bool {
+        matches!(test, rubric::Test::Image { .. })
+    }
+
+    fn speed_check(test: &rubric::Test) -> bool {
+        matches!(test, rubric::Test::CpuSpeed { .. })
+    }
+
+    /// A lab's binary that writes "P6" where `-o` says, after `sleep` where it is run in the
+    /// sandbox (the reference image, made outside it, is written at once). The sleep holds
+    /// no pipe of the run's: a run killed at its limit ends at once.
+    fn writes_after(sleep: &str) -> String {
+        format!(
+            r#"while [ "$1" != "-o" ]; do shift; done; [ "$2" = reference.ppm ] || sleep {sleep} >/dev/null 2>&1; echo P6 > "$2""#
+        )
+    }
+
     /// The grader's own reference failing ("not the student's fault") scored the student 0:
-    /// now it is the grader's failure, a variant of its own.
+    /// now it is the grader's failure, a variant of its own, and its words say whose it is
+    /// nowhere else (the report says it once: it read "not the student's fault" twice).
     #[test]
     fn the_references_failure_is_the_graders_not_a_zero() {
-        let outcome = grade_image("exit 3", "exit 0");
+        let outcome = grade_lab02(image_check, "exit 3", "exit 0", Duration::from_secs(20));
         let Outcome::GraderFailed(why) = &outcome else {
             panic!("{outcome:?}");
         };
-        assert!(why.starts_with("the reference lab02 failed"), "{why}");
+        assert!(why.starts_with("the reference lab02 failed: "), "{why}");
+        assert!(!why.contains("fault"), "{why}");
     }
 
     /// The same words printed by the student's program are the student's failure: only the
     /// grader's own code can say the grader failed.
     #[test]
     fn a_student_claiming_the_graders_fault_scores_zero() {
-        // The reference writes its image where `-o` says; the student's fails, saying the
-        // grader's words.
-        let reference = r#"while [ "$1" != "-o" ]; do shift; done; echo P6 > "$2""#;
         let student = "echo \"the reference failed (not the student's fault)\" >&2; exit 1";
-        let outcome = grade_image(reference, student);
+        let outcome = grade_lab02(
+            image_check,
+            &writes_after("0"),
+            student,
+            Duration::from_secs(20),
+        );
         let Outcome::Scored { score, output } = &outcome else {
             panic!("{outcome:?}");
         };
         assert_eq!(*score, 0.0);
         assert!(output.contains("(not the student's fault)"), "{output}");
+    }
+
+    /// The check's 7 s are shared: the solution's 2 s run, the student's 4 s run, then the
+    /// solution's second run has 1 s at most and runs out (a second to spare either way). That was the grader's failure (not
+    /// graded, in every grade) or a 0 said to be "not the student's fault". It is the
+    /// student's, in words that say what to do.
+    #[test]
+    fn a_solution_run_out_of_time_the_student_used_is_the_students() {
+        let outcome = grade_lab02(
+            speed_check,
+            &writes_after("2"),
+            &writes_after("4"),
+            Duration::from_secs(7),
+        );
+        let Outcome::Scored { score, output } = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert_eq!(*score, 0.0);
+        assert!(
+            output.starts_with("your runs took ") && output.contains(" s of the check's 7 s, so the solution's run, which yours are compared with, had too little time left to finish (the solution's runs took ") && output.ends_with(" s): your program must be faster to be graded here"),
+            "{output}"
+        );
+    }
+
+    /// A solution that never ends, beside a student's program that ends at once, is the
+    /// grader's failure, not the student's 0.
+    #[test]
+    fn a_solution_out_of_time_by_itself_is_the_graders() {
+        let never_ends = r#"while [ "$1" != "-o" ]; do shift; done; [ "$2" = reference.ppm ] || exec sleep 30; echo P6 > "$2""#;
+        let outcome = grade_lab02(
+            speed_check,
+            never_ends,
+            &writes_after("0"),
+            Duration::from_secs(2),
+        );
+        let Outcome::GraderFailed(why) = &outcome else {
+            panic!("{outcome:?}");
+        };
+        assert!(
+            why.starts_with("the solution did not finish within the check's 2 s (its runs took ")
+                && why.ends_with(" s, the student's 0.0 s)"),
+            "{why}"
+        );
     }
 
     /// `--only lab04` kept every lab's checks, or kept lab04's and said nothing of the total

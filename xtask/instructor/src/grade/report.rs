@@ -39,10 +39,7 @@ pub fn table(results: &[Graded], notes: &[String]) -> String {
                 output.clone(),
             ),
             Outcome::NotGraded(why) => (format!("-/{}", round(r.max)), why.clone()),
-            Outcome::GraderFailed(why) => (
-                format!("-/{}", round(r.max)),
-                format!("not graded: the grader failed (not the student's fault): {why}"),
-            ),
+            Outcome::GraderFailed(why) => (format!("-/{}", round(r.max)), graders_failure(why)),
         };
         let said = inert::line(&said).replace('|', "\\|");
         text.push_str(&format!("| {}{hidden} | {points} | {said} |\n", r.name));
@@ -53,6 +50,21 @@ pub fn table(results: &[Graded], notes: &[String]) -> String {
     text.push_str(&total_line(results));
     text.push('\n');
     text
+}
+
+/// A check the grader failed at, as the table and the grade's log say it: the one place
+/// that says whose fault it is (the failure's own text never does).
+pub fn graders_failure(why: &str) -> String {
+    format!("not graded: the grader failed (not the student's fault): {why}")
+}
+
+/// The same to the student (results.json, a class's feedback), with what the check is worth.
+pub fn graders_failure_to_student(why: &str, points: f64) -> String {
+    format!(
+        "not graded: the grader failed, not you ({why}); worth {} points, graded again once \
+         it is fixed",
+        round(points)
+    )
 }
 
 /// `total: 12 of 14 points; 30 more not graded here (needs a GPU)`, and what the grader
@@ -170,15 +182,7 @@ pub fn gradescope(results: &[Graded], notes: &[String], only: &[&str]) -> Result
                         round(r.max)
                     ),
                 ),
-                Outcome::GraderFailed(why) => (
-                    0.0,
-                    0.0,
-                    format!(
-                        "not graded: the grader failed, not you ({why}); worth {} points, \
-                         graded again once it is fixed",
-                        round(r.max)
-                    ),
-                ),
+                Outcome::GraderFailed(why) => (0.0, 0.0, graders_failure_to_student(why, r.max)),
             };
             TestResult {
                 name: match &partial {
@@ -271,15 +275,15 @@ mod tests {
             name: "lab02: c".into(),
             max: 2.0,
             hidden: false,
-            outcome: Outcome::GraderFailed(
-                "the reference lab02 failed (not the student's fault): crashed".into(),
-            ),
+            outcome: Outcome::GraderFailed("the reference lab02 failed: crashed".into()),
         });
         let text = table(&all, &[]);
         assert!(
-            text.contains("| lab02: c | -/2 | not graded: the grader failed (not the student's fault): the reference lab02 failed"),
+            text.contains("| lab02: c | -/2 | not graded: the grader failed (not the student's fault): the reference lab02 failed: crashed |\n"),
             "{text}"
         );
+        // Said once in its row (it was said twice: the report's words and the failure's own).
+        assert_eq!(text.matches("not the student's fault").count(), 2, "{text}");
         assert!(
             text.ends_with("total: 1.5 of 3 points; 4 more not graded here (needs a GPU); 2 more not graded: the grader failed (not the student's fault), grade again\n"),
             "{text}"
@@ -287,8 +291,12 @@ mod tests {
         let json = gradescope(&all, &[], &[]);
         assert_eq!((json.score, json.tests[2].max_score), (1.5, 0.0));
         assert_eq!(
+            json.tests[2].output,
+            "not graded: the grader failed, not you (the reference lab02 failed: crashed); worth 2 points, graded again once it is fixed"
+        );
+        assert_eq!(
             json.extra_data.grader_failed,
-            ["lab02: c: the reference lab02 failed (not the student's fault): crashed"]
+            ["lab02: c: the reference lab02 failed: crashed"]
         );
         assert!(gradescope(&results(), &[], &[])
             .extra_data

@@ -703,11 +703,10 @@ fn tree_limits(how: &str) -> String {
     )
 }
 
-/// A sandbox that could not be set up: the grader's failure, not the student's.
+/// A sandbox that could not be set up: a [`Failure::Spawn`], which the grade counts as the
+/// grader's failure, not the student's.
 fn grader_fault(e: anyhow::Error) -> Failure {
-    Failure::Spawn(format!(
-        "cannot start the sandbox (not the student's fault): {e:#}"
-    ))
+    Failure::Spawn(format!("cannot start the sandbox: {e:#}"))
 }
 
 /// Wait for `child` until `wall` after `started`, in ticks: between them the grader
@@ -759,11 +758,8 @@ fn kill_run(child: &mut std::process::Child, group: Option<&tree::Group>, over: 
 /// not the student's.
 fn clear_user(user: u32) -> std::result::Result<(), Failure> {
     fallback::end_user(user);
-    permissions::sweep(user).map_err(|e| {
-        Failure::Spawn(format!(
-            "cannot clear the sandbox's files (not the student's fault): {e:#}"
-        ))
-    })
+    permissions::sweep(user)
+        .map_err(|e| Failure::Spawn(format!("cannot clear the sandbox's files: {e:#}")))
 }
 
 /// The fallback's confinement of one run, kept until its processes are gone.

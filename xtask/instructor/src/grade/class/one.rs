@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use super::entries::{self, Entry, Form};
 use super::gpus::Slot;
-use crate::grade::inert;
+use crate::grade::fault::Fault;
+use crate::grade::{inert, report};
 use xtask::runner;
 
 /// What every grade of a class shares.
@@ -102,13 +103,13 @@ pub fn grade(settings: &Settings, entry: &Entry, digest: &str, slot: &Slot) -> R
     let results = dir.join("results.json");
     let (notes, not_graded) = match outcome {
         Ok(notes) => (notes, None),
-        Err(Failed::Submission(why)) => {
+        Err(Fault::Student(why)) => {
             write_failed_results(settings, &results, &why, false)?;
             (Vec::new(), Some(why))
         }
         // The grader's own failure: no check scores, results.json says why, and the row's
         // total stays empty until a run grades it (read back below, as for one check).
-        Err(Failed::Grader(why)) => {
+        Err(Fault::Grader(why)) => {
             write_failed_results(settings, &results, &why, true)?;
             (Vec::new(), None)
         }
@@ -136,32 +137,20 @@ pub fn grade(settings: &Settings, entry: &Entry, digest: &str, slot: &Slot) -> R
     Ok(record)
 }
 
-/// Why a submission was not graded: its own doing (a link, a bad archive, a grade that
-/// refused it or ran out of time), or the grader's (it could not start, wrote no results,
-/// could not unpack into its own folder).
-enum Failed {
-    Submission(String),
-    Grader(String),
-}
-
-impl From<String> for Failed {
-    fn from(why: String) -> Failed {
-        Failed::Submission(why)
-    }
-}
-
 /// Unpack if need be, find the workspace and grade it: what unpacking passed over, or why
-/// the submission could not be graded. The grade's table is left in `dir/grade.out`.
+/// the submission could not be graded: its own doing (a link, a bad archive, a grade that
+/// refused it or ran out of time), or the grader's (it could not start, wrote no results,
+/// could not unpack into its own folder). The grade's table is left in `dir/grade.out`.
 fn run(
     settings: &Settings,
     entry: &Entry,
     slot: &Slot,
     dir: &Path,
     unpacked: &Path,
-) -> Result<Vec<String>, Failed> {
-    let grader = Failed::Grader;
+) -> Result<Vec<String>, Fault> {
+    let grader = Fault::Grader;
     let (root, notes) = match &entry.form {
-        Form::Refused(why) => return Err(format!("{} {why}", entry.name).into()),
+        Form::Refused(why) => return Err(Fault::Student(format!("{} {why}", entry.name))),
         Form::Archive(_) if settings.prebuilt => {
             return Err(grader(format!(
                 "{} is an archive; with --prebuilt every entry is a folder made by \
@@ -179,7 +168,7 @@ fn run(
             fs::create_dir_all(unpacked)
                 .map_err(|e| grader(format!("cannot create {} ({e})", unpacked.display())))?;
             let notes = entries::unpack_entry(entry, unpacked)
-                .map_err(|why| format!("the archive {} {why}", entry.name))?;
+                .map_err(|why| Fault::Student(format!("the archive {} {why}", entry.name)))?;
             (entries::workspace_in(unpacked), notes)
         }
     };
@@ -211,18 +200,17 @@ fn run(
     let finished = match ran {
         Ok(finished) => finished,
         Err(runner::Failure::TimedOut(_)) => {
-            return Err(format!(
+            return Err(Fault::Student(format!(
                 "grading took longer than {} s and was stopped",
                 settings.limit_s
-            )
-            .into())
+            )))
         }
         // The grade could not start at all: nothing of the submission ran.
         Err(failure @ runner::Failure::Spawn(_)) => {
             return Err(grader(format!("the grader stopped: {failure}")))
         }
         // The grade refused the submission (not a workspace, a link at its top) or died.
-        Err(failure) => return Err(format!("the grader stopped: {failure}").into()),
+        Err(failure) => return Err(Fault::Student(format!("the grader stopped: {failure}"))),
     };
     fs::write(dir.join("grade.out"), &finished.stdout)
         .map_err(|e| grader(format!("cannot keep the grade's table ({e})")))?;
@@ -307,10 +295,7 @@ fn write_failed_results(settings: &Settings, path: &Path, why: &str, grader: boo
         .iter()
         .map(|(name, points)| {
             let (max, output) = if grader {
-                (
-                    0.0,
-                    format!("not graded: the grader failed, not you ({why}); worth {points} points, graded again once it is fixed"),
-                )
+                (0.0, report::graders_failure_to_student(why, *points))
             } else {
                 (*points, format!("not graded: {why}"))
             };
