@@ -341,6 +341,8 @@ fn bad_input_fails_cleanly() {
         &["--backend", "gpu", "--reduce", "sideways"],
         &["--devices", "2"],
         &["--reduce", "host"],
+        &["--emulate", "--profile"],
+        &["--emulate", "--profile", "--profile-png", "warps.png"],
         &["-o", "no-such-folder/out.png"],
         &["-o", "a-file/out.png"],
         &["--raw", "no-such-folder/out.raw"],
