@@ -62,8 +62,8 @@ pub fn kernel_file() -> KernelFile {
     .with_option(format!("-DVISIT_LOG2={VISIT_LOG2}"))
 }
 
-/// The most samples `--profile-png` places (64 MiB of places): past 2^24, more would only
-/// fill in more pixels with warps already drawn.
+/// The most samples `--profile-png` places: 64 MiB of places, four times the pixels of
+/// the default canvas (1440 x 2560); the later samples of a longer run are left undrawn.
 const MOST_PLACED: u64 = 1 << 24;
 
 /// With `--profile-png` (on the CPU device): draw the first launch as the canvas, each
@@ -71,6 +71,8 @@ const MOST_PLACED: u64 = 1 << 24;
 /// the plane the warps spend and lose their lanes. The first launch is the first GPU's
 /// first batch, and the kernel's grid-stride loop gives its sample `first + k` to thread
 /// `k` (modulo the grid's threads): the order `shared::profile::place` reads the places in.
+/// With more samples than the grid has threads, a warp's colour is what it spent on all of
+/// its samples, drawn where each of them lies.
 fn place_samples(params: &Params, samples: &Range<u64>) {
     if shared::profile::drawing() {
         let first = samples.start;
