@@ -94,7 +94,9 @@ pub fn render_at(
     places: &[u32],
 ) -> Vec<u8> {
     let per_block = u64::from(block.iter().product::<u32>().max(1));
-    let threads = u64::from(grid.iter().product::<u32>().max(1)) * per_block;
+    // In u64: a grid's three dimensions multiply past u32.
+    let blocks = grid.iter().map(|&g| u64::from(g)).product::<u64>().max(1);
+    let threads = blocks * per_block;
     let warps_per_block = per_block.div_ceil(32);
     let busiest = busiest(warps);
     let pixels = width as usize * height as usize;
