@@ -100,25 +100,30 @@ pub fn render_at(
     let warps_per_block = per_block.div_ceil(32);
     let busiest = busiest(warps);
     let pixels = width as usize * height as usize;
-    // Colour sums and how many warps were placed, a pixel each: the average is taken last.
-    let mut sums = vec![[0u64; 4]; pixels];
-    for (k, &place) in places.iter().enumerate() {
-        let Some(sum) = sums.get_mut(place as usize) else {
-            continue;
-        };
-        let thread = k as u64 % threads;
-        let warp = (thread / per_block) * warps_per_block + (thread % per_block) / 32;
-        let Some(w) = usize::try_from(warp).ok().and_then(|i| warps.get(i)) else {
-            continue;
-        };
-        for (total, channel) in sum.iter_mut().zip(colour(w, busiest)) {
-            *total += u64::from(channel);
+    // Each place's colour, sorted by pixel: memory for the places, not for sums over every
+    // pixel of a large canvas (a 16384 x 16384 one would need 4 GiB of them).
+    let mut placed: Vec<(usize, [u8; 3])> = places
+        .iter()
+        .enumerate()
+        .filter(|&(_, &place)| (place as usize) < pixels)
+        .filter_map(|(k, &place)| {
+            let thread = k as u64 % threads;
+            let warp = (thread / per_block) * warps_per_block + (thread % per_block) / 32;
+            let w = warps.get(usize::try_from(warp).ok()?)?;
+            Some((place as usize, colour(w, busiest)))
+        })
+        .collect();
+    placed.sort_unstable_by_key(|&(pixel, _)| pixel);
+    let mut out = vec![0u8; pixels * 3];
+    for group in placed.chunk_by(|a, b| a.0 == b.0) {
+        let n = group.len() as u64;
+        let pixel = &mut out[group[0].0 * 3..][..3];
+        for (channel, value) in pixel.iter_mut().enumerate() {
+            let sum: u64 = group.iter().map(|p| u64::from(p.1[channel])).sum();
+            *value = (sum / n) as u8;
         }
-        sum[3] += 1;
     }
-    sums.iter()
-        .flat_map(|&[r, g, b, n]| [r, g, b].map(|c| c.checked_div(n).unwrap_or(0) as u8))
-        .collect()
+    out
 }
 
 #[cfg(test)]
