@@ -210,12 +210,21 @@ impl Args {
         })
     }
 
-    /// The GPUs to run on: refused with the CPU backend, which has no use for them.
+    /// The GPUs to run on: refused with the CPU backend, which has no use for them, nor
+    /// for `--profile` (it launches no kernel to count: the run would write its canvas and
+    /// then fail for want of a launch).
     pub fn gpus(&self) -> Result<Gpus> {
         if self.backend == Backend::Cpu && (self.devices.is_some() || self.reduce.is_some()) {
             return Err(Error::Usage(
                 "--devices and --reduce choose GPUs: add --backend gpu (the CPU backend \
                  always uses every core)"
+                    .to_string(),
+            ));
+        }
+        if self.backend == Backend::Cpu && self.device.profile {
+            return Err(Error::Usage(
+                "--profile counts the GPU kernel's launches: add --backend gpu (the CPU \
+                 backend launches none)"
                     .to_string(),
             ));
         }

@@ -62,6 +62,26 @@ pub fn kernel_file() -> KernelFile {
     .with_option(format!("-DVISIT_LOG2={VISIT_LOG2}"))
 }
 
+/// The most samples `--profile-png` places: 64 MiB of places, four times the pixels of
+/// the default canvas (1440 x 2560); the later samples of a longer run are left undrawn.
+const MOST_PLACED: u64 = 1 << 24;
+
+/// With `--profile-png` (on the CPU device): draw the first launch as the canvas, each
+/// sample where its point c lies, in its warp's colour, so that the picture shows where in
+/// the plane the warps spend and lose their lanes. The first launch is the first GPU's
+/// first batch, and the kernel's grid-stride loop gives its sample `first + k` to thread
+/// `k` (modulo the grid's threads): the order `shared::profile::place` reads the places in.
+/// With more samples than the grid has threads, a warp's colour is what it spent on all of
+/// its samples, drawn where each of them lies.
+fn place_samples(params: &Params, samples: &Range<u64>) {
+    if shared::profile::drawing() {
+        let first = samples.start;
+        let end = samples.end.min(first + BATCH.min(MOST_PLACED));
+        let places = params.start_pixels(first..end);
+        shared::profile::place(params.width, params.height, places);
+    }
+}
+
 /// The canvas after `samples` samples, and the milliseconds of the work itself: the kernel
 /// time of the slowest GPU, plus the sum of the canvases where there are several.
 pub fn render(
@@ -83,6 +103,7 @@ pub fn render(
     };
     let kernel = kernel.apply(kernel_file())?;
     let mut workers = open_all(&ordinals, split(samples, ordinals.len()), params, &kernel)?;
+    place_samples(params, &workers[0].samples);
     for phase in [Phase::Context, Phase::Compile, Phase::Allocate] {
         // The GPUs are set up side by side: the phase lasts as long as the slowest one.
         let slowest = workers

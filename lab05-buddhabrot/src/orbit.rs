@@ -8,6 +8,10 @@
 //! increments, and integer addition does not care about order, so the two canvases are
 //! identical even though the GPU adds its counts in whatever order its atomics land.
 
+use std::ops::Range;
+
+use rayon::prelude::*;
+
 use crate::rng::{philox2x32_10, uniform};
 
 /// Stratified sampling splits the sampling rectangle into GRID x GRID cells...
@@ -74,6 +78,34 @@ impl Params {
         )
     }
 
+    /// The canvas pixel (row, column) of the point x + iy, if it lies on the canvas.
+    #[inline]
+    pub fn pixel(&self, x: f32, y: f32) -> Option<(usize, usize)> {
+        // The real axis runs down the canvas, the imaginary axis across.
+        let row = (x - self.re_min) * self.row_scale;
+        let col = (y - self.im_min) * self.col_scale;
+        // Compared as floats, then truncated: a point off the canvas (or a NaN from an
+        // overflowing orbit) fails the comparison and is never turned into an index.
+        let on = row >= 0.0 && row < self.height as f32 && col >= 0.0 && col < self.width as f32;
+        on.then_some((row as usize, col as usize))
+    }
+
+    /// The pixel (`row * width + column`) each sample of `samples` starts from, its point c,
+    /// in sample order; `u32::MAX` where c is off the canvas. `--profile-png` draws each
+    /// sample's warp there (`src/gpu.rs`).
+    pub fn start_pixels(&self, samples: Range<u64>) -> Vec<u32> {
+        samples
+            .into_par_iter()
+            .map(|index| {
+                let (cr, ci) = self.sample_point(index);
+                self.pixel(cr, ci).map_or(u32::MAX, |(row, col)| {
+                    // The canvas has at most MAX_SIDE^2 = 2^28 pixels: an index fits.
+                    (row * self.width as usize + col) as u32
+                })
+            })
+            .collect()
+    }
+
     /// Iterate sample `index` and add its orbit to `canvas` if it escapes.
     pub fn add_sample(&self, canvas: &mut [u32], index: u64) {
         let (cr, ci) = self.sample_point(index);
@@ -88,7 +120,6 @@ impl Params {
     /// (and, with symmetry, one at the mirrored pixel). The replay repeats
     /// [`escape_steps`]'s arithmetic exactly, so it visits exactly the same points.
     pub fn add_orbit(&self, canvas: &mut [u32], cr: f32, ci: f32, steps: u32) {
-        let (height, width) = (self.height as f32, self.width as f32);
         let (mut x, mut y) = (cr, ci);
         let (mut xx, mut yy) = (x * x, y * y);
         for _ in 0..steps {
@@ -96,13 +127,7 @@ impl Params {
             x = xx - yy + cr;
             xx = x * x;
             yy = y * y;
-            // The real axis runs down the canvas, the imaginary axis across.
-            let row = (x - self.re_min) * self.row_scale;
-            let col = (y - self.im_min) * self.col_scale;
-            // Compared as floats, then truncated: a point off the canvas (or a NaN from an
-            // overflowing orbit) fails the comparison and is never turned into an index.
-            if row >= 0.0 && row < height && col >= 0.0 && col < width {
-                let (row, col) = (row as usize, col as usize);
+            if let Some((row, col)) = self.pixel(x, y) {
                 let at = row * self.width as usize;
                 canvas[at + col] = canvas[at + col].wrapping_add(1);
                 if self.symmetry != 0 {
@@ -257,6 +282,36 @@ mod tests {
         params.add_orbit(&mut canvas, 1.0, 0.0, escape_steps(1.0, 0.0, 20));
         assert_eq!(canvas.iter().sum::<u32>(), 1);
         assert_eq!(canvas[6 * 4 + 2], 1);
+    }
+
+    /// `--profile-png` places each sample at the pixel of its c, as read off by hand from
+    /// the tiny canvas (row floor(Re c + 4), column floor(Im c + 2)), in sample order from
+    /// the first sample asked for; a c off the canvas is placed nowhere.
+    #[test]
+    fn each_sample_is_placed_at_the_pixel_of_its_point() {
+        let params = Params {
+            // Sampling beyond the canvas on every side, so that some c fall off it.
+            sample_re_min: -6.0,
+            sample_re_span: 12.0,
+            sample_im_min: -3.0,
+            sample_im_span: 6.0,
+            ..tiny(0)
+        };
+        let places = params.start_pixels(1000..3000);
+        assert_eq!(places.len(), 2000);
+        let mut on = 0;
+        for (index, &place) in (1000..).zip(&places) {
+            let (cr, ci) = params.sample_point(index);
+            if (-4.0..4.0).contains(&cr) && (-2.0..2.0).contains(&ci) {
+                let (row, col) = ((cr + 4.0).floor() as u32, (ci + 2.0).floor() as u32);
+                assert_eq!(place, row * 4 + col, "sample {index} at {cr} + {ci}i");
+                on += 1;
+            } else {
+                assert_eq!(place, u32::MAX, "sample {index} at {cr} + {ci}i");
+            }
+        }
+        // About 2/3 x 2/3 of the samples are on the canvas.
+        assert!((700..1100).contains(&on), "{on} on the canvas");
     }
 
     #[test]

@@ -265,6 +265,56 @@ fn nvrtc_no_double_arithmetic_in_the_kernel_loops() {
     }
 }
 
+/// `--profile-png` draws the samples' warps over the canvas, each where its point c lies:
+/// a picture the canvas's size, dark where nothing was sampled (Im c < 0 with symmetry),
+/// and in the main cardioid, without the bulb check, the colour of warps that ran every
+/// lane to the iteration limit: bright, all green; with the check, skipped: dark.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn the_profile_picture_draws_each_sample_where_its_point_lies() {
+    let dir = TempDir::new().expect("a scratch folder");
+    let (width, height) = (72, 128);
+    let draw = |extra: &[&str]| {
+        let picture = dir.path().join("warps.png");
+        let output = lab05()
+            .args([
+                "--backend",
+                "gpu",
+                "--emulate",
+                "--profile",
+                "--profile-png",
+            ])
+            .arg(&picture)
+            .args(["--width", "72", "--height", "128", "--samples", "1048576"])
+            .args(["--max-iter", "200", "-o"])
+            .arg(dir.path().join("canvas.png"))
+            .args(extra)
+            .output()
+            .expect("lab05 runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        image::open(&picture).expect("a PNG").into_rgb8()
+    };
+    // The pixel of c on the default view: row (Re c + 3.2) / 5.2 x 128, column
+    // (Im c + 1.5) / 3 x 72.
+    let pixel_of = |cr: f32, ci: f32| {
+        let (row, col) = ((cr + 3.2) / 5.2 * 128.0, (ci + 1.5) / 3.0 * 72.0);
+        (col as u32, row as u32)
+    };
+    let (x, y) = pixel_of(-0.2, 0.3);
+    let (mirror_x, mirror_y) = pixel_of(-0.2, -0.3);
+    let checked = draw(&[]);
+    let unchecked = draw(&["--no-bulb-check"]);
+    for picture in [&checked, &unchecked] {
+        assert_eq!(picture.dimensions(), (width, height));
+        assert_eq!(picture.get_pixel(mirror_x, mirror_y).0, [0, 0, 0]);
+    }
+    let [red, green, _] = unchecked.get_pixel(x, y).0;
+    assert!(red == 0 && green > 120, "without the check: {red} {green}");
+    let [red, dark, _] = checked.get_pixel(x, y).0;
+    assert!(red == 0 && dark < green / 2, "with the check: {red} {dark}");
+}
+
 /// Bad input: one line on stderr, a non-zero exit, and no file left behind.
 #[test]
 fn bad_input_fails_cleanly() {
@@ -291,6 +341,8 @@ fn bad_input_fails_cleanly() {
         &["--backend", "gpu", "--reduce", "sideways"],
         &["--devices", "2"],
         &["--reduce", "host"],
+        &["--emulate", "--profile"],
+        &["--emulate", "--profile", "--profile-png", "warps.png"],
         &["-o", "no-such-folder/out.png"],
         &["-o", "a-file/out.png"],
         &["--raw", "no-such-folder/out.raw"],

@@ -295,6 +295,42 @@ fn nvrtc_ptx_shows_indirect_calls_only_where_expected() {
     assert!(indirect_calls("reduce_fn_ptr_hoisted") > 0);
 }
 
+/// On the CPU device, `--profile` counts the calls made through a register as they run:
+/// none in the plain and generic sums, one per element (a warp instruction per 32) in the
+/// others, whatever they load to make it.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn profile_counts_one_indirect_call_per_element_where_there_are_any() {
+    let n = 1 << 20;
+    let report = run_ok(&[
+        "--gpu-only",
+        "--emulate",
+        "--profile",
+        "--reps",
+        "1",
+        "--n",
+        &n.to_string(),
+    ]);
+    let profile = report.profile.expect("a profile");
+    let launches = profile.as_array().expect("a launch each");
+    let calls = |kernel: &str| {
+        let launch = launches
+            .iter()
+            .find(|l| l["kernel"] == kernel)
+            .unwrap_or_else(|| panic!("no launch of {kernel}: {profile}"));
+        launch["indirect_calls"].as_u64().expect("a count")
+    };
+    assert_eq!(calls("reduce_plain"), 0);
+    assert_eq!(calls("reduce_generic"), 0);
+    for kernel in [
+        "reduce_virtual",
+        "reduce_fn_ptr_loop",
+        "reduce_fn_ptr_hoisted",
+    ] {
+        assert_eq!(calls(kernel), n / 32, "{kernel}");
+    }
+}
+
 /// `--modulus M` compiles the kernels with `-DMODULUS=M`, for both architectures too.
 #[test]
 #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]

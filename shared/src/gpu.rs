@@ -360,8 +360,8 @@ pub struct DeviceArg {
     pub profile: bool,
 
     /// With --profile: also draw the first launch's threads as a PNG, each where its grid
-    /// puts it, bright where its warp issued much, green to red as its warp's lanes were
-    /// busy or idle
+    /// puts it (lab05: each sample where its point c lies), bright where its warp issued
+    /// much, green to red as its warp's lanes were busy or idle
     #[arg(long, value_name = "FILE.png")]
     pub profile_png: Option<PathBuf>,
 }

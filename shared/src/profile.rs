@@ -18,6 +18,7 @@ const SET_REGISTERS: &[u8] = b"cpuDeviceSetRegisters";
 const TAKE: &[u8] = b"cpuDeviceProfileTake";
 const FREE: &[u8] = b"cpuDeviceFree";
 const PICTURE: &[u8] = b"cpuDeviceProfilePicture";
+const PICTURE_AT: &[u8] = b"cpuDeviceProfilePictureAt";
 const FREE_BYTES: &[u8] = b"cpuDeviceFreeBytes";
 
 /// Where `--profile-png` draws the first launch's warps: opened when the lab starts (a path
@@ -33,8 +34,41 @@ pub(crate) fn draw_to(path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A picture laid out by the lab ([`place`]): its size, and the pixel of each thread.
+struct Layout {
+    width: u32,
+    height: u32,
+    places: Vec<u32>,
+}
+
+/// The lab's layout for the picture, if it gave one; else the launch's grid lays it out.
+static LAYOUT: Mutex<Option<Layout>> = Mutex::new(None);
+
+/// Whether `--profile-png` draws a picture: a lab that lays the picture out itself works
+/// out its places ([`place`]) only then.
+pub fn drawing() -> bool {
+    DRAW_TO.lock().is_ok_and(|slot| slot.is_some())
+}
+
+/// Draw the first launch's threads on a `width` x `height` picture, thread `k` at pixel
+/// `places[k]` (`y * width + x`; `u32::MAX` for none), instead of where its grid puts them:
+/// for a kernel whose threads are not the output's pixels (lab05's samples, drawn where
+/// their points lie). A list longer than the launch's threads goes round them again (a
+/// grid-stride loop's later turns); several threads on a pixel give the average of their
+/// warps' colours. The CPU device's `picture::render_at` draws it.
+pub fn place(width: u32, height: u32, places: Vec<u32>) {
+    if let Ok(mut slot) = LAYOUT.lock() {
+        *slot = Some(Layout {
+            width,
+            height,
+            places,
+        });
+    }
+}
+
 /// With `--profile-png`: the picture of the first launch profiled (the CPU device's
-/// `picture`), as a PNG where `--profile-png` said; nothing otherwise.
+/// `picture`), laid out by its grid or by the lab ([`place`]), as a PNG where
+/// `--profile-png` said; nothing otherwise.
 pub fn draw() -> Result<()> {
     let Some(mut output) = DRAW_TO.lock().ok().and_then(|mut slot| slot.take()) else {
         return Ok(());
@@ -42,11 +76,17 @@ pub fn draw() -> Result<()> {
     let library = crate::gpu::cpu_device_library().ok_or_else(|| {
         Error::Usage("--profile-png draws on the CPU device: add --emulate".to_string())
     })?;
+    let layout = LAYOUT.lock().ok().and_then(|mut slot| slot.take());
     // SAFETY: the CPU device's functions of these names, with their signatures.
-    let (picture, free) = unsafe {
+    let (picture, picture_at, free) = unsafe {
         (
             library
                 .get::<unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> *mut u8>(PICTURE)
+                .map_err(too_old)?,
+            library
+                .get::<unsafe extern "C" fn(c_uint, c_uint, *const u32, usize) -> *mut u8>(
+                    PICTURE_AT,
+                )
                 .map_err(too_old)?,
             library
                 .get::<unsafe extern "C" fn(*mut u8, usize)>(FREE_BYTES)
@@ -54,8 +94,16 @@ pub fn draw() -> Result<()> {
         )
     };
     let (mut width, mut height) = (0, 0);
-    // SAFETY: two valid places for the sizes.
-    let drawn = unsafe { picture(&mut width, &mut height) };
+    let drawn = match &layout {
+        Some(layout) => {
+            (width, height) = (layout.width, layout.height);
+            let places = &layout.places;
+            // SAFETY: `places` is valid for its length during the call.
+            unsafe { picture_at(width, height, places.as_ptr(), places.len()) }
+        }
+        // SAFETY: two valid places for the sizes.
+        None => unsafe { picture(&mut width, &mut height) },
+    };
     if drawn.is_null() {
         return Err(Error::Usage(
             "--profile-png: no kernel was launched, so there is no picture to draw".to_string(),

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use crate::ir::{FloatOp, Inst, Op, Space, Ty};
+use crate::ir::{CallTarget, FloatOp, Inst, Op, Space, Ty};
 use crate::memory::Snapshot;
 
 /// One instruction's counts over the launch.
@@ -68,6 +68,27 @@ impl Counts {
             written: Footprint::new(memory),
             ..Counts::default()
         }
+    }
+
+    /// Warp instructions that called a function through a register (PTX's `call` with a
+    /// target register: a virtual function, a function pointer), for the module's `code`.
+    /// The class counts cannot tell them from branches, and each is a jump the compiler
+    /// could not inline, with its arguments passed by the calling convention.
+    pub fn indirect_calls(&self, code: &[Inst]) -> u64 {
+        self.pcs
+            .iter()
+            .zip(code)
+            .filter(|(_, inst)| {
+                matches!(
+                    inst.op,
+                    Op::Call {
+                        target: CallTarget::Indirect(_),
+                        ..
+                    }
+                )
+            })
+            .map(|(at, _)| at.issued)
+            .sum()
     }
 
     /// Add another worker's counts to these.
@@ -515,5 +536,33 @@ mod tests {
             }
         );
         assert_eq!(c.atomics[&64], 1);
+    }
+
+    /// Only calls through a register count as indirect: a direct call, a branch or any
+    /// other instruction does not, however often it was issued.
+    #[test]
+    fn indirect_calls_are_the_calls_through_a_register() {
+        use crate::ir::Src;
+        let inst = |op| Inst {
+            guard: None,
+            op,
+            line: 0,
+        };
+        let call = |target| Op::Call {
+            target,
+            args: Vec::new(),
+            ret: None,
+        };
+        let code = [
+            inst(call(CallTarget::Indirect(Src::R(3)))),
+            inst(call(CallTarget::Direct(0))),
+            inst(Op::Nop),
+            inst(call(CallTarget::Indirect(Src::R(4)))),
+        ];
+        let mut counts = Counts::new(code.len(), &Snapshot::default());
+        for (at, issued) in counts.pcs.iter_mut().zip([3, 5, 7, 11]) {
+            at.issued = issued;
+        }
+        assert_eq!(counts.indirect_calls(&code), 3 + 11);
     }
 }

@@ -946,7 +946,40 @@ pub unsafe extern "C" fn cpuDeviceProfilePicture(
     Box::into_raw(pixels.into_boxed_slice()).cast::<u8>()
 }
 
-/// Free the bytes [`cpuDeviceProfilePicture`] returned, `len` of them.
+/// The picture of the first launch profiled since the last [`cpuDeviceProfileTake`], laid
+/// out by the lab ([`crate::picture::render_at`]): `width` x `height` RGB bytes, rows top to
+/// bottom, where `places` (`len` of them) says which pixel each thread stands for; null if
+/// no launch was profiled. Free it with [`cpuDeviceFreeBytes`] and its length,
+/// `width * height * 3`. Not a driver call.
+///
+/// # Safety
+/// `places` must be valid for `len` reads (or null with `len` 0).
+#[no_mangle]
+pub unsafe extern "C" fn cpuDeviceProfilePictureAt(
+    width: c_uint,
+    height: c_uint,
+    places: *const u32,
+    len: usize,
+) -> *mut u8 {
+    let places = if places.is_null() || len == 0 {
+        &[][..]
+    } else {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(places, len) }
+    };
+    let drawn = match state().profiles.lock() {
+        Ok(profiles) => profiles.as_ref().and_then(|p| p.first()).map(|p| {
+            crate::picture::render_at(width, height, p.grid, p.block, &p.per_warp, places)
+        }),
+        Err(_) => None,
+    };
+    drawn.map_or(std::ptr::null_mut(), |pixels| {
+        Box::into_raw(pixels.into_boxed_slice()).cast::<u8>()
+    })
+}
+
+/// Free the bytes [`cpuDeviceProfilePicture`] or [`cpuDeviceProfilePictureAt`] returned,
+/// `len` of them.
 ///
 /// # Safety
 /// `bytes` must be null or what that call returned, with its length, not freed before.

@@ -19,6 +19,10 @@ pub struct Profile {
     /// Warp instructions issued, and the lanes they ran for, by class.
     pub classes: Vec<ClassCount>,
     pub issued: u64,
+    /// Warp instructions that called through a register ([`Counts::indirect_calls`]);
+    /// absent from profiles recorded before it was counted.
+    #[serde(default)]
+    pub indirect_calls: u64,
     /// Active lanes per issued instruction, out of 32.
     pub simt_efficiency: f64,
     pub global: Global,
@@ -217,6 +221,7 @@ pub fn profile(
             })
             .collect(),
         issued,
+        indirect_calls: counts.indirect_calls(&module.code),
         simt_efficiency: active as f64 / issued.max(1) as f64,
         global: Global {
             requests: global,
@@ -326,6 +331,12 @@ impl Profile {
         }
         out.pop();
         out += "\n";
+        if self.indirect_calls > 0 {
+            out += &format!(
+                "  indirect calls: {} (warp instructions calling through a register: a virtual function, a function pointer)\n",
+                self.indirect_calls
+            );
+        }
         if self.global.requests > 0 {
             out += &format!(
                 "  global memory: {} requests, {:.1} sectors and {:.1} lines each (4 and 1 for a warp of consecutive words), {} read, {} written\n",

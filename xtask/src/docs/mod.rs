@@ -15,8 +15,10 @@
 //! `cargo xtask docs` rewrites every such table; `--check` only says which are out of date
 //! (the test suite runs it, so a CSV and its READMEs cannot drift apart). Each recorded
 //! profile, `docs/profile-NAME.csv` (`cargo xtask profile --save`), is drawn the same way as
-//! a roofline chart, `docs/roofline-NAME.svg`.
+//! a roofline chart, `docs/roofline-NAME.svg`; and lab06's counts on the CPU device,
+//! `docs/lab06-profile-NAME.json`, as a bar chart, `docs/lab06-counts-NAME.svg`.
 
+mod abstractions;
 mod roofline;
 
 use std::fs;
@@ -51,7 +53,7 @@ pub fn run(args: Args) -> Result<()> {
             changed.push((readme, generated));
         }
     }
-    for (chart, generated) in rooflines(&root)? {
+    for (chart, generated) in charts(&root)? {
         if fs::read_to_string(&chart).ok().as_ref() != Some(&generated) {
             changed.push((chart, generated));
         }
@@ -99,8 +101,10 @@ fn readmes(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(found)
 }
 
-/// Each recorded profile's roofline: `docs/roofline-NAME.svg` for `docs/profile-NAME.csv`.
-fn rooflines(root: &Path) -> Result<Vec<(PathBuf, String)>> {
+/// Each recorded profile's chart: its roofline, `docs/roofline-NAME.svg`, for
+/// `docs/profile-NAME.csv`; lab06's counts, `docs/lab06-counts-NAME.svg`, for
+/// `docs/lab06-profile-NAME.json`.
+fn charts(root: &Path) -> Result<Vec<(PathBuf, String)>> {
     let docs = root.join("docs");
     let entries = fs::read_dir(&docs).with_context(|| format!("cannot list {}", docs.display()))?;
     let mut charts = Vec::new();
@@ -110,17 +114,22 @@ fn rooflines(root: &Path) -> Result<Vec<(PathBuf, String)>> {
             .file_name()
             .to_string_lossy()
             .into_owned();
-        let Some(stem) = name
+        let file = format!("docs/{name}");
+        let read =
+            || fs::read_to_string(docs.join(&name)).with_context(|| format!("cannot read {file}"));
+        if let Some(stem) = name
             .strip_prefix("profile-")
             .and_then(|n| n.strip_suffix(".csv"))
-        else {
-            continue;
-        };
-        let file = format!("docs/{name}");
-        let csv =
-            fs::read_to_string(docs.join(&name)).with_context(|| format!("cannot read {file}"))?;
-        let chart = roofline::svg(&roofline::inputs(&file, &csv)?)?;
-        charts.push((docs.join(format!("roofline-{stem}.svg")), chart));
+        {
+            let chart = roofline::svg(&roofline::inputs(&file, &read()?)?)?;
+            charts.push((docs.join(format!("roofline-{stem}.svg")), chart));
+        } else if let Some(stem) = name
+            .strip_prefix("lab06-profile-")
+            .and_then(|n| n.strip_suffix(".json"))
+        {
+            let chart = abstractions::svg(&abstractions::inputs(&file, &read()?)?)?;
+            charts.push((docs.join(format!("lab06-counts-{stem}.svg")), chart));
+        }
     }
     charts.sort();
     Ok(charts)
@@ -384,28 +393,32 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::create_dir(dir.path().join("docs")).unwrap();
         fs::write(dir.path().join("docs/x.csv"), CSV).unwrap();
-        assert!(rooflines(dir.path()).unwrap().is_empty());
+        assert!(charts(dir.path()).unwrap().is_empty());
         let profile = "lab,kernel,device,fp64_ops,fp32_ops,time_us,dram_bytes,fp64_peak_gflops_no_fma,fp32_peak_gflops_fma,dram_peak_gbps\nlab04,escape_colour,H100,1e10,0,1000,8e8,16727,66908,3352\n";
         fs::write(dir.path().join("docs/profile-h100.csv"), profile).unwrap();
-        let charts = rooflines(dir.path()).unwrap();
-        assert_eq!(charts.len(), 1);
-        assert_eq!(charts[0].0, dir.path().join("docs/roofline-h100.svg"));
-        assert!(charts[0].1.contains("lab04 escape_colour"));
+        let lab06 = r#"{"width": 64, "profile": [{"kernel": "reduce_virtual", "grid": [2, 1, 1], "block": [32, 1, 1], "global": {"sectors": 3}, "indirect_calls": 2, "issued": 9}]}"#;
+        fs::write(dir.path().join("docs/lab06-profile-here.json"), lab06).unwrap();
+        let drawn = charts(dir.path()).unwrap();
+        assert_eq!(drawn.len(), 2);
+        assert_eq!(drawn[0].0, dir.path().join("docs/lab06-counts-here.svg"));
+        assert!(drawn[0].1.contains("reduce_virtual"));
+        assert_eq!(drawn[1].0, dir.path().join("docs/roofline-h100.svg"));
+        assert!(drawn[1].1.contains("lab04 escape_colour"));
         fs::write(
             dir.path().join("docs/profile-bad.csv"),
             "lab,kernel\nlab04\n",
         )
         .unwrap();
-        let error = format!("{:#}", rooflines(dir.path()).unwrap_err());
+        let error = format!("{:#}", charts(dir.path()).unwrap_err());
         assert!(error.contains("docs/profile-bad.csv line 2"), "{error}");
     }
 
-    /// Each roofline is its profile's figures: edit the CSV, and this fails until
-    /// `cargo xtask docs` has redrawn it.
+    /// Each chart is its recorded profile's figures: edit the CSV or the JSON, and this
+    /// fails until `cargo xtask docs` has redrawn it.
     #[test]
-    fn every_roofline_is_up_to_date() {
+    fn every_chart_is_up_to_date() {
         let root = workspace_root();
-        for (chart, generated) in rooflines(&root).unwrap() {
+        for (chart, generated) in charts(&root).unwrap() {
             let text = fs::read_to_string(&chart).unwrap_or_default();
             assert!(
                 generated == text,

@@ -320,7 +320,7 @@ fn lab_of(label: &str) -> &str {
 }
 
 /// A number to three figures with an SI prefix: 16.7 T, 3.35 T, 0.25.
-fn short(x: f64) -> String {
+pub(super) fn short(x: f64) -> String {
     let (scaled, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
         .into_iter()
         .find(|(scale, _)| x >= *scale)
