@@ -364,7 +364,7 @@ impl Class {
         match &inst.op {
             Op::Float { op, ty, .. } => match (op, ty) {
                 (FloatOp::Div | FloatOp::Sqrt | FloatOp::Rcp, Ty::F64) => Class::Fp64Divide,
-                (FloatOp::Approx(_), Ty::F32) => Class::Special,
+                (FloatOp::Approx(_) | FloatOp::DivApprox { .. }, Ty::F32) => Class::Special,
                 (FloatOp::Div | FloatOp::Sqrt | FloatOp::Rcp, _) => Class::Special,
                 (_, ty) => f64_or(*ty, Class::Fp32),
             },

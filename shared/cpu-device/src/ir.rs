@@ -245,6 +245,10 @@ pub enum FloatOp {
     Rcp,
     /// The `.approx` instructions, as the H100's special-function unit computes them.
     Approx(Approx),
+    /// `div.approx.f32` and `div.full.f32`: `a` times the unit's reciprocal of `b`.
+    DivApprox {
+        full: bool,
+    },
     Copysign,
 }
 

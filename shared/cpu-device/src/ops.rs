@@ -559,7 +559,8 @@ pub fn float_op(
             FloatOp::Fma => fma64(x, y, z, rnd),
             FloatOp::FmaSub => fma64(x, y, -z, rnd),
             FloatOp::FmaRev => fma64(-x, y, z, rnd),
-            FloatOp::Div => div64(x, y, rnd),
+            // `div.approx` and `div.full` are f32 alone: the loader takes no f64 form.
+            FloatOp::Div | FloatOp::DivApprox { .. } => div64(x, y, rnd),
             FloatOp::Sqrt => sqrt64(x, rnd),
             FloatOp::Rcp => div64(1.0, x, rnd),
             FloatOp::Abs => return a & !(1 << 63),
@@ -572,8 +573,10 @@ pub fn float_op(
         let r = if sat { saturate64(r) } else { r };
         return r.to_bits();
     }
-    if let (FloatOp::Approx(approx), true) = (op, ftz) {
-        return u64::from(crate::approx::f32(approx, a as u32, true));
+    match op {
+        FloatOp::Approx(approx) => return u64::from(crate::approx::f32(approx, a as u32, ftz)),
+        FloatOp::DivApprox { full } => return div_approx(a, b, ftz, full),
+        _ => {}
     }
     if ftz {
         let (a, b, c) = (ftz_bits32(a), ftz_bits32(b), ftz_bits32(c));
@@ -606,7 +609,8 @@ pub fn float_op(
         FloatOp::Min => min64(f64::from(x), f64::from(y)) as f32,
         FloatOp::Max => max64(f64::from(x), f64::from(y)) as f32,
         FloatOp::Copysign => return u64::from((b as u32 & 0x7fff_ffff) | (a as u32 & 0x8000_0000)),
-        FloatOp::Approx(approx) => return u64::from(crate::approx::f32(approx, a as u32, false)),
+        // Answered above, `.ftz` or not.
+        FloatOp::Approx(_) | FloatOp::DivApprox { .. } => f32::NAN,
     };
     let r = if sat {
         saturate64(f64::from(r)) as f32
@@ -614,6 +618,39 @@ pub fn float_op(
         r
     };
     u64::from(canonical32(r).to_bits())
+}
+
+/// `div.approx.f32` and `div.full.f32` as ptxas makes them for the H100 (read in its SASS):
+/// `a` times the special-function unit's reciprocal of `b`, both first scaled by 1/4 where
+/// that reciprocal would fall below the normals (`div.full`), and by 2^24 where `b` is below
+/// them itself (without `.ftz`); every multiply `.ftz` as the instruction is.
+fn div_approx(a: u64, b: u64, ftz: bool, full: bool) -> u64 {
+    let mul = |p: u64, q: f32| {
+        float_op(
+            FloatOp::Mul,
+            Ty::F32,
+            Rnd::N,
+            ftz,
+            false,
+            p,
+            u64::from(q.to_bits()),
+            0,
+        )
+    };
+    let divisor = f32_of(b).abs();
+    let scale = if full && divisor > 8.507_059e37 {
+        Some(0.25)
+    } else if !ftz && divisor < f32::MIN_POSITIVE {
+        Some(16_777_216.0)
+    } else {
+        None
+    };
+    let (a, b) = match scale {
+        Some(s) => (mul(a, s), mul(b, s)),
+        None => (a, b),
+    };
+    let reciprocal = crate::approx::f32(Approx::Rcp, b as u32, true);
+    mul(a, f32_of(u64::from(reciprocal)))
 }
 
 /// Whether `op`'s exact result, rounded to 24 bits with no bound on its exponent, is below

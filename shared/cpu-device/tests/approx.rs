@@ -1,15 +1,18 @@
-//! The approximate instructions held to a GPU over every input: each f32 form (`rcp`,
-//! `rsqrt`, `sqrt`, `ex2`, `lg2` `.approx`, with and without `.ftz`) for all 2^32 inputs, the
-//! f64 forms for every high word, each compared bit for bit with `cpu_device::approx`; and
-//! the tables it is made from, compared with the GPU's own results (with
-//! `CPU_DEVICE_WRITE_TABLES=DIR`, written there from the GPU, as `src/approx/` holds them).
-//! On the CPU device (`LABS_EMULATE=1`) the same kernels run through the interpreter for a
-//! spread of inputs: the loader's and the dispatch's way to the same functions.
+//! The approximate instructions held to a GPU: each f32 form (`rcp`, `rsqrt`, `sqrt`, `ex2`,
+//! `lg2` `.approx`, with and without `.ftz`), the f64 forms (by their input's high word) and
+//! `div.approx`/`div.full` (on pairs of random words), compared bit for bit with the CPU
+//! device's functions. On a GPU, 2^24 inputs spread over the whole range each; with
+//! `CPU_DEVICE_EVERY_INPUT=1`, every one of the 2^32 (about 4 minutes on an H100), and the
+//! tables `src/approx/` holds compared with the GPU's own results (with
+//! `CPU_DEVICE_WRITE_TABLES=DIR`, also written there, as that folder holds them).
+//! On the CPU device (`LABS_EMULATE=1`) the same kernels run through the interpreter for
+//! 2^14 inputs: the loader's and the dispatch's way to the same functions.
 
 use std::io::Write;
 
 use cpu_device::approx::{self, TABLES};
-use cpu_device::ir::Approx;
+use cpu_device::ir::{Approx, FloatOp, Rnd, Ty};
+use cpu_device::ops::float_op;
 
 /// Each kernel writes its instruction's result for the inputs `base + i * stride`.
 const KERNELS: &str = r#"
@@ -41,30 +44,104 @@ F32(lg2_ftz, "lg2.approx.ftz.f32")
 F32(lg2_plain, "lg2.approx.f32")
 F64(rcp64, "rcp.approx.ftz.f64")
 F64(rsqrt64, "rsqrt.approx.ftz.f64")
+__device__ unsigned mix(unsigned h)
+{
+    h *= 0x9e3779b1u;
+    h ^= h >> 15;
+    h *= 0x85ebca77u;
+    return h ^ (h >> 13);
+}
+#define DIV(name, ptx) \
+    extern "C" __global__ void name(unsigned *out, unsigned base, unsigned stride) \
+    { \
+        unsigned i = base + (blockIdx.x * blockDim.x + threadIdx.x) * stride; \
+        float y; \
+        asm(ptx " %0, %1, %2;" : "=f"(y) \
+            : "f"(__uint_as_float(mix(i))), "f"(__uint_as_float(mix(~i)))); \
+        out[blockIdx.x * blockDim.x + threadIdx.x] = __float_as_uint(y); \
+    }
+DIV(div_approx, "div.approx.f32")
+DIV(div_approx_ftz, "div.approx.ftz.f32")
+DIV(div_full, "div.full.f32")
+DIV(div_full_ftz, "div.full.ftz.f32")
 "#;
 
-/// (kernel, instruction, `.ftz`, f64)
-const FORMS: [(&str, Approx, bool, bool); 12] = [
-    ("rcp_ftz", Approx::Rcp, true, false),
-    ("rcp_plain", Approx::Rcp, false, false),
-    ("rsqrt_ftz", Approx::Rsqrt, true, false),
-    ("rsqrt_plain", Approx::Rsqrt, false, false),
-    ("sqrt_ftz", Approx::Sqrt, true, false),
-    ("sqrt_plain", Approx::Sqrt, false, false),
-    ("ex2_ftz", Approx::Ex2, true, false),
-    ("ex2_plain", Approx::Ex2, false, false),
-    ("lg2_ftz", Approx::Lg2, true, false),
-    ("lg2_plain", Approx::Lg2, false, false),
-    ("rcp64", Approx::Rcp, true, true),
-    ("rsqrt64", Approx::Rsqrt, true, true),
+/// The kernels' pseudo-random word of an index (a multiply-xorshift hash).
+fn mix(h: u32) -> u32 {
+    let h = h.wrapping_mul(0x9e37_79b1);
+    let h = (h ^ (h >> 15)).wrapping_mul(0x85eb_ca77);
+    h ^ (h >> 13)
+}
+
+/// What a kernel computes: one instruction of one input, or a division of two.
+#[derive(Clone, Copy)]
+enum Form {
+    F32(Approx, bool),
+    F64(Approx),
+    Div { full: bool, ftz: bool },
+}
+
+const FORMS: [(&str, Form); 16] = [
+    ("rcp_ftz", Form::F32(Approx::Rcp, true)),
+    ("rcp_plain", Form::F32(Approx::Rcp, false)),
+    ("rsqrt_ftz", Form::F32(Approx::Rsqrt, true)),
+    ("rsqrt_plain", Form::F32(Approx::Rsqrt, false)),
+    ("sqrt_ftz", Form::F32(Approx::Sqrt, true)),
+    ("sqrt_plain", Form::F32(Approx::Sqrt, false)),
+    ("ex2_ftz", Form::F32(Approx::Ex2, true)),
+    ("ex2_plain", Form::F32(Approx::Ex2, false)),
+    ("lg2_ftz", Form::F32(Approx::Lg2, true)),
+    ("lg2_plain", Form::F32(Approx::Lg2, false)),
+    ("rcp64", Form::F64(Approx::Rcp)),
+    ("rsqrt64", Form::F64(Approx::Rsqrt)),
+    (
+        "div_approx",
+        Form::Div {
+            full: false,
+            ftz: false,
+        },
+    ),
+    (
+        "div_approx_ftz",
+        Form::Div {
+            full: false,
+            ftz: true,
+        },
+    ),
+    (
+        "div_full",
+        Form::Div {
+            full: true,
+            ftz: false,
+        },
+    ),
+    (
+        "div_full_ftz",
+        Form::Div {
+            full: true,
+            ftz: true,
+        },
+    ),
 ];
 
-/// The model's result for the input bits `x` (an f64's high word for the f64 forms).
-fn model(op: Approx, ftz: bool, f64_form: bool, x: u32) -> u32 {
-    if f64_form {
-        (approx::f64(op, f64::from_bits(u64::from(x) << 32)).to_bits() >> 32) as u32
-    } else {
-        approx::f32(op, x, ftz)
+/// The CPU device's result for the input `x`: the bits of an f32, an f64's high word, or the
+/// index whose hash gives a division's two operands.
+fn model(form: Form, x: u32) -> u32 {
+    match form {
+        Form::F32(op, ftz) => approx::f32(op, x, ftz),
+        Form::F64(op) => {
+            (approx::f64(op, f64::from_bits(u64::from(x) << 32)).to_bits() >> 32) as u32
+        }
+        Form::Div { full, ftz } => float_op(
+            FloatOp::DivApprox { full },
+            Ty::F32,
+            Rnd::N,
+            ftz,
+            false,
+            u64::from(mix(x)),
+            u64::from(mix(!x)),
+            0,
+        ) as u32,
     }
 }
 
@@ -82,26 +159,31 @@ fn approximations_equal_the_gpu_for_every_input() {
     let kernels = gpu
         .compile("approx.cu", KERNELS, &[] as &[&str])
         .unwrap_or_else(|e| panic!("{e}"));
-    // Every input in chunks of 2^28 on a GPU; on the CPU device 2^14 inputs spread over the
-    // whole range (an odd stride reaches every exponent and sign, and many mantissas).
-    let (chunk, chunks, stride) = if emulated {
-        (1u32 << 14, 1u64, 262_147u32)
-    } else {
-        (1u32 << 28, 16, 1)
-    };
+    // Inputs `base + i * stride`: an odd stride reaches every exponent and sign, and many
+    // mantissas; stride 1 reaches them all, in chunks of 2^28.
     let write = std::env::var_os("CPU_DEVICE_WRITE_TABLES").map(std::path::PathBuf::from);
+    let every = write.is_some() || std::env::var_os("CPU_DEVICE_EVERY_INPUT").is_some();
+    let (chunk, chunks, stride) = match (emulated, every) {
+        (true, _) => (1u32 << 14, 1u64, 262_147u32),
+        (false, false) => (1 << 24, 1, 257),
+        (false, true) => (1 << 28, 16, 1),
+    };
     let stream = &gpu.stream;
     let mut out = stream
         .alloc_zeros::<u32>(chunk as usize)
         .expect("device memory");
     let mut report = Vec::new();
     let mut failures = 0;
-    for (kernel, op, ftz, f64_form) in FORMS {
+    for (kernel, form) in FORMS {
         let function = kernels.function(kernel).expect("the kernel");
         // The tables this form's results fill: the unit's own (`.ftz`) results.
         let mut tables: Vec<_> = TABLES
             .iter()
-            .filter(|(_, table_op, table_f64)| ftz && *table_op == op && *table_f64 == f64_form)
+            .filter(|(_, table_op, table_f64)| match form {
+                Form::F32(op, ftz) => ftz && *table_op == op && !table_f64,
+                Form::F64(op) => *table_op == op && *table_f64,
+                Form::Div { .. } => false,
+            })
             .map(|(table, ..)| (table, vec![0u32; table.len]))
             .collect();
         let mut wrong = 0u64;
@@ -119,7 +201,7 @@ fn approximations_equal_the_gpu_for_every_input() {
             unsafe { launch.launch(config) }.expect("launched");
             let results = stream.clone_dtoh(&out).expect("copied back");
             let input = |i: usize| base.wrapping_add((i as u32).wrapping_mul(stride));
-            let differing = differences(&results, &input, |x| model(op, ftz, f64_form, x));
+            let differing = differences(&results, &input, |x| model(form, x));
             wrong += differing.len() as u64;
             for i in differing
                 .into_iter()
@@ -129,7 +211,7 @@ fn approximations_equal_the_gpu_for_every_input() {
                     "{kernel}({:08x}): GPU {:08x}, CPU device {:08x}",
                     input(i),
                     results[i],
-                    model(op, ftz, f64_form, input(i))
+                    model(form, input(i))
                 ));
             }
             if stride == 1 {

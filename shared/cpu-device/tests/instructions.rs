@@ -625,7 +625,7 @@ extern "C" __global__ void k(unsigned long long *out)
 "#,
     grid: 2,
     block: 64,
-    words: 10 * 128,
+    words: 11 * 128,
 };
 
 #[test]
@@ -863,7 +863,7 @@ extern "C" __global__ void k(unsigned long long *out)
 }
 
 /// The CUDA math library's single-precision functions that NVRTC builds from the
-/// approximate instructions (`ex2`, `lg2`, `rcp`, `rsqrt` `.approx`): with default flags
+/// approximate instructions (`ex2`, `lg2`, `rcp`, `rsqrt`, `div` `.approx`): with default flags
 /// `expf`, `exp2f`, `powf`, `tanhf`, `erff`, `rsqrtf`, and the fast intrinsics that
 /// `--use_fast_math` puts in their place, over inputs from -24 to 24.
 const MATH: Case = Case {
@@ -875,15 +875,15 @@ extern "C" __global__ void k(unsigned long long *out)
     // Exact in float, fused or not: the host computes the same inputs.
     float x = (i - 64) * 0.375f + 0.0078125f * (i % 7);
     float a = fabsf(x);
-    float r[10] = {expf(x), exp2f(x), powf(a, 1.7f), tanhf(x), erff(x), rsqrtf(a),
-                   __expf(x), __log2f(a), __logf(a), __powf(a, 0.3f)};
-    for (int f = 0; f < 10; ++f)
+    float r[11] = {expf(x), exp2f(x), powf(a, 1.7f), tanhf(x), erff(x), rsqrtf(a),
+                   __expf(x), __log2f(a), __logf(a), __powf(a, 0.3f), __fdividef(1.0f, x)};
+    for (int f = 0; f < 11; ++f)
         out[f * 128 + i] = __float_as_uint(r[f]);
 }
 "#,
     grid: 1,
     block: 128,
-    words: 10 * 128,
+    words: 11 * 128,
 };
 
 /// The math functions run, each within a few units in the last place of the exact value
@@ -893,7 +893,7 @@ extern "C" __global__ void k(unsigned long long *out)
 #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
 fn math_functions_built_on_approximations_run_close_to_exact() {
     let (out, _) = run(&MATH);
-    let exact: [fn(f64) -> f64; 10] = [
+    let exact: [fn(f64) -> f64; 11] = [
         f64::exp,
         f64::exp2,
         |x| x.abs().powf(1.7),
@@ -905,6 +905,7 @@ fn math_functions_built_on_approximations_run_close_to_exact() {
         |x| x.abs().log2(),
         |x| x.abs().ln(),
         |x| x.abs().powf(0.3),
+        |x| 1.0 / x,
     ];
     for (f, exact) in exact.iter().enumerate() {
         for i in 0..128 {

@@ -272,12 +272,8 @@ fn float_arithmetic(
     for m in mods {
         if let Some(r) = rounding(m) {
             rnd = r;
-        } else if *m == "approx" {
+        } else if *m == "approx" || *m == "full" {
             approx = true;
-        } else if *m == "full" {
-            return Err(d.err(format!(
-                "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce"
-            )));
         } else if !matches!(
             *m,
             "ftz" | "sat" | "f32" | "f64" | "NaN" | "xorsign" | "abs"
@@ -299,6 +295,7 @@ fn float_arithmetic(
         ("sqrt", false) => FloatOp::Sqrt,
         ("rcp", false) => FloatOp::Rcp,
         ("copysign", _) => FloatOp::Copysign,
+        ("div", true) if ty == Ty::F32 => FloatOp::DivApprox { full: has("full") },
         ("rcp", true) if ty == Ty::F32 || has("ftz") => FloatOp::Approx(Approx::Rcp),
         ("rsqrt", true) if ty == Ty::F32 || has("ftz") => FloatOp::Approx(Approx::Rsqrt),
         ("sqrt", true) if ty == Ty::F32 => FloatOp::Approx(Approx::Sqrt),
@@ -307,8 +304,8 @@ fn float_arithmetic(
         (_, true) => {
             return Err(d.err(format!(
                 "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce; \
-                 it runs `rcp`, `rsqrt`, `sqrt`, `ex2` and `lg2` `.approx.f32` and \
-                 `rcp`, `rsqrt` `.approx.ftz.f64`, as an H100 computes them"
+                 it runs `rcp`, `rsqrt`, `sqrt`, `ex2`, `lg2` and `div` `.approx.f32`, \
+                 `div.full.f32` and `rcp`, `rsqrt` `.approx.ftz.f64`, as an H100 computes them"
             )))
         }
         _ => return Err(d.unknown(opcode)),
