@@ -101,6 +101,9 @@ pub enum FaultKind {
 const RUNNING: u8 = 0;
 const EXITED: u8 = 1;
 const WAITING: u8 = 2;
+/// At a warp-level instruction (`vote`, `shfl`, `redux`, `match`, `bar.warp`), waiting for
+/// the lanes of its mask that run elsewhere to arrive ([`Warp::hold`]).
+const HELD: u8 = 3;
 
 /// The most bytes of an assert's condition, file or function read: a pointer to memory
 /// with no NUL stops there.
@@ -174,6 +177,11 @@ struct Warp {
     cc: u32,
     /// Each lane's predicate at a `bar.red`, bit `lane`, for the barrier's release.
     bar_pred: u32,
+    /// Lanes held at a warp-level instruction, their counters in `pcs`.
+    held: u32,
+    /// Every running lane was held at once: the next warp-level instruction runs without
+    /// waiting (and names the lanes that never came).
+    released: bool,
     /// Under initcheck, which bytes of `locals` a store has written (else empty).
     locals_written: Vec<bool>,
 }
@@ -611,6 +619,8 @@ impl<'a> Worker<'a> {
                     locals: vec![0; sizes.local * 32],
                     cc: 0,
                     bar_pred: 0,
+                    held: 0,
+                    released: false,
                     locals_written: marks(sizes.local * 32),
                 })
                 .collect(),
@@ -775,10 +785,20 @@ impl<'a> Worker<'a> {
     fn run_warp(&mut self, w: &mut Warp) -> Result<Stop, Fault> {
         loop {
             if w.group == 0 && !w.regroup() {
+                if w.held != 0 {
+                    // Every lane still running is held: those they wait for will not come
+                    // (they wait at a barrier, or at another warp-level instruction). The
+                    // held lanes go on, and their instruction names the lanes missing.
+                    w.release_held();
+                    continue;
+                }
                 let waiting = w.status[..w.lanes].contains(&WAITING);
                 return Ok(if waiting { Stop::Barrier } else { Stop::Done });
             }
             let pc = w.pc;
+            if w.held != 0 {
+                w.join_held(pc);
+            }
             let group = w.group;
             let inst = &self.code[pc as usize];
             let exec = match inst.guard {
@@ -798,11 +818,45 @@ impl<'a> Worker<'a> {
                     (if negate { !on } else { on }) & group
                 }
             };
+            if let Some(mask) = warp_level_mask(inst) {
+                if self.hold(w, mask, pc, group, exec) {
+                    continue;
+                }
+            }
             if let Some(counter) = &mut self.counter {
                 counter.issue(pc, group, exec, w.first);
             }
             self.step(w, inst, pc, group, exec)?;
         }
+    }
+
+    /// A warp-level instruction waits for the lanes its mask names that still run
+    /// elsewhere, as an H100's `*_sync` instructions gather them. The min-PC order can run
+    /// the instruction before they come: a branch whose code is laid out after it (libdevice
+    /// puts `powf`'s and `tanhf`'s rare paths at the function's end) leaves its lanes at a
+    /// higher counter until they jump back. Lanes on their way out are not waited for
+    /// ([`Self::members`] retires them). True where the lanes in `exec` were held.
+    fn hold(&self, w: &mut Warp, mask: Src, pc: u32, group: u32, exec: u32) -> bool {
+        if exec == 0 || std::mem::take(&mut w.released) {
+            return false;
+        }
+        let named = iter_bits(exec).fold(0u32, |m, l| m | w.get(mask, l) as u32);
+        let elsewhere = named & w.running & !group;
+        if !iter_bits(elsewhere).any(|k| !self.leaving(w, k)) {
+            return false;
+        }
+        each_lane!(exec, |l| {
+            w.pcs[l] = pc;
+            w.status[l] = HELD;
+        });
+        w.running &= !exec;
+        w.held |= exec;
+        // The rest of the group (its guard false) steps over the instruction.
+        w.group = group & !exec;
+        if w.group != 0 {
+            w.goto(pc + 1);
+        }
+        true
     }
 
     /// Run `inst` (at `pc`) for the lanes in `exec`; the rest of the group (guard false)
@@ -2198,11 +2252,50 @@ impl Warp {
         self.group = 0;
     }
 
+    /// The lanes held at `pc` join the group that has come there.
+    #[inline]
+    fn join_held(&mut self, pc: u32) {
+        let here = iter_bits(self.held)
+            .filter(|&l| self.pcs[l] == pc)
+            .fold(0u32, |m, l| m | 1 << l);
+        if here != 0 {
+            each_lane!(here, |l| {
+                self.status[l] = RUNNING;
+            });
+            self.held &= !here;
+            self.running |= here;
+            self.group |= here;
+        }
+    }
+
+    /// Every held lane runs again, and its warp-level instruction waits no more.
+    fn release_held(&mut self) {
+        each_lane!(self.held, |l| {
+            self.status[l] = RUNNING;
+        });
+        self.running |= self.held;
+        self.held = 0;
+        self.released = true;
+    }
+
     /// Lanes not exited.
     fn live(&self) -> u32 {
         (0..self.lanes)
             .filter(|&l| self.status[l] != EXITED)
             .fold(0, |m, l| m | 1 << l)
+    }
+}
+
+/// The mask of a warp-level instruction, whose lanes it gathers.
+#[inline(always)]
+fn warp_level_mask(inst: &Inst) -> Option<Src> {
+    match inst.op {
+        Op::Vote { mask, .. }
+        | Op::Shfl { mask, .. }
+        | Op::Redux { mask, .. }
+        | Op::Match { mask, .. }
+        | Op::WarpSync { mask } => Some(mask),
+        _ => None,
     }
 }
 

@@ -154,8 +154,9 @@ fn a_barrier_every_thread_reaches_orders_shared_memory() {
 #[test]
 fn a_shuffle_whose_mask_names_a_lane_that_diverged_is_an_error() {
     // Odd lanes branch away to a shuffle of their own; even lanes shuffle with the full
-    // mask, which names the odd lanes, still running. (Lanes that branch to the kernel's
-    // end have left: `tests/bits.rs`.)
+    // mask, which names the odd lanes: the even lanes wait for them there, but the odd lanes
+    // reach their own shuffle, whose mask names the even lanes, waiting at the other: the
+    // lanes never meet. (Lanes that branch to the kernel's end have left: `tests/bits.rs`.)
     let ptx = "
 .visible .entry odd_shuffle(.param .u64 p)
 {
@@ -175,11 +176,48 @@ $DONE:
 ";
     let fault = run(ptx, "odd_shuffle", 1, 32, 4).expect_err("diverged lanes");
     for part in [
-        "shfl.sync (PTX line 13)",
-        "names lane 1 in its mask, which has not exited",
+        "shfl.sync (PTX line 16)",
+        "names lane 0 in its mask, which has not exited",
         "diverged",
     ] {
         assert!(fault.message.contains(part), "{part}: {}", fault.message);
+    }
+}
+
+#[test]
+fn a_shuffle_waits_for_lanes_on_a_path_laid_out_after_it() {
+    // Odd lanes take a path placed after the shuffle (as libdevice places `powf`'s rare
+    // paths), then jump back to it: the even lanes, first by the lowest counter, wait there
+    // for them, as an H100's shfl.sync gathers its mask's lanes. Catches a shuffle run
+    // without the odd lanes (their values missing, or a fault naming them).
+    let ptx = "
+.visible .entry late_join(.param .u64 p)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %laneid;
+    and.b32 %r2, %r1, 1;
+    setp.eq.u32 %p1, %r2, 1;
+    mov.u32 %r3, 10;
+    @%p1 bra $RARE;
+$JOIN:
+    shfl.sync.down.b32 %r4, %r3, 1, 31, -1;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r4;
+    ret;
+$RARE:
+    mov.u32 %r3, 20;
+    bra.uni $JOIN;
+}
+";
+    let out = run(ptx, "late_join", 1, 32, 128).expect("the lanes meet at the shuffle");
+    for lane in 0..32usize {
+        let got = u32::from_le_bytes(out[lane * 4..][..4].try_into().unwrap());
+        let from = (lane + 1).min(31);
+        assert_eq!(got, if from % 2 == 1 { 20 } else { 10 }, "lane {lane}");
     }
 }
 

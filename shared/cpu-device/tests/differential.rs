@@ -182,6 +182,17 @@ const TEMPLATES: &[(char, &str)] = &[
     ('F', "__uint2float_{R}({U})"),
     ('F', "__ll2float_{R}({L})"),
     ('F', "__int_as_float({I})"),
+    // The math library over the approximate instructions (`ex2`, `lg2`, `rcp`, `rsqrt`,
+    // `div` `.approx`), with its own results for large, tiny and special operands.
+    ('F', "expf({F})"),
+    ('F', "exp2f({F})"),
+    ('F', "powf({F}, {F})"),
+    ('F', "tanhf({F})"),
+    ('F', "rsqrtf({F})"),
+    ('F', "__expf({F})"),
+    ('F', "__log2f({F})"),
+    ('F', "__powf({F}, {F})"),
+    ('F', "__fdividef({F}, {F})"),
     // Subnormal results from normal operands, and `.ftz` in every option set (inline PTX).
     ('F', "__fmul_{R}({F}, 0x1p-120f)"),
     ('F', "mul_ftz({F}, {F})"),
