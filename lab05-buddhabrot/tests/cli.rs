@@ -454,7 +454,10 @@ fn gpu_canvas_equals_cpu_canvas() {
 #[ignore = "needs a CUDA GPU"]
 fn gpu_report_names_the_device_and_the_kernel() {
     let dir = TempDir::new().unwrap();
+    // A small run: the report is the point (the default 2,560 x 1,440 took 90 s of CI on
+    // the CPU device).
     let output = lab05()
+        .args(SMALL)
         .args(["--backend", "gpu", "--json", "-o"])
         .arg(dir.path().join("g.png"))
         .output()

@@ -527,12 +527,7 @@ fn note_solution(
     took: Duration,
 ) {
     if let Program::Solution { gpu: true } = program {
-        let longest = context
-            .caches
-            .reference_wall
-            .get()
-            .map_or(took, |w| w.max(took));
-        context.caches.reference_wall.set(Some(longest));
+        note_reference(context, took);
     }
     if let (true, Program::Solution { .. } | Program::Planted { student: false, .. }) =
         (gpu, program)
