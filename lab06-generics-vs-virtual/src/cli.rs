@@ -60,6 +60,16 @@ pub struct Args {
     #[arg(long, value_name = "M", value_parser = parse_modulus)]
     pub modulus: Option<u32>,
 
+    /// Time only this block size (threads per block, a multiple of 32 up to 1024) instead of
+    /// the sweep's 128, 256, 512 and 1024
+    #[arg(long, value_name = "N", value_parser = parse_threads_per_block)]
+    pub threads_per_block: Option<u32>,
+
+    /// Time only this many blocks per multiprocessor (1 to 32) instead of the sweep's 1, 2,
+    /// 4 and 8
+    #[arg(long, value_name = "M", value_parser = parse_blocks_per_sm)]
+    pub blocks_per_sm: Option<u32>,
+
     #[command(flatten)]
     pub kernel: shared::nvrtc::KernelArg,
 
@@ -162,6 +172,20 @@ impl Args {
             None => Op::Add,
         }
     }
+}
+
+fn parse_threads_per_block(s: &str) -> Result<u32, String> {
+    let n = shared::number::whole("the block size", s, 32, 1024)?;
+    if n % 32 != 0 {
+        return Err(format!(
+            "the block size must be a multiple of 32 (a whole number of warps), not {n}"
+        ));
+    }
+    Ok(n as u32)
+}
+
+fn parse_blocks_per_sm(s: &str) -> Result<u32, String> {
+    shared::number::whole("the blocks per multiprocessor", s, 1, 32).map(|n| n as u32)
 }
 
 fn parse_variant(s: &str) -> Result<Variant, String> {

@@ -84,8 +84,37 @@ pub struct GpuBench {
     modulus: Option<u32>,
     /// Launches per timed sample: `BATCH` on a GPU, `BATCH_ON_THE_CPU_DEVICE` on the CPU device.
     batch: usize,
-    /// Milliseconds spent in timed batches so far, for the report's `kernel` phase.
+    /// The launch shapes timed: threads per block, and blocks per multiprocessor.
+    block_sizes: Vec<u32>,
+    blocks_per_sm: Vec<u32>,
+    /// One launch of each sum kernel measured so far (its median at its best shape), summed:
+    /// the report's `kernel` phase. The peak is the yardstick, not counted.
     pub kernel_ms: f64,
+}
+
+/// What `--threads-per-block` and `--blocks-per-sm` ask to be timed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Shape {
+    pub threads_per_block: Option<u32>,
+    pub blocks_per_sm: Option<u32>,
+}
+
+impl Shape {
+    /// The block sizes and blocks per multiprocessor to time: the flags' own, else the sweep.
+    /// The CPU device's times say nothing of a GPU's: there, one shape checks the sums, the
+    /// largest block, so that every thread index a block can have runs (and has its
+    /// accesses checked).
+    fn sweep(self, emulated: bool) -> (Vec<u32>, Vec<u32>) {
+        let pick = |given: Option<u32>, all: &[u32], alone: u32| match given {
+            Some(n) => vec![n],
+            None if emulated => vec![alone],
+            None => all.to_vec(),
+        };
+        (
+            pick(self.threads_per_block, &BLOCK_SIZES, BLOCK_SIZES[3]),
+            pick(self.blocks_per_sm, &BLOCKS_PER_SM, BLOCKS_PER_SM[0]),
+        )
+    }
 }
 
 impl GpuBench {
@@ -96,6 +125,7 @@ impl GpuBench {
         data: &[f32],
         kernel: &KernelArg,
         modulus: Option<u32>,
+        shape: Shape,
         timer: &mut Timer,
     ) -> Result<Self> {
         // The file and its options (`--std=c++17`, the modulus) are in src/lib.rs.
@@ -157,6 +187,7 @@ impl GpuBench {
 
         let start = gpu.timing_event()?;
         let end = gpu.timing_event()?;
+        let (block_sizes, blocks_per_sm) = shape.sweep(gpu.emulated);
         Ok(GpuBench {
             n: data.len() as u64,
             multiprocessors: multiprocessors as u32,
@@ -171,6 +202,8 @@ impl GpuBench {
             end,
             modulus,
             batch,
+            block_sizes,
+            blocks_per_sm,
             kernel_ms: 0.0,
         })
     }
@@ -197,14 +230,6 @@ impl GpuBench {
             .num_regs()
             .cuda("reading a kernel's register count")?;
 
-        // The CPU device's times say nothing of a GPU's: there, one shape checks the sums,
-        // the largest block, so that every thread index a block can have runs (and has its
-        // accesses checked).
-        let (block_sizes, per_sms) = if self.gpu.emulated {
-            (&BLOCK_SIZES[BLOCK_SIZES.len() - 1..], &BLOCKS_PER_SM[..1])
-        } else {
-            (&BLOCK_SIZES[..], &BLOCKS_PER_SM[..])
-        };
         // The plain kernel adds whatever the operation; with --modulus its total is taken
         // modulo M here, as cpu-plain's is (whole numbers added modulo M give their plain
         // sum modulo M). Every other kernel must apply the operation itself.
@@ -214,16 +239,19 @@ impl GpuBench {
         };
         let mut best: Option<(f64, LaunchConfig)> = None;
         let mut sum = expected as f32;
+        // Batch 0 is the warm-up on a GPU: the first touch of the code and the data. The CPU
+        // device has nothing to warm, and each of its batches costs the whole grid on the CPU.
+        let first = usize::from(self.gpu.emulated);
+        let (block_sizes, blocks_per_sm) = (self.block_sizes.clone(), self.blocks_per_sm.clone());
         for &block in block_sizes.iter().filter(|&&b| b as i32 <= max_threads) {
-            for &per_sm in per_sms {
+            for &per_sm in &blocks_per_sm {
                 let shape = LaunchConfig {
                     grid_dim: (self.multiprocessors * per_sm, 1, 1),
                     block_dim: (block, 1, 1),
                     shared_mem_bytes: 0,
                 };
                 let mut times = Vec::with_capacity(reps);
-                // Batch 0 is the warm-up: the first touch of the code and the data.
-                for rep in 0..=reps {
+                for rep in first..=reps {
                     let (ms, totals) = self.batch(&function, kernel, shape)?;
                     let wrong = totals
                         .iter()
@@ -234,7 +262,6 @@ impl GpuBench {
                     }
                     if rep > 0 {
                         times.push(ms / self.batch as f64);
-                        self.kernel_ms += ms;
                     }
                 }
                 let ms = median(&mut times);
@@ -245,11 +272,14 @@ impl GpuBench {
         }
         let Some((ms, shape)) = best else {
             return Err(Error::Usage(format!(
-                "{} cannot run with even {} threads per block on this GPU",
+                "{} cannot run with {} threads per block on this GPU (its limit is {max_threads})",
                 kernel.function_name(),
-                BLOCK_SIZES[0]
+                self.block_sizes[0]
             )));
         };
+        if kernel != Kernel::Peak {
+            self.kernel_ms += ms;
+        }
         Ok(Measured {
             gbps: gbps(self.n as usize, ms),
             sum: (kernel != Kernel::Peak).then_some(sum),

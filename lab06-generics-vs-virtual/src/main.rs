@@ -133,5 +133,9 @@ fn open_gpu(
     if selection.gpu.is_empty() {
         return Ok(None);
     }
-    GpuBench::new(gpu, data, &args.kernel, args.modulus, timer).map(Some)
+    let shape = gpu::Shape {
+        threads_per_block: args.threads_per_block,
+        blocks_per_sm: args.blocks_per_sm,
+    };
+    GpuBench::new(gpu, data, &args.kernel, args.modulus, shape, timer).map(Some)
 }

@@ -192,7 +192,7 @@ fn gpu_only_runs_or_says_why_not() {
 /// Bad input: one line naming the problem, exit status 2, no panic.
 #[test]
 fn bad_input_is_one_line_and_a_non_zero_exit() {
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 15] = [
         (&["--n", "0"], "N must be between 1"),
         (&["--n", "-5"], "N must be between 1"),
         (&["--n", "lots"], "N must be a whole number"),
@@ -208,6 +208,12 @@ fn bad_input_is_one_line_and_a_non_zero_exit() {
         (&["--modulus", "16777213"], "the modulus is too large"),
         (&["--modulus", "-3"], "the modulus must be between 2"),
         (&["--modulus", "2.5"], "the modulus must be a whole number"),
+        (&["--threads-per-block", "48"], "a multiple of 32"),
+        (
+            &["--threads-per-block", "2048"],
+            "the block size is too large",
+        ),
+        (&["--blocks-per-sm", "0"], "between 1 and 32"),
     ];
     for (args, says) in cases {
         let output = lab06().args(args).output().expect("lab06 runs");
@@ -329,6 +335,38 @@ fn profile_counts_one_indirect_call_per_element_where_there_are_any() {
     ] {
         assert_eq!(calls(kernel), n / 32, "{kernel}");
     }
+}
+
+/// `--threads-per-block` and `--blocks-per-sm` time that one launch shape (the grid is the
+/// blocks per multiprocessor times their count), and the CPU device launches each kernel
+/// once per rep, no warm-up: a model's prediction is of the launch a GPU's median is of.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn one_launch_shape_is_timed_when_given() {
+    let report = run_ok(&[
+        "--emulate",
+        "--profile",
+        "--variants",
+        "gpu-plain,gpu-virtual",
+        "--threads-per-block",
+        "96",
+        "--blocks-per-sm",
+        "3",
+        "--reps",
+        "1",
+        "--n",
+        "100003",
+    ]);
+    let profile = report.profile.expect("a profile");
+    let launches = profile.as_array().expect("a launch each");
+    for kernel in ["read_peak", "reduce_plain", "reduce_virtual"] {
+        let of: Vec<_> = launches.iter().filter(|l| l["kernel"] == kernel).collect();
+        assert_eq!(of.len(), 1, "{kernel}: {profile}");
+        assert_eq!(of[0]["block"][0], 96, "{kernel}");
+        let grid = of[0]["grid"][0].as_u64().expect("a grid");
+        assert!(grid > 3 && grid % 3 == 0, "{kernel}: {grid} blocks");
+    }
+    assert!(launches.iter().all(|l| l["kernel"] != "reduce_generic"));
 }
 
 /// `--modulus M` compiles the kernels with `-DMODULUS=M`, for both architectures too.

@@ -95,6 +95,7 @@ mod tests {
                 recorded: (&["8192", "8192"], 1),
                 sanitize: &["33", "21"],
                 shared_memory: true,
+                untimed: &[],
                 model: &[labs::ModelRun {
                     name: "64x64",
                     args: &["64", "64"],

@@ -60,7 +60,23 @@ pub fn runs(table: Table) -> Vec<(&'static Lab, &'static ModelRun)> {
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let runs = runs(&LABS);
+    run_with(args, &[])
+}
+
+/// `model` with more runs: each after its lab's own (a lab's first run stays the one its
+/// others are compared with; for a lab with none, its first here is).
+pub fn run_with(args: Args, more: &[(&'static Lab, &'static ModelRun)]) -> Result<()> {
+    if !more.is_empty() && args.record_reference.is_some() {
+        bail!("--record-reference records the labs' own runs alone: use `cargo xtask model`");
+    }
+    let mut runs = runs(&LABS);
+    for &(lab, run) in more {
+        let after = runs
+            .iter()
+            .rposition(|(l, _)| l.name <= lab.name)
+            .map_or(0, |i| i + 1);
+        runs.insert(after, (lab, run));
+    }
     let recorded = args.measured.as_deref().map(read_measured).transpose()?;
     let device = match &recorded {
         Some((device, _)) => device.clone(),
@@ -110,12 +126,18 @@ pub fn run(args: Args) -> Result<()> {
             .and_then(|p| p.as_array())
             .filter(|launches| !launches.is_empty())
             .with_context(|| format!("{} {}: --profile reported no launch", lab.name, run.name))?;
-        let predicted_ms = launches
+        let untimed = lab.kernels.as_ref().map_or(&[][..], |k| k.untimed);
+        let timed: Vec<&serde_json::Value> = launches
+            .iter()
+            .filter(|l| !untimed.iter().any(|u| l["kernel"] == *u))
+            .collect();
+        let predicted_ms = timed
             .iter()
             .map(|l| l["prediction"]["ms"].as_f64().unwrap_or(f64::NAN))
             .sum();
-        let bound = launches[0]["prediction"]["bound"]
-            .as_str()
+        let bound = timed
+            .first()
+            .and_then(|l| l["prediction"]["bound"].as_str())
             .unwrap_or("")
             .to_string();
         if let serde_json::Value::Object(runs) = profiles

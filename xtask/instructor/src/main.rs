@@ -11,6 +11,7 @@ mod classroom;
 mod files;
 mod grade;
 mod handout;
+mod model;
 mod regions;
 mod rubric;
 mod sandbox;
@@ -41,6 +42,9 @@ enum Command {
     Classroom(classroom::Args),
     /// The instructor's tests: the grader's, the class grader's, the coursework loop
     Test(test::Args),
+    /// `cargo xtask model` with the runs the hand-out leaves out (they would answer its
+    /// exercises): the whole validation of the CPU device's model of the H100
+    Model(xtask::model::Args),
     /// One task of a class's Slurm job array, run by the job script `grade --class --slurm`
     /// writes: grade the plan's submission number SLURM_ARRAY_TASK_ID
     #[command(hide = true)]
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Command::Grade(args) => grade::run(*args).map(|()| ExitCode::SUCCESS),
         Command::Autograder(args) => autograder::run(args).map(|()| ExitCode::SUCCESS),
         Command::Classroom(args) => classroom::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Model(args) => model::run(args).map(|()| ExitCode::SUCCESS),
         Command::ClassTask { plan } => grade::task(&plan).map(|()| ExitCode::SUCCESS),
         Command::DistFiles { dir } => files::write_dist_files(&dir).map(|()| ExitCode::SUCCESS),
         Command::Test(args) => test::run(args)
