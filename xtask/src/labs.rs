@@ -73,6 +73,9 @@ pub struct KernelRuns {
     /// Kernels the lab launches outside its `kernel` phase (set-up, a yardstick): `model`
     /// leaves their launches out of its prediction, as the lab leaves them out of its time.
     pub untimed: &'static [&'static str],
+    /// Its kernels are timed as batches of launches back to back, where each launch's start
+    /// hides behind the last one's work: `model` leaves the launch's own time out.
+    pub back_to_back: bool,
 }
 
 /// One run `model` compares: what it changes, and the lab's arguments.
@@ -250,6 +253,7 @@ pub static LABS: [Lab; 6] = [
             sanitize: &["333", "201"],
             shared_memory: false,
             untimed: &[],
+            back_to_back: false,
             model: &[
                 model_run("1024x1024", &["1024", "1024"]),
                 model_run("4096 rows", &["1024", "4096"]),
@@ -283,6 +287,7 @@ pub static LABS: [Lab; 6] = [
             ],
             shared_memory: false,
             untimed: &[],
+            back_to_back: false,
             model: &[
                 model_run("4096x4096", &["4096", "4096"]),
                 model_run("1024x1024", &["1024", "1024"]),
@@ -370,6 +375,7 @@ pub static LABS: [Lab; 6] = [
             ],
             shared_memory: false,
             untimed: &[],
+            back_to_back: false,
             model: &[
                 model_run("2M samples", &["--backend", "gpu", "--samples", "2000000"]),
                 model_run(
@@ -414,6 +420,7 @@ pub static LABS: [Lab; 6] = [
             sanitize: &["--gpu-only", "--n", "1000003", "--reps", "1"],
             shared_memory: true,
             untimed: &["read_peak", "build_adder", "store_add_pointer"],
+            back_to_back: true,
             // None: the variants' times side by side are the lab's exercise to measure.
             model: &[],
         }),

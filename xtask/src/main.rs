@@ -96,6 +96,7 @@ mod tests {
                 sanitize: &["33", "21"],
                 shared_memory: true,
                 untimed: &[],
+                back_to_back: false,
                 model: &[labs::ModelRun {
                     name: "64x64",
                     args: &["64", "64"],

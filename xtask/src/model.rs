@@ -126,14 +126,25 @@ pub fn run_with(args: Args, more: &[(&'static Lab, &'static ModelRun)]) -> Resul
             .and_then(|p| p.as_array())
             .filter(|launches| !launches.is_empty())
             .with_context(|| format!("{} {}: --profile reported no launch", lab.name, run.name))?;
-        let untimed = lab.kernels.as_ref().map_or(&[][..], |k| k.untimed);
+        let (untimed, back_to_back) = lab
+            .kernels
+            .as_ref()
+            .map_or((&[][..], false), |k| (k.untimed, k.back_to_back));
         let timed: Vec<&serde_json::Value> = launches
             .iter()
             .filter(|l| !untimed.iter().any(|u| l["kernel"] == *u))
             .collect();
         let predicted_ms = timed
             .iter()
-            .map(|l| l["prediction"]["ms"].as_f64().unwrap_or(f64::NAN))
+            .map(|l| {
+                let ms = l["prediction"]["ms"].as_f64().unwrap_or(f64::NAN);
+                let launch = l["prediction"]["launch_ms"].as_f64().unwrap_or(0.0);
+                if back_to_back {
+                    ms - launch
+                } else {
+                    ms
+                }
+            })
             .sum();
         let bound = timed
             .first()

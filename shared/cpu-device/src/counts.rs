@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use crate::ir::{CallTarget, FloatOp, Inst, Op, Space, Ty};
+use crate::ir::{CallTarget, FloatOp, Inst, Op, Reg, Space, Src, Ty};
 use crate::memory::Snapshot;
 
 /// One instruction's counts over the launch.
@@ -57,6 +57,15 @@ pub struct Counts {
     pub atomics: HashMap<u64, u64>,
     pub read: Footprint,
     pub written: Footprint,
+    /// Each time a warp waited for global loads it had issued (an instruction read what a
+    /// load wrote), the bytes they had in flight, summed, and their squares summed: what a
+    /// warp keeps in flight, which with the warps an SM holds sets how fast memory can
+    /// answer ([`Counts::in_flight_bytes`]).
+    pub waited_bytes: u64,
+    pub waited_bytes_squared: u64,
+    /// Warp instructions that called through a register loaded from global memory since
+    /// the warp's last call.
+    pub loaded_target_calls: u64,
 }
 
 impl Counts {
@@ -68,6 +77,13 @@ impl Counts {
             written: Footprint::new(memory),
             ..Counts::default()
         }
+    }
+
+    /// The bytes a warp's loads have in flight, as a byte loaded sees them: the mean of
+    /// each wait's bytes weighted by those bytes (Little's law counts bytes, so a wait for
+    /// one pointer weighs less than a wait for 2 KiB of data). `None` where no warp waited.
+    pub fn in_flight_bytes(&self) -> Option<f64> {
+        (self.waited_bytes > 0).then(|| self.waited_bytes_squared as f64 / self.waited_bytes as f64)
     }
 
     /// Warp instructions that called a function through a register (PTX's `call` with a
@@ -110,6 +126,9 @@ impl Counts {
         }
         self.read.merge(&other.read);
         self.written.merge(&other.written);
+        self.waited_bytes += other.waited_bytes;
+        self.waited_bytes_squared += other.waited_bytes_squared;
+        self.loaded_target_calls += other.loaded_target_calls;
     }
 }
 
@@ -182,15 +201,64 @@ impl Footprint {
 pub struct Counter {
     pub counts: Counts,
     block_warps: Vec<(u64, u64)>,
+    /// Each instruction's registers: those it reads (its guard's among them) and those it
+    /// writes; and whether it is a call or a return, across which a frame's registers are
+    /// another frame's.
+    uses: Vec<Uses>,
+    /// Each warp of the block: the loads it has in flight.
+    in_flight: Vec<InFlight>,
     pc: usize,
+    warp: usize,
+}
+
+#[derive(Debug, Default)]
+struct Uses {
+    reads: Vec<Reg>,
+    writes: Vec<Reg>,
+    call: bool,
+    /// The register a call through a register jumps to.
+    target: Option<Reg>,
+}
+
+/// A warp's global loads since it last waited for one: the registers they write and the
+/// bytes they asked for (their sectors'); and the registers its loads wrote since its last
+/// call.
+#[derive(Debug, Default)]
+struct InFlight {
+    registers: Vec<Reg>,
+    bytes: u64,
+    since_call: Vec<Reg>,
 }
 
 impl Counter {
-    pub fn new(instructions: usize, warps: usize, memory: &Snapshot) -> Counter {
+    pub fn new(code: &[Inst], warps: usize, memory: &Snapshot) -> Counter {
+        let uses = code
+            .iter()
+            .map(|inst| Uses {
+                reads: inst
+                    .op
+                    .reads()
+                    .into_iter()
+                    .chain(inst.guard.map(|(p, _)| p))
+                    .collect(),
+                writes: inst.op.writes(),
+                call: matches!(inst.op, Op::Call { .. } | Op::Ret),
+                target: match inst.op {
+                    Op::Call {
+                        target: CallTarget::Indirect(Src::R(r)),
+                        ..
+                    } => Some(r),
+                    _ => None,
+                },
+            })
+            .collect();
         Counter {
-            counts: Counts::new(instructions, memory),
+            counts: Counts::new(code.len(), memory),
             block_warps: vec![(0, 0); warps],
+            uses,
+            in_flight: (0..warps).map(|_| InFlight::default()).collect(),
             pc: 0,
+            warp: 0,
         }
     }
 
@@ -204,9 +272,37 @@ impl Counter {
         at.issued += 1;
         at.active += active;
         at.on += u64::from(exec.count_ones());
-        let warp = &mut self.block_warps[(first / 32) as usize];
+        self.warp = (first / 32) as usize;
+        let warp = &mut self.block_warps[self.warp];
         warp.0 += 1;
         warp.1 += active;
+        // A read of what a load in flight writes waits for it (the GPU's scoreboard); so
+        // does a call or return, past which the registers are another frame's.
+        let uses = &self.uses[self.pc];
+        let loads = &mut self.in_flight[self.warp];
+        if !loads.registers.is_empty() {
+            if uses.call || uses.reads.iter().any(|r| loads.registers.contains(r)) {
+                self.counts.waited_bytes += loads.bytes;
+                self.counts.waited_bytes_squared += loads.bytes * loads.bytes;
+                loads.registers.clear();
+                loads.bytes = 0;
+            } else {
+                loads.registers.retain(|r| !uses.writes.contains(r));
+            }
+        }
+        // A call's target loaded since the warp's last call (a virtual function's, a
+        // pointer read in the loop) must arrive before the jump; one held in a register
+        // since (a pointer read before the loop) is there already.
+        if let Some(target) = uses.target {
+            if loads.since_call.contains(&target) {
+                self.counts.loaded_target_calls += 1;
+            }
+        }
+        if uses.call {
+            loads.since_call.clear();
+        } else {
+            loads.since_call.retain(|r| !uses.writes.contains(r));
+        }
     }
 
     /// A block ended: its warps' counts join the launch's.
@@ -220,6 +316,9 @@ impl Counter {
             });
             *issued = 0;
             *active = 0;
+        }
+        for loads in &mut self.in_flight {
+            *loads = InFlight::default();
         }
     }
 
@@ -260,6 +359,12 @@ impl Counter {
         at.global_requests += 1;
         at.sectors += touched;
         at.lines += lines;
+        if !write {
+            let loads = &mut self.in_flight[self.warp];
+            loads.registers.extend(&self.uses[self.pc].writes);
+            loads.since_call.extend(&self.uses[self.pc].writes);
+            loads.bytes += 32 * touched;
+        }
     }
 
     /// The instruction being run accessed shared memory at these offsets, as [`global`].
@@ -432,6 +537,16 @@ impl Class {
 mod tests {
     use super::*;
 
+    fn nops(n: usize) -> Vec<Inst> {
+        (0..n)
+            .map(|_| Inst {
+                guard: None,
+                op: Op::Nop,
+                line: 0,
+            })
+            .collect()
+    }
+
     fn addresses(f: impl Fn(u64) -> u64) -> [u64; 32] {
         std::array::from_fn(|l| f(l as u64))
     }
@@ -440,7 +555,7 @@ mod tests {
     /// doubles, one sector and one line each.
     #[test]
     fn sectors_count_coalescing() {
-        let mut c = Counter::new(1, 1, &Snapshot::default());
+        let mut c = Counter::new(&nops(1), 1, &Snapshot::default());
         c.global(&addresses(|l| 4096 + 8 * l), u32::MAX, 8, false);
         assert_eq!((c.counts.pcs[0].sectors, c.counts.pcs[0].lines), (8, 2));
         c.global(&addresses(|l| 4096 + 256 * l), u32::MAX, 8, false);
@@ -467,7 +582,7 @@ mod tests {
     /// wavefronts; every lane one word: a broadcast, one; doubles: two, both ideal.
     #[test]
     fn wavefronts_count_bank_conflicts() {
-        let mut c = Counter::new(1, 1, &Snapshot::default());
+        let mut c = Counter::new(&nops(1), 1, &Snapshot::default());
         let mut both = |offsets: [u64; 32], bytes| {
             let before = c.counts.pcs[0];
             c.shared(&offsets, u32::MAX, bytes);
@@ -488,11 +603,11 @@ mod tests {
     /// add up.
     #[test]
     fn issues_count_per_warp_and_merge() {
-        let mut a = Counter::new(2, 2, &Snapshot::default());
+        let mut a = Counter::new(&nops(2), 2, &Snapshot::default());
         a.issue(0, u32::MAX, u32::MAX, 0);
         a.issue(1, 0xFF, 0x0F, 32);
         a.end_block(7);
-        let mut b = Counter::new(2, 2, &Snapshot::default());
+        let mut b = Counter::new(&nops(2), 2, &Snapshot::default());
         b.issue(1, 1, 1, 0);
         b.atomic(64);
         b.end_block(8);
@@ -536,6 +651,62 @@ mod tests {
             }
         );
         assert_eq!(c.atomics[&64], 1);
+    }
+
+    /// Loads in flight are counted from the first to the instruction that reads one of
+    /// them, weighted by their bytes; a call's target loaded since the warp's last call is
+    /// counted, one held in a register from before is not.
+    #[test]
+    fn loads_in_flight_and_loaded_call_targets_are_counted() {
+        use crate::ir::{Addr, IntOp, Src};
+        let inst = |op| Inst {
+            guard: None,
+            op,
+            line: 0,
+        };
+        let load = |d| {
+            inst(Op::Ld {
+                space: Space::Global,
+                ty: Ty::U32,
+                ds: vec![Some(d)],
+                addr: Addr::Reg(9, 0),
+            })
+        };
+        let add = |d, a| {
+            inst(Op::Int {
+                op: IntOp::Add,
+                ty: Ty::U32,
+                d,
+                a: Src::R(a),
+                b: Src::I(1),
+                c: Src::I(0),
+                sat: false,
+            })
+        };
+        let call = inst(Op::Call {
+            target: CallTarget::Indirect(Src::R(1)),
+            args: Vec::new(),
+            ret: None,
+        });
+        // 0, 1: two loads; 2: reads the second (a wait for both); 3: a load of the target
+        // register; 4: the call through it; 5: the call again, its target not reloaded.
+        let code = [load(1), load(2), add(3, 2), load(1), call.clone(), call];
+        let mut c = Counter::new(&code, 1, &Snapshot::default());
+        let mut run = |pc: u32, c: &mut Counter| {
+            c.issue(pc, u32::MAX, u32::MAX, 0);
+            if matches!(code[pc as usize].op, Op::Ld { .. }) {
+                // 32 lanes of 4 bytes: 4 sectors, 128 bytes.
+                c.global(&addresses(|l| 4096 + 4 * l), u32::MAX, 4, false);
+            }
+        };
+        for pc in 0..6 {
+            run(pc, &mut c);
+        }
+        // Waits: 256 bytes at the add, 128 at the first call; weighted by bytes.
+        assert_eq!(c.counts.waited_bytes, 256 + 128);
+        let expected = (256.0 * 256.0 + 128.0 * 128.0) / 384.0;
+        assert_eq!(c.counts.in_flight_bytes(), Some(expected));
+        assert_eq!(c.counts.loaded_target_calls, 1);
     }
 
     /// Only calls through a register count as indirect: a direct call, a branch or any

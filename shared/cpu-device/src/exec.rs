@@ -637,7 +637,7 @@ impl<'a> Worker<'a> {
             initcheck: options.initcheck,
             counter: options
                 .count
-                .then(|| Counter::new(l.module.code.len(), warps, l.memory)),
+                .then(|| Counter::new(&l.module.code, warps, l.memory)),
         }
     }
 

@@ -533,6 +533,95 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// The registers the instruction reads.
+    pub fn reads(&self) -> Vec<Reg> {
+        let op = self;
+        let mut out = Vec::new();
+        let mut src = |s: &Src| {
+            if let Src::R(r) = s {
+                out.push(*r);
+            }
+        };
+        match op {
+            Op::Mov { a, .. } | Op::Unpack { a, .. } | Op::Cvt { a, .. } | Op::Cvta { a, .. } => {
+                src(a)
+            }
+            Op::Pack { parts, .. } => parts.iter().for_each(&mut src),
+            Op::Int { a, b, c, .. } | Op::Float { a, b, c, .. } => {
+                [a, b, c].into_iter().for_each(&mut src)
+            }
+            Op::Setp { a, b, comb, .. } => {
+                src(a);
+                src(b);
+                if let Some((_, p, _)) = comb {
+                    src(p);
+                }
+            }
+            Op::Selp { a, b, p, .. } => [a, b, p].into_iter().for_each(&mut src),
+            Op::PredLogic { a, b, .. } => [&a.0, &b.0].into_iter().for_each(&mut src),
+            Op::Ld {
+                addr: Addr::Reg(r, _),
+                ..
+            } => out.push(*r),
+            Op::St { srcs, addr, .. } => {
+                srcs.iter().for_each(&mut src);
+                if let Addr::Reg(r, _) = addr {
+                    out.push(*r);
+                }
+            }
+            Op::Atom { addr, b, c, .. } => {
+                src(b);
+                src(c);
+                if let Addr::Reg(r, _) = addr {
+                    out.push(*r);
+                }
+            }
+            Op::WarpSync { mask } => src(mask),
+            Op::Shfl { a, b, c, mask, .. } => [a, b, c, mask].into_iter().for_each(&mut src),
+            Op::Vote { a, mask, .. } => [a, mask].into_iter().for_each(&mut src),
+            Op::Carry { a, b, c, .. } => [a, b, c].into_iter().for_each(&mut src),
+            Op::Redux { a, mask, .. } | Op::Match { a, mask, .. } => {
+                [a, mask].into_iter().for_each(&mut src)
+            }
+            Op::BarRed { p, .. } => src(p),
+            Op::Call {
+                target: CallTarget::Indirect(s),
+                ..
+            } => src(s),
+            _ => {}
+        }
+        out
+    }
+
+    /// The registers the instruction writes.
+    pub fn writes(&self) -> Vec<Reg> {
+        match self {
+            Op::Mov { d, .. }
+            | Op::Special { d, .. }
+            | Op::LocalAddr { d, .. }
+            | Op::Pack { d, .. }
+            | Op::Int { d, .. }
+            | Op::Float { d, .. }
+            | Op::Selp { d, .. }
+            | Op::PredLogic { d, .. }
+            | Op::Cvt { d, .. }
+            | Op::Cvta { d, .. }
+            | Op::Vote { d, .. }
+            | Op::Carry { d, .. }
+            | Op::Redux { d, .. }
+            | Op::BarRed { d, .. }
+            | Op::Activemask { d } => vec![*d],
+            Op::Match { d, p, .. } => std::iter::once(*d).chain(*p).collect(),
+            Op::Setp { d, d2, .. } => std::iter::once(*d).chain(*d2).collect(),
+            Op::Shfl { d, p, .. } => std::iter::once(*d).chain(*p).collect(),
+            Op::Unpack { ds, .. } | Op::Ld { ds, .. } => ds.iter().flatten().copied().collect(),
+            Op::Atom { d, .. } => d.iter().copied().collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// One instruction, its guard predicate (slot, negated), and its source line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Inst {

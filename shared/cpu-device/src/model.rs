@@ -25,13 +25,19 @@
 //!    lane another, and their sectors follow (loads of the labs' few inputs stay in L1).
 //! 5. Starting a warp costs its SM some cycles: a grid of many threads that each do little
 //!    is bound by them.
+//! 6. Memory answers no faster than the bytes in flight over its latency (Little's law): a
+//!    warp keeps in flight the loads it issues before it needs one of them, and an SM
+//!    holds so many warps; few warps with little in flight leave DRAM idle.
+//! 7. A call through a register (a virtual function, a function pointer) costs its warp
+//!    cycles the SM's other warps must fill, more where the target is loaded first.
 //!
-//! The kernel's time is the slowest of the compute, warp-start, DRAM, L2 and atomic times
-//! (softened where two are near), plus the launch's own overhead. The constants below come
-//! from NVIDIA's H100 whitepaper, from the labs' own measurements on an H100
-//! (`docs/profile-h100.csv`: the SM clock Nsight Compute reported, lab06's streaming read
-//! for DRAM), and four of them are fitted, each saying to what. How close it comes, run by
-//! run, measured on an H100: `docs/model-h100.csv` (`cargo xtask model`).
+//! The kernel's time is the slowest of the compute, warp-start, DRAM, memory-latency,
+//! indirect-call, L2 and atomic times (softened where two are near), plus the launch's own
+//! overhead. The constants below come from NVIDIA's H100 whitepaper, from the labs' own
+//! measurements on an H100 (`docs/profile-h100.csv`: the SM clock Nsight Compute reported,
+//! lab06's streaming read for DRAM), and seven of them are fitted, each saying to what. How
+//! close it comes, run by run, measured on an H100: `docs/model-h100.csv` (`cargo xtask
+//! model`).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -56,6 +62,19 @@ pub mod h100 {
     /// lab06's streaming read (`read_peak`, 2892 GB/s of the 3352 Nsight Compute gives as
     /// the peak).
     pub const DRAM_GBPS: f64 = 2892.0;
+    /// DRAM's latency as a loaded warp sees it, in SM cycles: a warp with B bytes of loads
+    /// in flight gets B bytes per this many cycles. Fitted to lab06's plain sum at 128
+    /// threads x 1 block per SM on an H100 (4 warps an SM, 2 KiB each in flight): 0.0752 ms
+    /// measured, 0.0785 predicted.
+    pub const DRAM_LATENCY_CYCLES: f64 = 1100.0;
+    /// What a call through a register costs the warp that makes it, in SM cycles, beyond
+    /// its instructions: the jump, the return, the callee's frame; and where the target was
+    /// loaded since the warp's last call, its wait for that load first. Fitted to lab06's
+    /// three kernels that call through a register, timed on an H100 against its plain
+    /// sum: each predicted within 8% of its measured ratio (one price for every call put
+    /// the kernel whose pointer is read before the loop 51% over).
+    pub const INDIRECT_CALL_CYCLES: f64 = 340.0;
+    pub const LOADED_TARGET_CYCLES: f64 = 260.0;
     /// What the crossbar into L2 takes a second: requests (a store's 128-byte line, an
     /// atomic's lane) and 32-byte sectors of data. Fitted to Nsight Compute's
     /// `lts__xbar2lts_cycles_active` for lab04 at 4096x4096 on an H100: with 32x8 blocks
@@ -167,6 +186,14 @@ pub struct Work<'a> {
     /// crossbar carries to L2 (stores' lines and sectors, atomics' lanes, reads' first
     /// touch).
     pub dram_bytes: u64,
+    /// The bytes DRAM reads, and what a warp's loads have in flight when it waits for one
+    /// (`None`: no warp waited).
+    pub dram_read_bytes: u64,
+    pub in_flight_bytes: Option<f64>,
+    /// Warp instructions that called through a register, and of those, through one loaded
+    /// since the warp's last call.
+    pub indirect_calls: u64,
+    pub loaded_target_calls: u64,
     pub l2_requests: u64,
     pub l2_sectors: u64,
     pub atomics: u64,
@@ -189,9 +216,19 @@ pub struct Prediction {
     /// The compute time with the work spread evenly at full throughput (no tail).
     pub balanced_ms: f64,
     pub dram_ms: f64,
+    /// The time DRAM's latency takes with the loads the warps keep in flight.
+    #[serde(default)]
+    pub latency_ms: f64,
+    /// The time the warps wait out their indirect calls.
+    #[serde(default)]
+    pub calls_ms: f64,
     pub l2_ms: f64,
     pub atomics_ms: f64,
     pub starts_ms: f64,
+    /// The launch's own time, in `ms`: what events around one launch measure beside its
+    /// work, hidden where launches run back to back.
+    #[serde(default)]
+    pub launch_ms: f64,
 }
 
 /// Registers a thread assumed when ptxas's count is not known.
@@ -242,6 +279,27 @@ pub fn predict(work: &Work) -> Prediction {
     let compute_ms = ms_of(cycles);
     let balanced_ms = ms_of(issued as f64 * per_instruction / h100::SMS as f64);
     let dram_ms = work.dram_bytes as f64 / (h100::DRAM_GBPS * 1e6);
+    // Little's law: DRAM answers no faster than the bytes in flight over its latency. A
+    // warp keeps `in_flight` bytes of loads outstanding before it needs one (one float a
+    // lane behind an opaque call; four wide loads where the compiler unrolled), and an SM
+    // holds at most `blocks_per_sm` blocks' warps at once.
+    let resident = (blocks_per_sm * warps_per_block).min(work.warps.len().div_ceil(h100::SMS));
+    let latency_ms = match work.in_flight_bytes {
+        Some(bytes) if bytes > 0.0 && resident > 0 => {
+            let per_cycle = (h100::SMS * resident) as f64 * bytes / h100::DRAM_LATENCY_CYCLES;
+            ms_of(work.dram_read_bytes as f64 / per_cycle)
+        }
+        _ => 0.0,
+    };
+    // A warp waits out each of its calls through a register; the SM's other warps fill
+    // the wait, as many as it holds.
+    let calls_ms = if resident > 0 {
+        let cycles = work.indirect_calls as f64 * h100::INDIRECT_CALL_CYCLES
+            + work.loaded_target_calls as f64 * h100::LOADED_TARGET_CYCLES;
+        ms_of(cycles / (h100::SMS * resident) as f64)
+    } else {
+        0.0
+    };
     let l2_ms = (work.l2_requests as f64 / h100::L2_REQUESTS_PER_S
         + work.l2_sectors as f64 / h100::L2_SECTORS_PER_S)
         * 1e3
@@ -253,6 +311,8 @@ pub fn predict(work: &Work) -> Prediction {
         (compute_ms, "compute"),
         (starts_ms, "starting warps"),
         (dram_ms, "DRAM bandwidth"),
+        (latency_ms, "memory latency"),
+        (calls_ms, "indirect calls"),
         (l2_ms, "L2 bandwidth"),
         (atomics_ms, "atomics"),
     ];
@@ -280,6 +340,18 @@ pub fn predict(work: &Work) -> Prediction {
         "starting warps" => {
             "starting warps: a grid of many threads that each do little".to_string()
         }
+        "indirect calls" => format!(
+            "indirect calls: each costs its warp {:.0} cycles ({:.0} where it waits for its \
+             target to load), which {resident} warps an SM do not hide",
+            h100::INDIRECT_CALL_CYCLES,
+            h100::INDIRECT_CALL_CYCLES + h100::LOADED_TARGET_CYCLES
+        ),
+        "memory latency" => format!(
+            "memory latency: {:.0} bytes of loads in flight a warp, {} warps an SM, too few \
+             to keep DRAM busy",
+            work.in_flight_bytes.unwrap_or(0.0),
+            resident
+        ),
         other => other.to_string(),
     };
     Prediction {
@@ -292,9 +364,12 @@ pub fn predict(work: &Work) -> Prediction {
         compute_ms,
         balanced_ms,
         dram_ms,
+        latency_ms,
+        calls_ms,
         l2_ms,
         atomics_ms,
         starts_ms,
+        launch_ms: h100::LAUNCH_US / 1e3,
     }
 }
 
@@ -475,6 +550,10 @@ mod tests {
             registers: Some(32),
             shared_bytes: 0,
             dram_bytes: 0,
+            dram_read_bytes: 0,
+            in_flight_bytes: None,
+            indirect_calls: 0,
+            loaded_target_calls: 0,
             l2_requests: 0,
             l2_sectors: 0,
             atomics: 0,
@@ -506,6 +585,51 @@ mod tests {
             "{p:?} {expected}"
         );
         assert_eq!(p.bound, "the FP64 pipe");
+    }
+
+    /// 128 MiB streamed by 4 warps an SM with 2 KiB each in flight is bound by DRAM's
+    /// latency (Little's law), by 64 warps an SM by its bandwidth; a call through a register
+    /// in every warp's loop costs its cycles, more where its target is loaded first.
+    #[test]
+    fn few_loads_in_flight_and_indirect_calls_cost_their_latency() {
+        let stream = |warps_per_block: u32, in_flight: f64, calls: u64, loaded: u64| {
+            let w = warps(132, warps_per_block, |_, _| 1000);
+            predict(&Work {
+                classes: &[(Class::Fp32, 1000)],
+                memory_cycles: 0.0,
+                warps: &w,
+                threads_per_block: 32 * warps_per_block,
+                registers: Some(32),
+                shared_bytes: 0,
+                dram_bytes: 128 << 20,
+                dram_read_bytes: 128 << 20,
+                in_flight_bytes: Some(in_flight),
+                indirect_calls: calls,
+                loaded_target_calls: loaded,
+                l2_requests: 0,
+                l2_sectors: 0,
+                atomics: 0,
+                hottest_atomic: 0,
+            })
+        };
+        let few = stream(4, 2048.0, 0, 0);
+        let cycles = (128u64 << 20) as f64 / (132.0 * 4.0 * 2048.0 / h100::DRAM_LATENCY_CYCLES);
+        assert!((few.latency_ms / (cycles / (h100::CLOCK_GHZ * 1e6)) - 1.0).abs() < 1e-9);
+        assert!(few.bound.starts_with("memory latency"), "{}", few.bound);
+        let many = stream(32, 2048.0, 0, 0);
+        assert_eq!(many.bound, "DRAM bandwidth");
+        let calls = 1 << 20;
+        let held = stream(32, 2048.0, calls, 0);
+        let loaded = stream(32, 2048.0, calls, calls);
+        assert!(
+            held.calls_ms > 0.0 && loaded.calls_ms > held.calls_ms,
+            "{held:?} {loaded:?}"
+        );
+        assert!(
+            loaded.bound.starts_with("indirect calls"),
+            "{}",
+            loaded.bound
+        );
     }
 
     /// One slow warp makes a tail: the kernel lasts as long as that warp alone takes, and

@@ -90,6 +90,11 @@ pub struct Global {
     /// The bytes of the distinct sectors read and written (DRAM's traffic, at least).
     pub bytes_read: u64,
     pub bytes_written: u64,
+    /// The bytes a warp's global loads had in flight, on average, when it waited for one
+    /// ([`Counts::in_flight_bytes`]); absent where no warp waited, and from profiles
+    /// recorded before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight_bytes: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -190,6 +195,10 @@ pub fn profile(
         registers,
         shared_bytes,
         dram_bytes: read + written,
+        dram_read_bytes: read,
+        in_flight_bytes: counts.in_flight_bytes(),
+        indirect_calls: counts.indirect_calls(&module.code),
+        loaded_target_calls: counts.loaded_target_calls,
         l2_requests: l2_requests + read / 128,
         l2_sectors: l2_sectors + read / 32,
         atomics: atomics.operations,
@@ -230,6 +239,7 @@ pub fn profile(
             sectors_per_request: sectors as f64 / global.max(1) as f64,
             bytes_read: read,
             bytes_written: written,
+            in_flight_bytes: counts.in_flight_bytes(),
         },
         shared: Shared {
             requests: shared,

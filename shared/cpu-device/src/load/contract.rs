@@ -31,7 +31,7 @@ pub(super) fn contract(
         labels.values().map(|&t| (t - start) as usize).collect();
     let mut reads: HashMap<Reg, usize> = HashMap::new();
     for inst in code.iter() {
-        for r in reads_of(&inst.op) {
+        for r in inst.op.reads() {
             *reads.entry(r).or_insert(0) += 1;
         }
         if let Some((p, _)) = inst.guard {
@@ -63,8 +63,10 @@ pub(super) fn contract(
             {
                 break;
             }
-            if !reads_of(&code[j].op).contains(&m) {
-                if writes_of(&code[j].op)
+            if !code[j].op.reads().contains(&m) {
+                if code[j]
+                    .op
+                    .writes()
                     .iter()
                     .any(|w| Src::R(*w) == x || Src::R(*w) == y || *w == m)
                 {
@@ -111,90 +113,6 @@ pub(super) fn contract(
             }
             break;
         }
-    }
-}
-
-/// The registers an instruction reads.
-fn reads_of(op: &Op) -> Vec<Reg> {
-    let mut out = Vec::new();
-    let mut src = |s: &Src| {
-        if let Src::R(r) = s {
-            out.push(*r);
-        }
-    };
-    match op {
-        Op::Mov { a, .. } | Op::Unpack { a, .. } | Op::Cvt { a, .. } | Op::Cvta { a, .. } => src(a),
-        Op::Pack { parts, .. } => parts.iter().for_each(&mut src),
-        Op::Int { a, b, c, .. } | Op::Float { a, b, c, .. } => {
-            [a, b, c].into_iter().for_each(&mut src)
-        }
-        Op::Setp { a, b, comb, .. } => {
-            src(a);
-            src(b);
-            if let Some((_, p, _)) = comb {
-                src(p);
-            }
-        }
-        Op::Selp { a, b, p, .. } => [a, b, p].into_iter().for_each(&mut src),
-        Op::PredLogic { a, b, .. } => [&a.0, &b.0].into_iter().for_each(&mut src),
-        Op::Ld {
-            addr: Addr::Reg(r, _),
-            ..
-        } => out.push(*r),
-        Op::St { srcs, addr, .. } => {
-            srcs.iter().for_each(&mut src);
-            if let Addr::Reg(r, _) = addr {
-                out.push(*r);
-            }
-        }
-        Op::Atom { addr, b, c, .. } => {
-            src(b);
-            src(c);
-            if let Addr::Reg(r, _) = addr {
-                out.push(*r);
-            }
-        }
-        Op::WarpSync { mask } => src(mask),
-        Op::Shfl { a, b, c, mask, .. } => [a, b, c, mask].into_iter().for_each(&mut src),
-        Op::Vote { a, mask, .. } => [a, mask].into_iter().for_each(&mut src),
-        Op::Carry { a, b, c, .. } => [a, b, c].into_iter().for_each(&mut src),
-        Op::Redux { a, mask, .. } | Op::Match { a, mask, .. } => {
-            [a, mask].into_iter().for_each(&mut src)
-        }
-        Op::BarRed { p, .. } => src(p),
-        Op::Call {
-            target: CallTarget::Indirect(s),
-            ..
-        } => src(s),
-        _ => {}
-    }
-    out
-}
-
-/// The registers an instruction writes.
-fn writes_of(op: &Op) -> Vec<Reg> {
-    match op {
-        Op::Mov { d, .. }
-        | Op::Special { d, .. }
-        | Op::LocalAddr { d, .. }
-        | Op::Pack { d, .. }
-        | Op::Int { d, .. }
-        | Op::Float { d, .. }
-        | Op::Selp { d, .. }
-        | Op::PredLogic { d, .. }
-        | Op::Cvt { d, .. }
-        | Op::Cvta { d, .. }
-        | Op::Vote { d, .. }
-        | Op::Carry { d, .. }
-        | Op::Redux { d, .. }
-        | Op::BarRed { d, .. }
-        | Op::Activemask { d } => vec![*d],
-        Op::Match { d, p, .. } => std::iter::once(*d).chain(*p).collect(),
-        Op::Setp { d, d2, .. } => std::iter::once(*d).chain(*d2).collect(),
-        Op::Shfl { d, p, .. } => std::iter::once(*d).chain(*p).collect(),
-        Op::Unpack { ds, .. } | Op::Ld { ds, .. } => ds.iter().flatten().copied().collect(),
-        Op::Atom { d, .. } => d.iter().copied().collect(),
-        _ => Vec::new(),
     }
 }
 
