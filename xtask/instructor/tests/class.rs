@@ -322,15 +322,16 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// Gradescope's `run_autograder`, run as Gradescope runs it: in a Docker container, without
-/// CAP_SYS_ADMIN, where bubblewrap cannot make namespaces (capsh drops it; only root may).
+/// A script of Gradescope's (`setup.sh` as it builds the image, `run_autograder` for each
+/// submission), run as Gradescope runs it: in a Docker container, without CAP_SYS_ADMIN,
+/// where bubblewrap cannot make namespaces (capsh drops it; only root may).
 fn autograder_command(script: &Path) -> Command {
     if !is_root() {
         return Command::new(script);
     }
     let mut command = Command::new("capsh");
     command
-        .args(["--drop=cap_sys_admin", "--", "-c", "exec \"$0\""])
+        .args(["--drop=cap_sys_admin", "--", "-c", "exec \"$0\" \"$@\""])
         .arg(script);
     command
 }
@@ -482,8 +483,11 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
         // Its own lock: a linked one would be this workspace's build's.
         let _ = fs::remove_file(autograder_target.join("release/.cargo-lock"));
     }
+    // In the image's conditions, so that its grader's cache is of the kind each grade's
+    // sandbox is (the fallback): built with bubblewrap, it served no grade, and every
+    // submission built the hand-out again (a minute and a half each on 2 cores).
     succeed(
-        Command::new("bash")
+        autograder_command(Path::new("bash"))
             .arg(source.join("setup.sh"))
             .arg("build")
             .env("AUTOGRADER_ROOT", &root)
@@ -525,6 +529,12 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
             comparable(&by_autograder),
             comparable(&by_class[*student]),
             "{student}: the autograder and --class differ\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // The image's cache serves every submission: none builds the hand-out again.
+        assert!(
+            !String::from_utf8_lossy(&output.stderr).contains("building the hand-out once"),
+            "{student}: run_autograder built the grader's cache that setup.sh built:\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
         let text = fs::read_to_string(&results).expect("results.json");
