@@ -8,6 +8,28 @@
 use anyhow::Result;
 use xtask::labs::{self, Lab, ModelRun};
 
+/// A lab06 run: one variant at one launch shape (threads per block, blocks per SM).
+macro_rules! lab06 {
+    ($name:literal, $variant:literal, $threads:literal, $per_sm:literal) => {
+        (
+            "lab06",
+            ModelRun {
+                name: $name,
+                args: &[
+                    "--variants",
+                    $variant,
+                    "--threads-per-block",
+                    $threads,
+                    "--blocks-per-sm",
+                    $per_sm,
+                    "--reps",
+                    "1",
+                ],
+            },
+        )
+    };
+}
+
 /// The runs added to the labs' own, by lab. lab06's time one launch shape each (256 threads
 /// x 8 blocks per multiprocessor, every thread slot of an H100's SM, and one slow shape),
 /// `--reps 1` so that the CPU device predicts the one launch the GPU's median is of.
@@ -31,102 +53,17 @@ const MORE: &[(&str, ModelRun)] = &[
             args: &["4096", "4096", "--nvrtc-option=--fmad=true"],
         },
     ),
-    (
-        "lab06",
-        ModelRun {
-            name: "plain",
-            args: &[
-                "--variants",
-                "gpu-plain",
-                "--threads-per-block",
-                "256",
-                "--blocks-per-sm",
-                "8",
-                "--reps",
-                "1",
-            ],
-        },
+    lab06!("plain", "gpu-plain", "256", "8"),
+    lab06!("generic", "gpu-generic", "256", "8"),
+    lab06!("virtual", "gpu-virtual", "256", "8"),
+    lab06!(
+        "function pointer in the loop",
+        "gpu-fn-ptr-loop",
+        "256",
+        "8"
     ),
-    (
-        "lab06",
-        ModelRun {
-            name: "generic",
-            args: &[
-                "--variants",
-                "gpu-generic",
-                "--threads-per-block",
-                "256",
-                "--blocks-per-sm",
-                "8",
-                "--reps",
-                "1",
-            ],
-        },
-    ),
-    (
-        "lab06",
-        ModelRun {
-            name: "virtual",
-            args: &[
-                "--variants",
-                "gpu-virtual",
-                "--threads-per-block",
-                "256",
-                "--blocks-per-sm",
-                "8",
-                "--reps",
-                "1",
-            ],
-        },
-    ),
-    (
-        "lab06",
-        ModelRun {
-            name: "function pointer in the loop",
-            args: &[
-                "--variants",
-                "gpu-fn-ptr-loop",
-                "--threads-per-block",
-                "256",
-                "--blocks-per-sm",
-                "8",
-                "--reps",
-                "1",
-            ],
-        },
-    ),
-    (
-        "lab06",
-        ModelRun {
-            name: "function pointer hoisted",
-            args: &[
-                "--variants",
-                "gpu-fn-ptr-hoisted",
-                "--threads-per-block",
-                "256",
-                "--blocks-per-sm",
-                "8",
-                "--reps",
-                "1",
-            ],
-        },
-    ),
-    (
-        "lab06",
-        ModelRun {
-            name: "plain, 128 x 1 per SM",
-            args: &[
-                "--variants",
-                "gpu-plain",
-                "--threads-per-block",
-                "128",
-                "--blocks-per-sm",
-                "1",
-                "--reps",
-                "1",
-            ],
-        },
-    ),
+    lab06!("function pointer hoisted", "gpu-fn-ptr-hoisted", "256", "8"),
+    lab06!("plain, 128 x 1 per SM", "gpu-plain", "128", "1"),
 ];
 
 pub fn run(args: xtask::model::Args) -> Result<()> {
