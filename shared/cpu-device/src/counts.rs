@@ -692,7 +692,7 @@ mod tests {
         // register; 4: the call through it; 5: the call again, its target not reloaded.
         let code = [load(1), load(2), add(3, 2), load(1), call.clone(), call];
         let mut c = Counter::new(&code, 1, &Snapshot::default());
-        let mut run = |pc: u32, c: &mut Counter| {
+        let run = |pc: u32, c: &mut Counter| {
             c.issue(pc, u32::MAX, u32::MAX, 0);
             if matches!(code[pc as usize].op, Op::Ld { .. }) {
                 // 32 lanes of 4 bytes: 4 sectors, 128 bytes.
