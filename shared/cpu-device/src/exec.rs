@@ -1709,12 +1709,12 @@ impl<'a> Worker<'a> {
     }
 
     fn special(&self, w: &Warp, l: usize, s: Special) -> u64 {
-        let t = self.thread_index(w, l);
         let warp = u64::from(w.first / 32);
         let lane = l as u32;
         let m = |x: u64| x & 0xffff_ffff;
         match s {
-            Special::Tid(d) => u64::from(t[d as usize]),
+            // Its divisions only here: computed for every register, 4% of lab05's profile.
+            Special::Tid(d) => u64::from(self.thread_index(w, l)[d as usize]),
             Special::Ntid(d) => u64::from(self.l.block[d as usize]),
             Special::Ctaid(d) => u64::from(self.ctaid[d as usize]),
             Special::Nctaid(d) => u64::from(self.l.grid[d as usize]),
@@ -2048,17 +2048,134 @@ fn space_name(space: Space) -> &'static str {
 }
 
 /// The 32 lanes of `s` in a flat warp: a register's own slots, or `scratch` filled with an
-/// immediate.
+/// immediate. (`scratch` starts as `None`: a zeroed array would be 256 bytes written an
+/// operand an instruction, 11% of lab04's profile.)
 #[inline(always)]
-fn lanes<'r>(regs: &'r [u64], s: Src, scratch: &'r mut [u64; 32]) -> &'r [u64; 32] {
+fn lanes<'r>(regs: &'r [u64], s: Src, scratch: &'r mut Option<[u64; 32]>) -> &'r [u64; 32] {
     match s {
         Src::R(r) => {
             let i = (r as usize) << 5;
-            regs[i..i + 32].try_into().unwrap_or(scratch)
+            match <&[u64; 32]>::try_from(&regs[i..i + 32]) {
+                Ok(lanes) => lanes,
+                Err(_) => scratch.insert([0; 32]),
+            }
         }
-        Src::I(v) => {
-            *scratch = [v; 32];
-            scratch
+        Src::I(v) => scratch.insert([v; 32]),
+    }
+}
+
+/// `dst = f(x, y, z)` on the lanes in `exec`, and whether any result is `special`. A
+/// function of its own: its arguments do not alias (Rust's references tell the compiler
+/// so), so the loop is a vector loop even where `dst` is a register's lanes in the register
+/// file (inline, it was scalar).
+#[inline(always)]
+fn apply(
+    dst: &mut [u64; 32],
+    exec: u32,
+    [x, y, z]: [&[u64; 32]; 3],
+    f: impl Fn(u64, u64, u64) -> u64,
+    special: impl Fn(u64) -> bool,
+) -> bool {
+    // Each lane's test is or-ed in, not branched on, so that the loop stays a vector loop
+    // (with a branch a lane, f64 arithmetic's NaN test, it was scalar: half of lab04's time).
+    let mut any = 0u64;
+    if exec == u32::MAX {
+        for l in 0..32 {
+            let v = f(x[l], y[l], z[l]);
+            dst[l] = v;
+            any |= u64::from(special(v));
+        }
+    } else {
+        // (A select of the old value instead compiled to a branch a lane; every lane in the
+        // vector loop, then the others given their value back, ran 5% more of lab04's
+        // instructions.)
+        for l in iter_bits(exec) {
+            let v = f(x[l], y[l], z[l]);
+            dst[l] = v;
+            any |= u64::from(special(v));
+        }
+    }
+    any != 0
+}
+
+/// `lanes` of an operand that is not register `d`, in the register file split around `d`'s
+/// lanes: `below` them and `above` them.
+#[inline(always)]
+fn lanes_around<'r>(
+    below: &'r [u64],
+    above: &'r [u64],
+    d: Reg,
+    s: Src,
+    scratch: &'r mut Option<[u64; 32]>,
+) -> &'r [u64; 32] {
+    match s {
+        Src::R(r) if r > d => lanes(above, Src::R(r - d - 1), scratch),
+        _ => lanes(below, s, scratch),
+    }
+}
+
+/// `d = f(a, b, c)` on the lanes in `exec` of a flat warp; where a lane's result is
+/// `special`, `fix` gives its value instead from the lane's operands.
+///
+/// Where `d` is none of the operands (NVRTC's code mostly writes a fresh register), the
+/// loop writes `d`'s lanes in place: the register file split around them gives one
+/// mutable and three shared slices. Otherwise it writes a local array, copied to `d` after.
+/// (Always through the array, the copy was a `memcpy` call an instruction, 7% of lab04's
+/// profile.)
+#[inline(always)]
+fn whole_warp(
+    regs: &mut [u64],
+    exec: u32,
+    d: Reg,
+    [a, b, c]: [Src; 3],
+    f: impl Fn(u64, u64, u64) -> u64,
+    special: impl Fn(u64) -> bool,
+    fix: impl Fn(u64, u64, u64) -> u64,
+) {
+    let (mut ka, mut kb, mut kc) = (None, None, None);
+    let mut out = None;
+    let id = (d as usize) << 5;
+    let (dst, x, y, z, on): (&mut [u64; 32], _, _, _, _) = if ![a, b, c].contains(&Src::R(d)) {
+        let (below, rest) = regs.split_at_mut(id);
+        let (dst, above) = rest
+            .split_first_chunk_mut::<32>()
+            .expect("a flat warp holds every register's 32 lanes");
+        let (below, above): (&[u64], &[u64]) = (below, above);
+        let x = lanes_around(below, above, d, a, &mut ka);
+        let y = lanes_around(below, above, d, b, &mut kb);
+        let z = lanes_around(below, above, d, c, &mut kc);
+        (dst, x, y, z, exec)
+    } else {
+        let x = lanes(regs, a, &mut ka);
+        let y = lanes(regs, b, &mut kb);
+        let z = lanes(regs, c, &mut kc);
+        (out.insert([0; 32]), x, y, z, u32::MAX)
+    };
+    if apply(dst, on, [x, y, z], f, &special) {
+        fix_lanes(dst, exec, [x, y, z], special, fix);
+    }
+    if let Some(out) = out {
+        let (dst, _) = regs[id..]
+            .split_first_chunk_mut::<32>()
+            .expect("a flat warp holds every register's 32 lanes");
+        apply(dst, exec, [&out; 3], |v, _, _| v, |_| false);
+    }
+}
+
+/// The rare path of `whole_warp`: the lanes in `exec` whose result is `special` get `fix`'s
+/// value. Apart and cold, so that the common path stays short.
+#[cold]
+#[inline(never)]
+fn fix_lanes(
+    dst: &mut [u64; 32],
+    exec: u32,
+    [x, y, z]: [&[u64; 32]; 3],
+    special: impl Fn(u64) -> bool,
+    fix: impl Fn(u64, u64, u64) -> u64,
+) {
+    for l in iter_bits(exec) {
+        if special(dst[l]) {
+            dst[l] = fix(x[l], y[l], z[l]);
         }
     }
 }
@@ -2096,9 +2213,9 @@ impl Warp {
         self.regs[i] = v;
     }
 
-    /// `d = f(a, b, c)` on the lanes in `exec`: on all 32 at once where enough lanes run
-    /// (a flat warp's register is 32 values side by side, so the loop is a vector loop;
-    /// lanes outside `exec` keep their value), lane by lane where few do.
+    /// `d = f(a, b, c)` on the lanes in `exec` (the others keep their value): where enough
+    /// lanes run in a flat warp, over the register's 32 lanes side by side ([`whole_warp`],
+    /// a vector loop where the whole warp runs); lane by lane where few do.
     #[inline(always)]
     fn map3(
         &mut self,
@@ -2110,23 +2227,15 @@ impl Warp {
         f: impl Fn(u64, u64, u64) -> u64,
     ) {
         if self.flat && exec.count_ones() >= WHOLE_WARP {
-            let mut out = [0u64; 32];
-            let (mut ka, mut kb, mut kc) = ([0u64; 32], [0u64; 32], [0u64; 32]);
-            let x = lanes(&self.regs, a, &mut ka);
-            let y = lanes(&self.regs, b, &mut kb);
-            let z = lanes(&self.regs, c, &mut kc);
-            for l in 0..32 {
-                out[l] = f(x[l], y[l], z[l]);
-            }
-            let i = (d as usize) << 5;
-            let dst = &mut self.regs[i..i + 32];
-            if exec == u32::MAX {
-                dst.copy_from_slice(&out);
-            } else {
-                for l in iter_bits(exec) {
-                    dst[l] = out[l];
-                }
-            }
+            whole_warp(
+                &mut self.regs,
+                exec,
+                d,
+                [a, b, c],
+                f,
+                |_| false,
+                |_, _, _| 0,
+            );
         } else {
             for l in iter_bits(exec) {
                 let v = f(self.get(a, l), self.get(b, l), self.get(c, l));
@@ -2135,28 +2244,34 @@ impl Warp {
         }
     }
 
+    /// `map3` with a third operand that `f` ignores: `a` again, whose loads the compiler
+    /// drops (an immediate would be an array filled for nothing).
     #[inline(always)]
     fn map2(&mut self, exec: u32, d: Reg, a: Src, b: Src, f: impl Fn(u64, u64) -> u64) {
+        self.map3(exec, d, a, b, a, |x, y, _| f(x, y));
+    }
+
+    /// `map3` for an f64 operation whose NaN results follow a rule of their own: `f` gives
+    /// every lane's IEEE result, and only where one came out a NaN, which is rare, does
+    /// `nan` give that lane's bits.
+    #[inline(always)]
+    fn map3_nan(
+        &mut self,
+        exec: u32,
+        d: Reg,
+        [a, b, c]: [Src; 3],
+        f: impl Fn(f64, f64, f64) -> f64,
+        nan: impl Fn(u64, u64, u64) -> u64,
+    ) {
+        let f = |x, y, z| bits64(f(f64_of(x), f64_of(y), f64_of(z)));
+        let is_nan = |r| f64_of(r).is_nan();
         if self.flat && exec.count_ones() >= WHOLE_WARP {
-            let mut out = [0u64; 32];
-            let (mut ka, mut kb) = ([0u64; 32], [0u64; 32]);
-            let x = lanes(&self.regs, a, &mut ka);
-            let y = lanes(&self.regs, b, &mut kb);
-            for l in 0..32 {
-                out[l] = f(x[l], y[l]);
-            }
-            let i = (d as usize) << 5;
-            let dst = &mut self.regs[i..i + 32];
-            if exec == u32::MAX {
-                dst.copy_from_slice(&out);
-            } else {
-                for l in iter_bits(exec) {
-                    dst[l] = out[l];
-                }
-            }
+            whole_warp(&mut self.regs, exec, d, [a, b, c], f, is_nan, nan);
         } else {
             for l in iter_bits(exec) {
-                let v = f(self.get(a, l), self.get(b, l));
+                let (x, y, z) = (self.get(a, l), self.get(b, l), self.get(c, l));
+                let r = f(x, y, z);
+                let v = if is_nan(r) { nan(x, y, z) } else { r };
                 self.set(d, l, v);
             }
         }
@@ -2164,7 +2279,7 @@ impl Warp {
 
     #[inline(always)]
     fn map1(&mut self, exec: u32, d: Reg, a: Src, f: impl Fn(u64) -> u64) {
-        self.map2(exec, d, a, Src::I(0), |x, _| f(x));
+        self.map3(exec, d, a, a, a, |x, _, _| f(x));
     }
 
     /// Find the lowest counter among running lanes again: that is the group. False when no
@@ -2385,20 +2500,34 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     match (ty, op, plain) {
         // A NaN out of these takes the operand the H100 takes (`ops::nan64`), off the path
         // of every other value.
-        (Ty::F64, FloatOp::Add, true) => w.map2(exec, d, a, b, |x, y| {
-            finite_or_nan(f64_of(x) + f64_of(y), || nan64(&[y, x]))
-        }),
-        (Ty::F64, FloatOp::Sub, true) => w.map2(exec, d, a, b, |x, y| {
-            finite_or_nan(f64_of(x) - f64_of(y), || nan64(&[y, x]))
-        }),
-        (Ty::F64, FloatOp::Mul, true) => w.map2(exec, d, a, b, |x, y| {
-            finite_or_nan(f64_of(x) * f64_of(y), || nan64(&[y, x]))
-        }),
-        (Ty::F64, FloatOp::Fma, true) => w.map3(exec, d, a, b, c, |x, y, z| {
-            finite_or_nan(f64_of(x).mul_add(f64_of(y), f64_of(z)), || {
-                nan64(&[y, z, x])
-            })
-        }),
+        (Ty::F64, FloatOp::Add, true) => w.map3_nan(
+            exec,
+            d,
+            [a, b, a],
+            |x, y, _| x + y,
+            |x, y, _| nan64(&[y, x]),
+        ),
+        (Ty::F64, FloatOp::Sub, true) => w.map3_nan(
+            exec,
+            d,
+            [a, b, a],
+            |x, y, _| x - y,
+            |x, y, _| nan64(&[y, x]),
+        ),
+        (Ty::F64, FloatOp::Mul, true) => w.map3_nan(
+            exec,
+            d,
+            [a, b, a],
+            |x, y, _| x * y,
+            |x, y, _| nan64(&[y, x]),
+        ),
+        (Ty::F64, FloatOp::Fma, true) => w.map3_nan(
+            exec,
+            d,
+            [a, b, c],
+            |x, y, z| x.mul_add(y, z),
+            |x, y, z| nan64(&[y, z, x]),
+        ),
         // A NaN's sign is left as it is (an H100's, the differential test).
         (Ty::F64, FloatOp::Abs, _) => w.map1(exec, d, a, |x| {
             if f64_of(x).is_nan() {
@@ -2455,16 +2584,6 @@ fn float_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     }
 }
 
-/// `r`'s bits, or where `r` is a NaN, `nan`'s.
-#[inline(always)]
-fn finite_or_nan(r: f64, nan: impl Fn() -> u64) -> u64 {
-    if r.is_nan() {
-        nan()
-    } else {
-        bits64(r)
-    }
-}
-
 /// Comparisons into a predicate, the common ones as tight loops of their own.
 fn setp_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     let Op::Setp {
@@ -2485,7 +2604,12 @@ fn setp_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         (Ty::F64, Cmp::Ge) => w.map2(exec, d, a, b, |x, y| u64::from(f64_of(x) >= f64_of(y))),
         (Ty::S32, Cmp::Lt) => w.map2(exec, d, a, b, |x, y| u64::from((x as i32) < (y as i32))),
         (Ty::S32, Cmp::Ge) => w.map2(exec, d, a, b, |x, y| u64::from((x as i32) >= (y as i32))),
-        (Ty::U32 | Ty::U64 | Ty::B32 | Ty::B64, Cmp::Lt | Cmp::Lo) => {
+        // In 32 bits where the type has 32: a vector loop, 12% fewer instructions in lab04's
+        // `setp`s (vector compares of 64 bits are SSE4.2's, past the x86-64 baseline).
+        (Ty::U32 | Ty::B32, Cmp::Lt | Cmp::Lo) => {
+            w.map2(exec, d, a, b, |x, y| u64::from((x as u32) < (y as u32)))
+        }
+        (Ty::U64 | Ty::B64, Cmp::Lt | Cmp::Lo) => {
             w.map2(exec, d, a, b, |x, y| u64::from(x & m < y & m))
         }
         (_, Cmp::Eq) if !ty.float() => w.map2(exec, d, a, b, |x, y| u64::from(x & m == y & m)),

@@ -260,19 +260,47 @@ pub unsafe fn atomic(address: u64, op: AtomOp, ty: Ty, b: u64, c: u64) -> u64 {
 
 /// `size` bytes (1, 2, 4 or 8) at `at` of one thread's own memory (shared, local or
 /// parameter), little-endian; the caller has checked the range, and a slice checks again.
+///
+/// Each size is a copy of its own fixed width, one load: a copy of `size` bytes was a
+/// `memcpy` call a lane (8% of lab05's profile).
 #[inline(always)]
 pub fn get(bytes: &[u8], at: usize, size: u32) -> u64 {
-    let mut word = [0u8; 8];
-    let n = size.min(8) as usize;
-    word[..n].copy_from_slice(&bytes[at..at + n]);
-    u64::from_le_bytes(word)
+    match size {
+        1 => u64::from(bytes[at]),
+        2 => u64::from(u16::from_le_bytes(bytes_at(bytes, at))),
+        4 => u64::from(u32::from_le_bytes(bytes_at(bytes, at))),
+        8 => u64::from_le_bytes(bytes_at(bytes, at)),
+        _ => {
+            let mut word = [0u8; 8];
+            let n = size.min(8) as usize;
+            word[..n].copy_from_slice(&bytes[at..at + n]);
+            u64::from_le_bytes(word)
+        }
+    }
 }
 
-/// Store the low `size` bytes (1, 2, 4 or 8) of `v` at `at` of one thread's own memory.
+/// Store the low `size` bytes (1, 2, 4 or 8) of `v` at `at` of one thread's own memory
+/// (each size a store of its own width, as in `get`).
 #[inline(always)]
 pub fn put(bytes: &mut [u8], at: usize, size: u32, v: u64) {
-    let n = size.min(8) as usize;
-    bytes[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+    match size {
+        1 => bytes[at] = v as u8,
+        2 => bytes[at..at + 2].copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => bytes[at..at + 4].copy_from_slice(&(v as u32).to_le_bytes()),
+        8 => bytes[at..at + 8].copy_from_slice(&v.to_le_bytes()),
+        _ => {
+            let n = size.min(8) as usize;
+            bytes[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+        }
+    }
+}
+
+/// The `N` bytes at `at`.
+#[inline(always)]
+fn bytes_at<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
+    let mut word = [0u8; N];
+    word.copy_from_slice(&bytes[at..at + N]);
+    word
 }
 
 /// Whether `size` bytes at `offset` fit in `len` bytes: in checked arithmetic, so that an

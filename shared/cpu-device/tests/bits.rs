@@ -443,3 +443,111 @@ fn a_shuffle_whose_mask_leaves_out_its_own_lane_is_an_error() {
         fault.message
     );
 }
+
+/// f64 values whose sums, products and fmas take every path: numbers, zeros, infinities
+/// (`inf - inf` is the NaN the instruction makes) and NaNs of distinct payloads and signs,
+/// quiet and signalling (with two NaN operands, the H100 takes one operand position's).
+const F64_CASES: [u64; 12] = [
+    0x3ff8_0000_0000_0000,
+    0xc002_0000_0000_0000,
+    0,
+    0x8000_0000_0000_0000,
+    0x7ff0_0000_0000_0000,
+    0xfff0_0000_0000_0000,
+    0x7ff8_0000_0000_0001,
+    0xfff8_0000_0000_0123,
+    0x7ff0_0000_0000_0456,
+    0x7ff8_dead_beef_0000,
+    1,
+    0x7fe1_ccf3_85eb_c8a0,
+];
+
+#[test]
+fn f64_arithmetic_of_whole_warps_gives_each_lane_the_nan_one_lane_alone_gets() {
+    use cpu_device::ir::{FloatOp, Rnd, Ty};
+    use cpu_device::ops::float_op;
+    // The interpreter runs a warp's arithmetic as a vector loop and looks for NaN results
+    // after it: into a fresh register, into one that is also an operand, with an immediate,
+    // on 3 lanes of 4 and on 5 lanes. Each lane must get what `float_op` gives it alone.
+    const THREADS: usize = 64;
+    const RESULTS: usize = 11;
+    let row = |k: usize| k * THREADS * 8;
+    let stores: String = (0..RESULTS)
+        .map(|k| format!("st.global.f64 [%rd3+{}], %e{k};\n", row(3 + k)))
+        .collect();
+    let ptx = format!(
+        "{HEADER}.visible .entry k(.param .u64 p)\n{{\n\
+         .reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n.reg .f64 %fd<4>;\n.reg .f64 %e<{RESULTS}>;\n\
+         .reg .pred %p<3>;\n\
+         ld.param.u64 %rd1, [p];\nmov.u32 %r1, %tid.x;\nmul.wide.u32 %rd2, %r1, 8;\n\
+         add.s64 %rd3, %rd1, %rd2;\nld.global.f64 %fd1, [%rd3];\n\
+         ld.global.f64 %fd2, [%rd3+{}];\nld.global.f64 %fd3, [%rd3+{}];\n\
+         add.rn.f64 %e0, %fd1, %fd2;\nsub.rn.f64 %e1, %fd1, %fd2;\n\
+         mul.rn.f64 %e2, %fd1, %fd2;\nfma.rn.f64 %e3, %fd1, %fd2, %fd3;\n\
+         mov.f64 %e4, %fd1;\nadd.rn.f64 %e4, %e4, %fd2;\n\
+         mov.f64 %e5, %fd2;\nmul.rn.f64 %e5, %fd1, %e5;\n\
+         mov.f64 %e6, %fd3;\nfma.rn.f64 %e6, %fd1, %fd2, %e6;\n\
+         sub.rn.f64 %e7, %fd1, 0d7FF4000000000001;\n\
+         and.b32 %r2, %r1, 3;\nsetp.ne.u32 %p1, %r2, 0;\n\
+         mov.f64 %e8, %fd3;\n@%p1 add.rn.f64 %e8, %fd1, %fd2;\n\
+         mov.f64 %e9, %fd1;\n@%p1 mul.rn.f64 %e9, %e9, %fd2;\n\
+         setp.lt.u32 %p2, %r1, 5;\n\
+         mov.f64 %e10, %fd3;\n@%p2 fma.rn.f64 %e10, %fd1, %fd2, %fd3;\n\
+         {stores}ret;\n}}\n",
+        row(1),
+        row(2),
+    );
+    // Each thread's operands: both warps have lanes with two NaN operands of two payloads.
+    let operands = |t: usize| {
+        [
+            F64_CASES[t % 12],
+            F64_CASES[(5 * t + 7 + t / 12) % 12],
+            F64_CASES[(7 * t + 3) % 12],
+        ]
+    };
+    let memory = Memory::default();
+    let module = load(&ptx, &memory).unwrap_or_else(|e| panic!("{e}\n{ptx}"));
+    let buffer = memory
+        .alloc(row(3 + RESULTS) as u64, "")
+        .expect("allocated");
+    for t in 0..THREADS {
+        for (k, v) in operands(t).into_iter().enumerate() {
+            let at = buffer.address + (row(k) + t * 8) as u64;
+            memory.write(at, &v.to_le_bytes()).expect("written");
+        }
+    }
+    let params = buffer.address.to_le_bytes();
+    support::launch(&module, "k", [1, THREADS as u32], &params, &memory, 1)
+        .unwrap_or_else(|f| panic!("{}", f.message));
+    let out = support::read(&memory, buffer.address, row(3 + RESULTS));
+    let op = |op, [x, y, z]: [u64; 3]| float_op(op, Ty::F64, Rnd::N, false, false, x, y, z);
+    for t in 0..THREADS {
+        let [x, y, z] = operands(t);
+        let on = t % 4 != 0;
+        let want: [u64; RESULTS] = [
+            op(FloatOp::Add, [x, y, 0]),
+            op(FloatOp::Sub, [x, y, 0]),
+            op(FloatOp::Mul, [x, y, 0]),
+            op(FloatOp::Fma, [x, y, z]),
+            op(FloatOp::Add, [x, y, 0]),
+            op(FloatOp::Mul, [x, y, 0]),
+            op(FloatOp::Fma, [x, y, z]),
+            op(FloatOp::Sub, [x, 0x7ff4_0000_0000_0001, 0]),
+            if on { op(FloatOp::Add, [x, y, 0]) } else { z },
+            if on { op(FloatOp::Mul, [x, y, 0]) } else { x },
+            if t < 5 {
+                op(FloatOp::Fma, [x, y, z])
+            } else {
+                z
+            },
+        ];
+        for (k, want) in want.into_iter().enumerate() {
+            let at = row(3 + k) + t * 8;
+            let got = u64::from_le_bytes(out[at..at + 8].try_into().expect("8 bytes"));
+            assert_eq!(
+                got, want,
+                "thread {t}, result {k} of {x:#x} {y:#x} {z:#x}: {got:#x}, want {want:#x}"
+            );
+        }
+    }
+}
