@@ -155,10 +155,7 @@ pub fn run_with(args: Args, more: &[(&'static Lab, &'static ModelRun)]) -> Resul
             .entry(lab.name)
             .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()))
         {
-            runs.insert(
-                run.args.join(" "),
-                serde_json::Value::Array(launches.clone()),
-            );
+            runs.insert(run.args.join(" "), as_reference(launches));
         }
         let row = Row {
             lab,
@@ -193,6 +190,18 @@ pub fn run_with(args: Args, more: &[(&'static Lab, &'static ModelRun)]) -> Resul
 type Measured = HashMap<(String, String), f64>;
 
 /// The device and each run's time in a CSV `--save` wrote, by lab and run.
+/// Launches as a reference records them: their own counts and predictions, not their
+/// comparison with the reference they replace.
+fn as_reference(launches: &[serde_json::Value]) -> serde_json::Value {
+    let launches = launches.iter().cloned().map(|mut launch| {
+        if let Some(fields) = launch.as_object_mut() {
+            fields.remove("against_reference");
+        }
+        launch
+    });
+    launches.collect()
+}
+
 fn read_measured(path: &std::path::Path) -> Result<(String, Measured)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -406,5 +415,22 @@ mod tests {
         assert!((spearman(&a, &[10.0, 20.0, 30.0, 40.0]) - 1.0).abs() < 1e-12);
         assert!((spearman(&a, &[4.0, 3.0, 2.0, 1.0]) + 1.0).abs() < 1e-12);
         assert_eq!(ranks(&[5.0, 1.0, 5.0]), [1.5, 0.0, 1.5]);
+    }
+
+    /// A recorded reference keeps each launch's counts and prediction and drops its
+    /// comparison with the reference it replaces (which would compare the next with a
+    /// stale one).
+    #[test]
+    fn a_reference_drops_the_comparison_it_was_printed_with() {
+        let launch = serde_json::json!({
+            "kernel": "escape_colour",
+            "prediction": {"ms": 0.1},
+            "against_reference": {"time_ratio": 1.0},
+        });
+        let recorded = as_reference(&[launch]);
+        assert_eq!(
+            recorded,
+            serde_json::json!([{"kernel": "escape_colour", "prediction": {"ms": 0.1}}])
+        );
     }
 }
