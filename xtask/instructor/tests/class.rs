@@ -1116,5 +1116,30 @@ fn slurm_a_class_grades_alike_as_a_job_array() {
     }
     let csv = fs::read_to_string(out.join("grades.csv")).expect("grades.csv");
     assert_eq!(csv.lines().count(), 3, "{csv}");
+    // A student on the cluster: a GPU lab run through `srun` (on the CPU device here, no
+    // GPU), byte for byte lab01's image, as the README's cluster row says.
+    let release = target_dir().join("release");
+    succeed(
+        Command::new("srun")
+            .env("SLURM_CONF", &cluster.conf)
+            .arg(format!("--chdir={}", out.display()))
+            .arg(release.join("lab04"))
+            .args(["641", "479", "--emulate", "-o", "srun-lab04.ppm"]),
+        "srun lab04",
+    );
+    succeed(
+        Command::new(release.join("lab01")).current_dir(&out).args([
+            "641",
+            "479",
+            "-o",
+            "lab01.ppm",
+        ]),
+        "lab01",
+    );
+    let read = |name: &str| fs::read(out.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(
+        read("srun-lab04.ppm") == read("lab01.ppm"),
+        "lab04 through srun differs from lab01"
+    );
     drop(cluster);
 }
