@@ -2263,7 +2263,7 @@ impl Warp {
         f: impl Fn(f64, f64, f64) -> f64,
         nan: impl Fn(u64, u64, u64) -> u64,
     ) {
-        let f = |x, y, z| bits64(f(f64_of(x), f64_of(y), f64_of(z)));
+        let f = |x, y, z| f(f64_of(x), f64_of(y), f64_of(z)).to_bits();
         let is_nan = |r| f64_of(r).is_nan();
         if self.flat && exec.count_ones() >= WHOLE_WARP {
             whole_warp(&mut self.regs, exec, d, [a, b, c], f, is_nan, nan);
@@ -2422,14 +2422,6 @@ fn f64_of(x: u64) -> f64 {
 #[inline(always)]
 fn f32_of(x: u64) -> f32 {
     f32::from_bits(x as u32)
-}
-
-#[inline(always)]
-fn bits64(r: f64) -> u64 {
-    // An f64 NaN keeps its payload, as the host's SSE arithmetic does: a NaN operand comes
-    // out quieted, an invalid operation gives the default NaN (measured on an H100 by the
-    // differential test).
-    r.to_bits()
 }
 
 #[inline(always)]

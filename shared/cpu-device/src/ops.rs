@@ -571,7 +571,9 @@ pub fn float_op(
             FloatOp::Approx(approx) => return crate::approx::f64(approx, x).to_bits(),
         };
         let r = if sat { saturate64(r) } else { r };
-        return r.to_bits();
+        // An invalid operation (0 x inf, inf - inf, the root of a negative) gives the
+        // H100's default NaN, not the host's: x86's is the same, Arm's has the sign clear.
+        return if r.is_nan() { NAN64 } else { r.to_bits() };
     }
     match op {
         FloatOp::Approx(approx) => return u64::from(crate::approx::f32(approx, a as u32, ftz)),
