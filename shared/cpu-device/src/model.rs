@@ -21,8 +21,9 @@
 //!    the kernel: a slow warp or an uneven grid shows as a tail.
 //! 4. Memory: the sectors the launch touched cross DRAM once (the H100's 50 MB L2 keeps
 //!    them meanwhile). Stores and atomics go to L2 through the crossbar, which is what
-//!    fills first: each 128-byte line a store touches is a request of its own, each atomic
-//!    lane another, and their sectors follow (loads of the labs' few inputs stay in L1).
+//!    fills first: each 128-byte line a store or an atomic touches is a request of its
+//!    own, and their sectors follow (loads of the labs' few inputs stay in L1); L2's units
+//!    then do each atomic lane's operation.
 //! 5. Starting a warp costs its SM some cycles: a grid of many threads that each do little
 //!    is bound by them.
 //! 6. Memory answers no faster than the bytes in flight over its latency (Little's law): a
@@ -33,11 +34,12 @@
 //!
 //! The kernel's time is the slowest of the compute, warp-start, DRAM, memory-latency,
 //! indirect-call and L2 times (L2's: its crossbar's and its atomics' together), plus the
-//! launch's own overhead. The constants below come from NVIDIA's H100 whitepaper, from the labs' own
-//! measurements on an H100 (`docs/profile-h100.csv`: the SM clock Nsight Compute reported,
-//! lab06's streaming read for DRAM), and seven of them are fitted, each saying to what. How
-//! close it comes, run by run, measured on an H100: `docs/model-h100.csv` (`cargo xtask
-//! model`).
+//! launch's own overhead. The constants below come from NVIDIA's H100 whitepaper, from the
+//! labs' own measurements on an H100 (`docs/profile-h100.csv`: the SM clock Nsight Compute
+//! reported, lab06's streaming read for DRAM), and seven of them are fitted, each saying to
+//! what; the rule that the slowest limit alone sets the time was chosen over the same runs.
+//! How close it comes, run by run, measured on an H100: `docs/model-h100.csv` (`cargo
+//! xtask model`).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -84,8 +86,9 @@ pub mod h100 {
     pub const L2_SECTORS_PER_S: f64 = 6.9e11;
     /// The share of the crossbar's time a kernel keeps it busy at most: stores come in
     /// bursts, as warps finish (63% for lab04 with 8x8 blocks, when it set the time).
-    /// Fitted to `docs/model-h100.csv`'s lab04 block shapes: at 0.7, 8x32 blocks were
-    /// predicted 1.72x the default's time, measured 1.37x (1.45x at 0.85).
+    /// Fitted to `docs/model-h100.csv`'s lab04 block shapes: 8x32 blocks measured 1.37x
+    /// the default's time; predicted 1.45x at 0.85, and 1.72x at 0.7 (worked out from the
+    /// same run's counts).
     pub const L2_BUSY: f64 = 0.85;
     /// Global atomics L2's units complete a second, to distinct addresses.
     pub const ATOMICS_PER_S: f64 = 2.0e11;
