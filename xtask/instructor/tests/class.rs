@@ -41,6 +41,42 @@ fn succeed(command: &mut Command, what: &str) -> Output {
     output
 }
 
+/// Seed `target` (a `CARGO_TARGET_DIR`) with this workspace's release build, so that a build
+/// of a copy of the workspace compiles its own crates alone (minutes less on CI's 2 cores).
+/// The compiled files are linked, not copied (a gigabyte less of disk): rustc writes each
+/// anew. Cargo's own records are copied: it writes them in place, and a crate's record has
+/// the same name in every copy of the workspace (cargo hashes a member's path from the
+/// workspace's root), so a linked record written by the solution's build made the hand-out's
+/// build, in its own folder, take the solution's binaries for its own, and moved this
+/// workspace's records too. The lock is each build's own.
+fn seed_from_release(target: &Path) {
+    let release = target_dir().join("release");
+    fs::create_dir_all(target).expect("created");
+    succeed(
+        Command::new("cp").arg("-al").arg(&release).arg(target),
+        "linking the release build",
+    );
+    let seeded = target.join("release");
+    let _ = fs::remove_file(seeded.join(".cargo-lock"));
+    for records in [".fingerprint", "build"] {
+        fs::remove_dir_all(seeded.join(records)).expect("unlinked");
+        succeed(
+            Command::new("cp")
+                .arg("-a")
+                .arg(release.join(records))
+                .arg(&seeded),
+            "copying cargo's records",
+        );
+    }
+    // The dependency lists rustc writes beside each crate, which cargo reads back.
+    for entry in fs::read_dir(seeded.join("deps")).expect("deps").flatten() {
+        if entry.path().extension().is_some_and(|e| e == "d") {
+            fs::remove_file(entry.path()).expect("unlinked");
+            fs::copy(release.join("deps").join(entry.file_name()), entry.path()).expect("copied");
+        }
+    }
+}
+
 /// A correct lab02 written apart from the solution: scoped threads taking file rows from a
 /// shared counter, lab01's own per-pixel function, no rayon, no lanes, no row plan.
 const INDEPENDENT_LAB02: &str = r#"let _ = (&near, &plan);
@@ -466,22 +502,10 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
     // release binaries with its own, which name that copy's (since deleted) folder, and
     // `cargo xtask dist` after this test ran an instructor that could not find its workspace.
     let autograder_target = target_dir().join("autograder");
-    // Seeded with this workspace's release build, linked rather than copied: the
-    // dependencies are the same crates built the same way, so the setup's build compiles
-    // the workspace's own crates alone (minutes less on CI's 2 cores). The copy's crates
-    // have other paths, so other file names: nothing of this workspace's is written over.
-    let release = target_dir().join("release");
-    if !autograder_target.exists() && release.is_dir() {
-        fs::create_dir_all(&autograder_target).expect("created");
-        succeed(
-            Command::new("cp")
-                .arg("-al")
-                .arg(&release)
-                .arg(autograder_target.join("release")),
-            "cp -al",
-        );
-        // Its own lock: a linked one would be this workspace's build's.
-        let _ = fs::remove_file(autograder_target.join("release/.cargo-lock"));
+    // Seeded with this workspace's release build: the dependencies are the same crates
+    // built the same way, so the setup's build compiles the workspace's own crates alone.
+    if !autograder_target.exists() && target_dir().join("release").is_dir() {
+        seed_from_release(&autograder_target);
     }
     // In the image's conditions, so that its grader's cache is of the kind each grade's
     // sandbox is (the fallback): built with bubblewrap, it served no grade, and every
@@ -919,21 +943,10 @@ fn the_classroom_50_autograder_passes_the_solution_and_fails_the_hand_out() {
     );
     for (dir, passes) in [(&solution, true), (&handout, false)] {
         // Each workspace builds in a target folder of its own, seeded with this one's release
-        // dependencies so that only the workspace's own crates compile. Not one for both:
-        // cargo would take the hand-out's older files for built by the solution's build.
+        // build. Not one for both: cargo would take the hand-out's older files for built by
+        // the solution's build.
         let target = scratch.path().join(format!("target-{}", passes));
-        fs::create_dir(&target).expect("created");
-        // Linked, not copied (a gigabyte less of disk): their crates' paths differ from
-        // this workspace's, so they are written under other names, and none of these files is
-        // written over; the lock alone is each build's own.
-        succeed(
-            Command::new("cp")
-                .arg("-al")
-                .arg(target_dir().join("release"))
-                .arg(&target),
-            "linking the release dependencies",
-        );
-        let _ = fs::remove_file(target.join("release/.cargo-lock"));
+        seed_from_release(&target);
         let user = if passes { "solution" } else { "handout" };
         succeed(
             Command::new("python3")
