@@ -53,6 +53,10 @@ pub const DEADLINE_VARIABLE: &str = "LABS_EMULATE_DEADLINE";
 /// initcheck reports it.
 pub const INITCHECK_VARIABLE: &str = "LABS_EMULATE_INITCHECK";
 
+/// Set to 1, a launch stops at an access to shared memory that races with another warp's
+/// (no barrier between, one of the two a store), as compute-sanitizer's racecheck reports it.
+pub const RACECHECK_VARIABLE: &str = "LABS_EMULATE_RACECHECK";
+
 /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
 const MAX_DYNAMIC_SHARED_ATTRIBUTE: c_int = 8;
 
@@ -757,6 +761,7 @@ pub unsafe extern "C" fn cuLaunchKernel(
         let options = exec::Options {
             deadline,
             initcheck: std::env::var_os(INITCHECK_VARIABLE).is_some_and(|v| v == "1"),
+            racecheck: std::env::var_os(RACECHECK_VARIABLE).is_some_and(|v| v == "1"),
             printf_room: crate::printf::FIFO_BYTES,
             count: profiling,
         };

@@ -29,6 +29,16 @@
 //! wrote in this launch stops it, as compute-sanitizer's initcheck reports it: a byte map
 //! beside each, cleared as the pattern is filled in.
 //!
+//! With [`Options::racecheck`], an access to shared memory that races with another warp's
+//! stops the launch, as compute-sanitizer's racecheck reports a hazard: a load of bytes
+//! another warp stored, or a store to bytes another warp loaded or stored, with no barrier
+//! between them. Which comes first then depends on the order the warps run, which the GPU
+//! does not fix. Here warps run one after another between barriers, so such a kernel gives
+//! one answer every time, and only this check shows it may give another on the GPU. Threads
+//! of one warp are not compared (they run in lock-step here), nor atomics (they do not
+//! race). Each byte keeps the last store and two loads from different warps since the last
+//! barrier ([`Shadow`]).
+//!
 //! A launch may be given a deadline ([`Options::deadline`]): every branch checks a flag that a
 //! watchdog thread raises when it passes, so a kernel that never ends stops with a fault
 //! saying so. (A run that never branches ends: straight code runs off its end, and calls
@@ -59,6 +69,25 @@ macro_rules! each_lane {
             $body
         }
     }};
+}
+
+/// Under racecheck, one access to a byte of shared memory: in which stretch between
+/// barriers, by which thread of the block (its linear index), at which instruction.
+#[derive(Clone, Copy, Default)]
+struct Touch {
+    epoch: u32,
+    thread: u16,
+    pc: u32,
+}
+
+/// Under racecheck, what a byte of shared memory saw since the last barrier: its last store,
+/// its first load, and a load from another warp than that one's (so that a store by either
+/// warp meets a load by the other).
+#[derive(Clone, Copy, Default)]
+struct Shadow {
+    write: Touch,
+    read: Touch,
+    other_read: Touch,
 }
 
 /// A launch: what to run, on which grid, with which arguments.
@@ -193,6 +222,8 @@ pub struct Options {
     pub deadline: Option<Duration>,
     /// Stop at a load of shared or local memory no thread of the block wrote.
     pub initcheck: bool,
+    /// Stop at an access to shared memory that races with another warp's.
+    pub racecheck: bool,
     /// The bytes of `printf` lines the launch keeps (the GPU's printf buffer left).
     pub printf_room: usize,
     /// Count what the launch does ([`crate::counts`]).
@@ -200,11 +231,12 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// No deadline, no initcheck, the GPU's whole printf buffer, no counting.
+    /// No deadline, no initcheck or racecheck, the GPU's whole printf buffer, no counting.
     fn default() -> Options {
         Options {
             deadline: None,
             initcheck: false,
+            racecheck: false,
             printf_room: crate::printf::FIFO_BYTES,
             count: false,
         }
@@ -578,6 +610,10 @@ struct Worker<'a> {
     /// Under initcheck, which bytes of `shared` a store has written (else empty).
     shared_written: Vec<bool>,
     initcheck: bool,
+    /// Under racecheck, what each byte of `shared` saw since the last barrier (else empty),
+    /// and which stretch between barriers this is: a [`Touch`] of another is stale.
+    shadow: Vec<Shadow>,
+    epoch: u32,
     /// When the launch is counted, this worker's counts.
     counter: Option<Counter>,
 }
@@ -635,6 +671,8 @@ impl<'a> Worker<'a> {
             deadline: options.deadline,
             shared_written: marks(shared),
             initcheck: options.initcheck,
+            shadow: vec![Shadow::default(); if options.racecheck { shared } else { 0 }],
+            epoch: 0,
             counter: options
                 .count
                 .then(|| Counter::new(&l.module.code, warps, l.memory)),
@@ -650,6 +688,7 @@ impl<'a> Worker<'a> {
         ];
         self.shared.fill(UNWRITTEN);
         self.shared_written.fill(false);
+        self.next_epoch();
         self.printed = 0;
         let f = self.l.function;
         let frame = f.local_bytes as usize;
@@ -750,6 +789,7 @@ impl<'a> Worker<'a> {
             {
                 bar_red(warps, *op, *d);
             }
+            self.next_epoch();
             for w in warps.iter_mut() {
                 for lane in 0..w.lanes {
                     if w.status[lane] == WAITING {
@@ -1020,6 +1060,9 @@ impl<'a> Worker<'a> {
             if self.initcheck {
                 self.check_written(w, l, place, total)?;
             }
+            if let (false, Place::Shared(at)) = (self.shadow.is_empty(), place) {
+                self.check_race(w, l, at, total, false)?;
+            }
             for (i, d) in ds.iter().enumerate() {
                 let raw = self.read(w, place, i as u32 * size, size);
                 if let Some(d) = d {
@@ -1055,6 +1098,9 @@ impl<'a> Worker<'a> {
             let place = self.resolve(w, l, space, addr, total, true)?;
             if self.counter.is_some() {
                 seen.add(l, place);
+            }
+            if let (false, Place::Shared(at)) = (self.shadow.is_empty(), place) {
+                self.check_race(w, l, at, total, true)?;
             }
             for (i, s) in srcs.iter().enumerate() {
                 let v = w.get(*s, l);
@@ -1940,6 +1986,95 @@ impl<'a> Worker<'a> {
             ));
         }
         Ok(())
+    }
+
+    /// A new stretch between barriers: every byte's record of the last one goes stale.
+    fn next_epoch(&mut self) {
+        if self.shadow.is_empty() {
+            return;
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            // Wrapped (after 4 billion barriers): records as old as this one may not count.
+            self.shadow.fill(Shadow::default());
+            self.epoch = 1;
+        }
+    }
+
+    /// Under racecheck, fault if lane `l`'s load (or store) of `size` bytes at `at` in shared
+    /// memory meets another warp's access to them since the last barrier, one of the two a
+    /// store; then record it.
+    #[cold]
+    fn check_race(
+        &mut self,
+        w: &Warp,
+        l: usize,
+        at: usize,
+        size: u32,
+        store: bool,
+    ) -> Result<(), Fault> {
+        let epoch = self.epoch;
+        let me = Touch {
+            epoch,
+            thread: (w.first as usize + l) as u16,
+            pc: w.pc,
+        };
+        let warp = me.thread / 32;
+        let other = |t: &Touch| t.epoch == epoch && t.thread / 32 != warp;
+        let mut hazard = None;
+        for byte in self
+            .shadow
+            .get_mut(at..at + size as usize)
+            .into_iter()
+            .flatten()
+        {
+            // Another warp's store meets any access; another warp's load meets a store.
+            let met = if other(&byte.write) {
+                Some((byte.write, true))
+            } else if store {
+                [byte.read, byte.other_read]
+                    .into_iter()
+                    .find(other)
+                    .map(|t| (t, false))
+            } else {
+                None
+            };
+            if let Some(met) = met {
+                hazard = Some(met);
+                break;
+            }
+            if store {
+                byte.write = me;
+            } else if byte.read.epoch != epoch {
+                byte.read = me;
+            } else if byte.read.thread / 32 != warp && byte.other_read.epoch != epoch {
+                byte.other_read = me;
+            }
+        }
+        let Some((them, stored)) = hazard else {
+            return Ok(());
+        };
+        let t = u32::from(them.thread);
+        let b = self.l.block;
+        let (x, y, z) = (t % b[0], t / b[0] % b[1], t / (b[0] * b[1]));
+        let kind = match (stored, store) {
+            (true, false) => "read-after-write: which value this load reads",
+            (true, true) => "write-after-write: which value stays",
+            (false, _) => "write-after-read: whether that load read the old value or this one",
+        };
+        Err(self.access_fault(
+            w,
+            l,
+            "shared",
+            at as u64,
+            size,
+            store,
+            &format!(
+                "racecheck: thread ({x}, {y}, {z}), of another warp, {} these bytes ({}) with no barrier between ({kind} depends on the order the warps run)",
+                if stored { "stored" } else { "loaded" },
+                self.l.module.place(them.pc)
+            ),
+        ))
     }
 
     /// Store `size` bytes of `v` at `offset` into a checked, writable place.

@@ -297,6 +297,7 @@ fn try_program(rng: &mut Rng, ptx: &str, tally: &mut Tally) {
         let options = exec::Options {
             deadline: Some(Duration::from_millis(100)),
             initcheck: rng.below(2) == 0,
+            racecheck: rng.below(2) == 0,
             // Counting watches every access too: it must not fail where running does not.
             count: rng.below(2) == 0,
             ..exec::Options::default()
