@@ -374,6 +374,10 @@ pub const EMULATE_VARIABLE: &str = "LABS_EMULATE";
 /// line saying so (the grader sets it from the solution's own time on the CPU device).
 pub const EMULATE_DEADLINE_VARIABLE: &str = "LABS_EMULATE_DEADLINE";
 
+/// Set to 1, the CPU device stops at an access to shared memory that races with another
+/// warp's (`cargo xtask sanitize --emulate` sets it for racecheck).
+pub const EMULATE_RACECHECK_VARIABLE: &str = "LABS_EMULATE_RACECHECK";
+
 /// Set once the CPU device is loaded in place of the driver.
 static EMULATED: AtomicBool = AtomicBool::new(false);
 

@@ -8,6 +8,11 @@
 //! share memory (`KernelRuns::shared_memory` in the lab table: lab06's reduction). Runs are small: memcheck slows a kernel by 10 to
 //! 100 times. ARGS, after `--`, replace the named lab's run (with `--kernel FILE`, a kernel
 //! of your own runs under the same tools).
+//!
+//! `--emulate` runs the same plan on the CPU device, for a machine without a GPU: it checks
+//! every access and every barrier in every run, and under racecheck the shared-memory
+//! accesses that race between warps (`LABS_EMULATE_RACECHECK`). It stops a run at its first
+//! error, so a row counts at most one.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -27,6 +32,10 @@ pub struct Args {
     /// Only this tool (where it applies to the lab)
     #[arg(long, value_enum)]
     tool: Option<Tool>,
+    /// Run the tools' checks on the CPU device instead (no GPU or CUDA toolkit needed); each
+    /// run stops at its first error
+    #[arg(long)]
+    emulate: bool,
     /// Arguments for the lab's run instead of the small run it is given, after `--` (needs
     /// LAB)
     #[arg(last = true, requires = "lab")]
@@ -82,6 +91,54 @@ impl Plan {
     }
 }
 
+/// What runs each tool: NVIDIA's compute-sanitizer (its path), or the CPU device.
+enum Checker {
+    Sanitizer(PathBuf),
+    CpuDevice,
+}
+
+impl Checker {
+    /// The command that runs `lab` under `tool`, before the lab's arguments.
+    fn command(&self, bins: &Bins, lab: &Lab, tool: Tool) -> Command {
+        match self {
+            Checker::Sanitizer(sanitizer) => {
+                let mut command = Command::new(sanitizer);
+                command
+                    .args(["--tool", tool.name(), "--print-limit", "20"])
+                    .arg(bins.path(lab.name));
+                command
+            }
+            Checker::CpuDevice => {
+                let mut command = bins.command(lab);
+                command.arg("--emulate");
+                if let Some((variable, path)) = crate::nvrtc::library_path() {
+                    command.env(variable, path);
+                }
+                // memcheck's and synccheck's checks are the CPU device's own, in every run.
+                if tool == Tool::Racecheck {
+                    command.env(shared::gpu::EMULATE_RACECHECK_VARIABLE, "1");
+                }
+                command
+            }
+        }
+    }
+
+    /// What the run printed says it found; None where it says nothing a checker says.
+    fn finding(&self, text: &str) -> Option<Finding> {
+        match self {
+            Checker::Sanitizer(_) => read_report(text),
+            Checker::CpuDevice => Some(read_stop(text)),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Checker::Sanitizer(_) => "compute-sanitizer",
+            Checker::CpuDevice => "the CPU device",
+        }
+    }
+}
+
 /// What one tool found in one run.
 #[derive(Debug, PartialEq, Eq)]
 struct Finding {
@@ -92,11 +149,15 @@ struct Finding {
 
 pub fn run(args: Args) -> Result<()> {
     let plans = plans(&LABS, args.lab.as_deref())?;
-    let sanitizer = find_sanitizer().context(
-        "compute-sanitizer not found (on PATH or in /usr/local/cuda/bin): it comes with the \
-         CUDA toolkit (https://developer.nvidia.com/cuda-downloads) on a machine with an \
-         NVIDIA GPU",
-    )?;
+    let checker = if args.emulate {
+        Checker::CpuDevice
+    } else {
+        Checker::Sanitizer(find_sanitizer().context(
+            "compute-sanitizer not found (on PATH or in /usr/local/cuda/bin): it comes with the \
+             CUDA toolkit (https://developer.nvidia.com/cuda-downloads) on a machine with an \
+             NVIDIA GPU; without one, add --emulate to run the same checks on the CPU device",
+        )?)
+    };
     let bins = Bins::locate(args.bin_dir, plans.iter().map(|plan| plan.lab))?;
     let scratch = tempfile::tempdir().context("cannot make a scratch folder")?;
 
@@ -112,12 +173,13 @@ pub fn run(args: Args) -> Result<()> {
             .filter(|t| args.tool.is_none_or(|only| only == **t))
         {
             let lab = plan.lab.name;
-            shared::cli::eprint_line(&format!("xtask: {lab} under {} ...", tool.name()));
-            let mut command = Command::new(&sanitizer);
-            command
-                .args(["--tool", tool.name(), "--print-limit", "20"])
-                .arg(bins.path(lab))
-                .stdin(std::process::Stdio::null());
+            shared::cli::eprint_line(&format!(
+                "xtask: {lab} under {} ({}) ...",
+                tool.name(),
+                checker.name()
+            ));
+            let mut command = checker.command(&bins, plan.lab, tool);
+            command.stdin(std::process::Stdio::null());
             if args.args.is_empty() {
                 command.args(plan.args);
             } else {
@@ -129,13 +191,13 @@ pub fn run(args: Args) -> Result<()> {
             }
             let ran = command
                 .output()
-                .with_context(|| format!("cannot run {}", sanitizer.display()))?;
+                .with_context(|| format!("cannot run {lab} under {}", checker.name()))?;
             let text = format!(
                 "{}{}",
                 String::from_utf8_lossy(&ran.stdout),
                 String::from_utf8_lossy(&ran.stderr)
             );
-            let Some(finding) = read_report(&text) else {
+            let Some(finding) = checker.finding(&text) else {
                 bail!(
                     "{lab} under {} printed no summary (exit {}): {}",
                     tool.name(),
@@ -220,6 +282,25 @@ fn read_report(text: &str) -> Option<Finding> {
     errors.map(|errors| Finding { errors, first })
 }
 
+/// Where the CPU device stopped a launch (its one line, in the lab's error), as a finding of
+/// one error; none where it did not.
+fn read_stop(text: &str) -> Finding {
+    const STOPPED: &str = "the CPU device stopped ";
+    let first = text.lines().find_map(|line| {
+        let at = line.find(STOPPED)?;
+        // The driver's message ends the line, quoted in the lab's error: `..."))` or `...")`.
+        let stop = line[at..]
+            .trim_end()
+            .trim_end_matches(')')
+            .trim_end_matches('"');
+        Some(stop.to_string())
+    });
+    Finding {
+        errors: u64::from(first.is_some()),
+        first,
+    }
+}
+
 fn is_problem(body: &str) -> bool {
     [
         "Invalid ",
@@ -293,6 +374,32 @@ mod tests {
             .is_some_and(|l| l.starts_with("Error: Race")));
         let clean = "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n";
         assert_eq!(read_report(clean).map(|f| f.errors), Some(0));
+    }
+
+    #[test]
+    fn the_cpu_devices_stop_is_one_error_and_its_line_the_first_report() {
+        let text = "lab06: error: CUDA error while launching a kernel: \
+                    DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, \"the CPU device stopped kernel \
+                    `reduce_plain` at block (0, 0, 0), thread (32, 0, 0): shared store of 4 \
+                    bytes at 0x4 in reduce_plain (reduce.cu line 61; PTX line 434), racecheck: \
+                    thread (1, 0, 0), of another warp, loaded these bytes\")\n";
+        let finding = read_stop(text);
+        assert_eq!(finding.errors, 1);
+        let first = finding.first.expect("a report");
+        assert!(
+            first.starts_with("the CPU device stopped kernel `reduce_plain`"),
+            "{first}"
+        );
+        assert!(first.ends_with("loaded these bytes"), "{first}");
+        // A lab that failed otherwise (a wrong sum) stopped nothing: no error of a check's.
+        let wrong = "lab06: error: 1 variant(s) computed a wrong sum (see the table)\n";
+        assert_eq!(
+            read_stop(wrong),
+            Finding {
+                errors: 0,
+                first: None
+            }
+        );
     }
 
     #[test]

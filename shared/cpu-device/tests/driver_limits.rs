@@ -107,6 +107,7 @@ fn the_driver_stops_a_launch_at_its_deadline_and_keeps_the_gpus_shared_memory_li
 }
 
 #[test]
-fn the_deadlines_variable_is_the_one_the_labs_and_the_grader_name() {
+fn the_variables_are_the_ones_the_labs_the_grader_and_xtask_name() {
     assert_eq!(DEADLINE_VARIABLE, shared::gpu::EMULATE_DEADLINE_VARIABLE);
+    assert_eq!(RACECHECK_VARIABLE, shared::gpu::EMULATE_RACECHECK_VARIABLE);
 }
