@@ -66,7 +66,8 @@ pub struct Cache {
 
 impl Cache {
     /// The cache for this hand-out, this toolchain and this kind of sandbox, built first if
-    /// there is none yet. Grades that start together wait for one build (a file lock).
+    /// there is none yet. Grades that start together wait for one build (a file lock of the
+    /// kind's own: a build for another kind keeps no grade waiting).
     pub fn open(files: &[File], jail: &Jail, labs: &[&Lab], limit: Duration) -> Result<Cache> {
         let root = target_dir().join("grade-cache");
         fs::create_dir_all(&root).with_context(|| format!("cannot create {}", root.display()))?;
@@ -78,7 +79,7 @@ impl Cache {
             .collect();
         let key = key(files);
         let dir = root.join(format!("{kind}-{key}"));
-        let lock = fs::File::create(root.join("lock"))
+        let lock = fs::File::create(root.join(format!("{kind}.lock")))
             .with_context(|| format!("cannot create the lock in {}", root.display()))?;
         // SAFETY: flock on a file descriptor this function owns; released when `lock` drops.
         if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
