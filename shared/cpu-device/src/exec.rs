@@ -882,6 +882,7 @@ impl<'a> Worker<'a> {
             Op::Setp {
                 d2: None,
                 comb: None,
+                set: None,
                 ..
             } => setp_lanes(w, exec, inst),
             Op::Setp { .. } => setp_both_lanes(w, exec, inst),
@@ -2609,7 +2610,7 @@ fn setp_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     }
 }
 
-/// `setp` with a second destination (the negation) or a predicate combined in.
+/// `setp` with a second destination (the negation) or a predicate combined in, and `set`.
 #[inline]
 fn setp_both_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
     let Op::Setp {
@@ -2621,6 +2622,7 @@ fn setp_both_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         a,
         b,
         comb,
+        set,
     } = inst.op
     else {
         unreachable!("`step` calls this for `setp` only")
@@ -2638,7 +2640,11 @@ fn setp_both_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
             t = apply(t);
             f = apply(f);
         }
-        w.set(d, l, u64::from(t));
+        w.set(
+            d,
+            l,
+            set.map_or(u64::from(t), |yes| if t { yes } else { 0 }),
+        );
         if let Some(d2) = d2 {
             w.set(d2, l, u64::from(f));
         }
