@@ -151,6 +151,14 @@ impl Half {
             h
         }
     }
+
+    fn flush_if(self, ftz: bool, h: u16) -> u16 {
+        if ftz {
+            self.flush(h)
+        } else {
+            h
+        }
+    }
 }
 
 /// `s + e` (an exact sum, `e` below half an ulp of `s`) rounded to odd at 53 bits.
@@ -195,8 +203,10 @@ fn op16(fmt: Half, op: FloatOp, ftz: bool, sat: bool, a: u16, b: u16, c: u16) ->
         // contraction): `a * b - c` and `c - a * b`.
         FloatOp::FmaSub => fma_odd(x, y, -z),
         FloatOp::FmaRev => fma_odd(-x, y, z),
-        FloatOp::Neg if !nan(a) => return fmt.flush_if(ftz, a ^ 0x8000),
-        FloatOp::Abs if !nan(a) => return fmt.flush_if(ftz, a & 0x7fff),
+        // The sign bit alone (`a` is flushed already under `.ftz`); a NaN canonical, as
+        // f32's `neg` and `abs` give theirs on an H100 (`ops::float_op`).
+        FloatOp::Neg if !nan(a) => return a ^ 0x8000,
+        FloatOp::Abs if !nan(a) => return a & 0x7fff,
         FloatOp::Neg | FloatOp::Abs => return NAN16,
         FloatOp::Min | FloatOp::Max | FloatOp::MinNaN | FloatOp::MaxNaN => {
             return min_max(fmt, op, a, b)
@@ -211,21 +221,20 @@ fn op16(fmt: Half, op: FloatOp, ftz: bool, sat: bool, a: u16, b: u16, c: u16) ->
     };
     if sat {
         saturate(fmt, r)
-    } else if op == FloatOp::FmaRelu && r & 0x8000 != 0 && !fmt.is_nan(r) {
-        // A negative result, -0 among them (max with +0, -0 below +0), is +0.
-        0
+    } else if op == FloatOp::FmaRelu {
+        relu(r)
     } else {
         r
     }
 }
 
-impl Half {
-    fn flush_if(self, ftz: bool, h: u16) -> u16 {
-        if ftz {
-            self.flush(h)
-        } else {
-            h
-        }
+/// `.relu` on a rounded half: a negative one, -0 among them (max with +0, -0 below +0), is
+/// +0. Every NaN out of rounding is the canonical one, sign clear, so it stays.
+pub fn relu(h: u16) -> u16 {
+    if h & 0x8000 != 0 {
+        0
+    } else {
+        h
     }
 }
 
@@ -313,7 +322,7 @@ pub fn compared(ty: Ty, ftz: bool, v: u64) -> f64 {
 /// the f32 canonical NaN (the H100 widens it on its half-precision unit, which makes every
 /// NaN canonical) and bfloat16's keeps its bits, shifted (bfloat16 is an f32's top half: the
 /// widening is a shift, which no NaN rule touches).
-pub fn to_half(dty: Ty, rnd: Rnd, int_rnd: Option<Rnd>, sat: bool, x: f64) -> u64 {
+pub fn to_half(dty: Ty, rnd: Rnd, int_rnd: Option<Rnd>, sat: bool, x: f64) -> u16 {
     let Some(fmt) = dty.half() else {
         unreachable!("`ops::convert` sends half destinations alone")
     };
@@ -322,7 +331,11 @@ pub fn to_half(dty: Ty, rnd: Rnd, int_rnd: Option<Rnd>, sat: bool, x: f64) -> u6
         None => x,
     };
     let r = fmt.round(x, rnd);
-    u64::from(if sat { saturate(fmt, r) } else { r })
+    if sat {
+        saturate(fmt, r)
+    } else {
+        r
+    }
 }
 
 /// A half source's value, exactly, for `cvt` to an f32 or an integer: the f32's bits.

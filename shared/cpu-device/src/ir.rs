@@ -451,6 +451,16 @@ pub enum Op {
         d: Reg,
         a: Src,
     },
+    /// `cvt.rn.f16x2.f32 d, a, b` (`.rz`, `.relu`, `.bf16x2` likewise): `a` rounded into the
+    /// high half of `d`, `b` into the low.
+    CvtPair {
+        dty: Ty,
+        rnd: Rnd,
+        relu: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
+    },
     Cvta {
         to: bool,
         space: Space,
@@ -600,6 +610,7 @@ impl Op {
                 }
             }
             Op::Selp { a, b, p, .. } => [a, b, p].into_iter().for_each(&mut src),
+            Op::CvtPair { a, b, .. } => [a, b].into_iter().for_each(&mut src),
             Op::PredLogic { a, b, .. } => [&a.0, &b.0].into_iter().for_each(&mut src),
             Op::Ld {
                 addr: Addr::Reg(r, _),
@@ -647,6 +658,7 @@ impl Op {
             | Op::Selp { d, .. }
             | Op::PredLogic { d, .. }
             | Op::Cvt { d, .. }
+            | Op::CvtPair { d, .. }
             | Op::Cvta { d, .. }
             | Op::Vote { d, .. }
             | Op::Carry { d, .. }

@@ -884,6 +884,17 @@ pub fn convert(
     }
 }
 
+/// `cvt` of two f32s into a pair of halves: `a` into the high half, `b` into the low (the
+/// PTX ISA's `cvt` with an `.f16x2` or `.bf16x2` destination); `.relu` takes a negative
+/// result to +0.
+pub fn convert_pair(dty: Ty, rnd: Rnd, relu: bool, a: u64, b: u64) -> u64 {
+    let one = |v: u64| {
+        let h = crate::half::to_half(dty, rnd, None, false, f64::from(f32_of(v)));
+        u64::from(if relu { crate::half::relu(h) } else { h })
+    };
+    one(b) | one(a) << 16
+}
+
 /// `cvt` from or to a half (`crate::half`): a half source is widened to an f32 exactly and
 /// converted on as one; a source to a half is taken exactly (an integer rounded to odd).
 #[allow(clippy::too_many_arguments)]
@@ -924,7 +935,13 @@ fn half_convert(
             }
         }
     };
-    crate::half::to_half(dty, rnd.unwrap_or(Rnd::N), int_rnd, sat, x)
+    u64::from(crate::half::to_half(
+        dty,
+        rnd.unwrap_or(Rnd::N),
+        int_rnd,
+        sat,
+        x,
+    ))
 }
 
 /// The integer that `v` holds as `ty`, sign- or zero-extended.

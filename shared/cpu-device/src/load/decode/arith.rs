@@ -61,8 +61,11 @@ pub(super) fn decode_cvt(
     let [dty, sty] = types[..] else {
         return Err(d.unknown(opcode));
     };
+    if dty.pair() && sty == Ty::F32 {
+        return decode_cvt_pair(d, opcode, mods, ops, dty);
+    }
     // Halves: one at a time, to and from f32 and the integers, from f64, and rounded to an
-    // integer in their own type. A pair (`cvt.rn.f16x2.f32 d, a, b`), one format to the
+    // integer in their own type. A pair from anything but two f32s, one format to the
     // other, and a half to an f64 (the H100's NaN there is not known) are refused.
     let (dh, sh) = (dty.half(), sty.half());
     if dty.pair()
@@ -106,7 +109,36 @@ pub(super) fn decode_cvt(
     })
 }
 
-/// `setp`, with an optional second destination and combining predicate.
+/// `cvt.rn.f16x2.f32 d, a, b` and `.bf16x2`: two f32s rounded (`.rn` or `.rz`, `.relu`
+/// allowed) into a pair, `a` high; `.satfinite` is refused.
+fn decode_cvt_pair(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    dty: Ty,
+) -> LoadResult<Op> {
+    let legal = mods
+        .iter()
+        .all(|m| matches!(*m, "rn" | "rz" | "relu") || Ty::parse(m).is_some());
+    let rnd = match (legal, mods.contains(&"rn"), mods.contains(&"rz")) {
+        (true, true, false) => Rnd::N,
+        (true, false, true) => Rnd::Z,
+        _ => return Err(d.unknown(opcode)),
+    };
+    need(d, opcode, ops, 3)?;
+    Ok(Op::CvtPair {
+        dty,
+        rnd,
+        relu: mods.contains(&"relu"),
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], Ty::F32)?,
+        b: d.src(&ops[2], Ty::F32)?,
+    })
+}
+
+/// `setp`, with an optional second destination and combining predicate. A pair's
+/// comparison (`setp.lt.f16x2 p|q`, one predicate a half) is refused.
 pub(super) fn decode_setp(
     d: &FnDecoder,
     opcode: &str,
@@ -114,8 +146,52 @@ pub(super) fn decode_setp(
     ops: &[Operand],
     ty: Option<Ty>,
 ) -> LoadResult<Op> {
-    // A pair's comparison writes one predicate per half: not modelled.
     let ty = ty.filter(|t| !t.pair()).ok_or_else(|| d.unknown(opcode))?;
+    comparison(d, opcode, mods, ops, ty, None)
+}
+
+/// `set`: `setp`'s comparison written as a value, for true 1.0 in a float destination type
+/// (0x3f800000 in `.f32`, 0x3c00 in `.f16`, 0x3f80 in `.bf16`) or all ones in an integer one,
+/// for false 0 (the PTX ISA's `set`; cuda_fp16.h's `__hisnan` is `set.nan.f16.f16`). A pair
+/// compares each half on its own and writes each half's: 1.0 in the pair's own type, 0xffff
+/// in `.u32` or `.s32` (`__heq2_mask`, whose fallback in cuda_fp16.hpp builds the same).
+pub(super) fn decode_set(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+    let [dty, sty] = types[..] else {
+        return Err(d.unknown(opcode));
+    };
+    let yes = match dty {
+        _ if sty.pair() && dty == sty => match sty.half() {
+            Some(Half::F16) => 0x3c00,
+            _ => 0x3f80,
+        },
+        Ty::U32 | Ty::S32 if sty.pair() => 0xffff,
+        _ if sty.pair() => return Err(d.unknown(opcode)),
+        Ty::F32 => 0x3f80_0000,
+        Ty::F16 => 0x3c00,
+        Ty::BF16 => 0x3f80,
+        Ty::U32 | Ty::S32 => 0xffff_ffff,
+        Ty::U16 | Ty::S16 => 0xffff,
+        _ => return Err(d.unknown(opcode)),
+    };
+    comparison(d, opcode, mods, ops, sty, Some(yes))
+}
+
+/// The comparison of `setp` and `set` (`set` with the value for true, each half's for a
+/// pair).
+fn comparison(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Ty,
+    set: Option<u64>,
+) -> LoadResult<Op> {
     let cmp = mods
         .iter()
         .find_map(|m| cmp_of(m))
@@ -126,9 +202,10 @@ pub(super) fn decode_setp(
         "xor" => Some(BoolOp::Xor),
         _ => None,
     });
-    let (dst, d2) = match &ops[0] {
-        Operand::Pair(a, b) => (d.reg(a)?, d.maybe_reg(b)?),
-        other => (d.reg(other)?, None),
+    let (dst, d2) = match (&ops[0], set) {
+        (Operand::Pair(a, b), None) => (d.reg(a)?, d.maybe_reg(b)?),
+        (Operand::Pair(..), Some(_)) => return Err(d.unknown(opcode)),
+        (other, _) => (d.reg(other)?, None),
     };
     let comb = match comb_op {
         Some(op) => {
@@ -150,58 +227,8 @@ pub(super) fn decode_setp(
         a: d.src(&ops[1], ty)?,
         b: d.src(&ops[2], ty)?,
         comb,
-        set: None,
+        set,
     })
-}
-
-/// `set`: `setp`'s comparison written as a value, 1.0 in a float destination type (0x3c00 in
-/// `.f16`, 0x3f80 in `.bf16`, 0x3f800000 in `.f32`) or all ones in an integer one for true,
-/// and 0 for false (the PTX ISA's `set`; cuda_fp16.h's `__hisnan` is `set.nan.f16.f16`).
-/// Pairs of halves are refused.
-pub(super) fn decode_set(
-    d: &FnDecoder,
-    opcode: &str,
-    mods: &[&str],
-    ops: &[Operand],
-) -> LoadResult<Op> {
-    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
-    let [dty, sty] = types[..] else {
-        return Err(d.unknown(opcode));
-    };
-    let yes = match dty {
-        Ty::F32 => 0x3f80_0000,
-        Ty::F16 => 0x3c00,
-        Ty::BF16 => 0x3f80,
-        Ty::U32 | Ty::S32 => 0xffff_ffff,
-        Ty::U16 | Ty::S16 => 0xffff,
-        _ => return Err(d.unknown(opcode)),
-    };
-    if matches!(ops.first(), Some(Operand::Pair(..))) {
-        return Err(d.unknown(opcode));
-    }
-    match decode_setp(d, opcode, mods, ops, Some(sty))? {
-        Op::Setp {
-            cmp,
-            ty,
-            ftz,
-            d: dst,
-            a,
-            b,
-            comb,
-            ..
-        } => Ok(Op::Setp {
-            cmp,
-            ty,
-            ftz,
-            d: dst,
-            d2: None,
-            a,
-            b,
-            comb,
-            set: Some(yes),
-        }),
-        _ => unreachable!("decode_setp decodes a setp"),
-    }
 }
 
 /// The carry chains: `add.cc`, `addc{.cc}`, `sub.cc`, `subc{.cc}`, `mad{.lo,.hi}.cc`,
@@ -628,6 +655,9 @@ mod tests {
             "set.lt.u32.bf16 %r0, %rs1, %rs2;",
             "cvt.rn.bf16.s64 %rs0, %r0;",
             "cvt.rni.f16.f16 %rs0, %rs1;",
+            "cvt.rz.relu.bf16x2.f32 %r0, %f0, %f1;",
+            "set.lt.u32.f16x2 %r0, %r1, %r2;",
+            "set.nan.bf16x2.bf16x2 %r0, %r1, %r2;",
         ] {
             let text = format!("{regs}{}", kept.replace("s64", "s32"));
             decoded(&text).unwrap_or_else(|e| panic!("{kept}: {e}"));
@@ -643,7 +673,12 @@ mod tests {
             ("ex2.approx.f16 %rs0, %rs1;", "ex2.approx.f16"),
             ("add.f16 %rs0, %rs1, 0x3c00;", "must be a register"),
             ("setp.lt.f16x2 %p0|%p1, %r1, %r2;", "setp.lt.f16x2"),
-            ("cvt.rn.f16x2.f32 %r0, %f0, %f1;", "cvt.rn.f16x2.f32"),
+            ("set.lt.f16x2.bf16x2 %r0, %r1, %r2;", "set.lt.f16x2.bf16x2"),
+            (
+                "cvt.rn.satfinite.f16x2.f32 %r0, %f0, %f1;",
+                "cvt.rn.satfinite.f16x2.f32",
+            ),
+            ("cvt.f16x2.f32 %r0, %f0, %f1;", "cvt.f16x2.f32"),
             ("cvt.f64.f16 %r0, %rs1;", "cvt.f64.f16"),
             (
                 "atom.global.add.noftz.f16 %rs0, [%r1], %rs1;",
