@@ -353,6 +353,10 @@ const TEMPLATES: &[(char, &str)] = &[
     ('U', "bmin_nan({U}, {U})"),
     ('U', "bfma2({U}, {U}, {U})"),
     ('U', "hrni_f16({U})"),
+    ('U', "h2_rn({F}, {F})"),
+    ('U', "b2_rz_relu({F}, {F})"),
+    ('U', "hlt2_mask({U}, {U})"),
+    ('U', "bgeu2({U}, {U})"),
     ('U', "hisnan({U})"),
     ('I', "hlt({U}, {U}) ^ {I}"),
     ('I', "hgeu_ftz({U}, {U}) ^ {I}"),
@@ -613,9 +617,21 @@ PTX_H3(bfma, \"fma.rn.bf16\")
 PTX_X2(hadd2, \"add.rn.f16x2\")
 PTX_X3(hfma2, \"fma.rn.f16x2\")
 PTX_X3(bfma2, \"fma.rn.bf16x2\")
+PTX_X2(hlt2_mask, \"set.lt.u32.f16x2\")
+PTX_X2(bgeu2, \"set.geu.bf16x2.bf16x2\")
 PTX_CMP(hlt, \"setp.lt.f16\")
 PTX_CMP(hgeu_ftz, \"setp.geu.ftz.f16\")
 PTX_CMP(blt, \"setp.lt.bf16\")
+
+#define PTX_F2(name, ptx) \\
+__device__ unsigned name(float a, float b) \\
+{ \\
+    unsigned r; \\
+    asm(ptx \" %0, %1, %2;\" : \"=r\"(r) : \"f\"(a), \"f\"(b)); \\
+    return r; \\
+}
+PTX_F2(h2_rn, \"cvt.rn.f16x2.f32\")
+PTX_F2(b2_rz_relu, \"cvt.rz.relu.bf16x2.f32\")
 
 __device__ unsigned hisnan(unsigned a)
 {
@@ -1305,6 +1321,8 @@ fn the_generator_is_deterministic_and_covers_every_template() {
         "bfma2(",
         "bmin_nan(",
         "hisnan(",
+        "h2_rn(",
+        "hlt2_mask(",
         "hgeu_ftz(",
         "f_b(",
     ] {

@@ -68,6 +68,19 @@ UN(neg_bf16, "neg.bf16")
 CMP(lt_bf16, "setp.lt.bf16")
 BIN(set_nan_f16, "set.nan.f16.f16")
 
+#define CVT_PAIR(name, ptx) \
+    __device__ unsigned name(float a, float b) \
+    { unsigned r; asm(ptx " %0, %1, %2;" : "=r"(r) : "f"(a), "f"(b)); return r; }
+CVT_PAIR(rn_f16x2_f32, "cvt.rn.f16x2.f32")
+CVT_PAIR(rz_relu_bf16x2_f32, "cvt.rz.relu.bf16x2.f32")
+CVT_PAIR(rn_bf16x2_f32, "cvt.rn.bf16x2.f32")
+#define SET_PAIR(name, ptx) \
+    __device__ unsigned name(unsigned a, unsigned b) \
+    { unsigned r; asm(ptx " %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r; }
+SET_PAIR(set_lt_u32_f16x2, "set.lt.u32.f16x2")
+SET_PAIR(set_nan_bf16x2, "set.nan.bf16x2.bf16x2")
+SET_PAIR(set_geu_f16x2, "set.geu.f16x2.f16x2")
+
 __device__ unsigned set_lt_u32_bf16(h16 a, h16 b)
 {
     unsigned r;
@@ -194,4 +207,10 @@ extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
     out[o++] = set_nan_f16(h[6], h[4]);
     out[o++] = set_nan_f16(h[4], h[7]);
     out[o++] = set_lt_u32_bf16(b[2], b[11]);
+    out[o++] = rn_f16x2_f32(f[0], f[1]);
+    out[o++] = rz_relu_bf16x2_f32(f[5], -f[0]);
+    out[o++] = rn_bf16x2_f32(f[4], f[7]);
+    out[o++] = set_lt_u32_f16x2(h[5] | (unsigned)h[4] << 16, h[10] | (unsigned)h[7] << 16);
+    out[o++] = set_nan_bf16x2(b[10] | (unsigned)b[3] << 16, b[3] | (unsigned)b[3] << 16);
+    out[o++] = set_geu_f16x2(h[6] | (unsigned)h[2] << 16, h[4] | (unsigned)h[8] << 16);
 }
