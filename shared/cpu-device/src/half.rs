@@ -78,7 +78,7 @@ impl Half {
         } else {
             (frac + f64::from(1u32 << m), exp - self.bias() - m as i32)
         };
-        sign * significand * 2f64.powi(e)
+        sign * significand * pow2(e)
     }
 
     /// `x`, exact or rounded to odd at 53 bits, rounded to the format in `rnd`: subnormal
@@ -159,6 +159,12 @@ impl Half {
             h
         }
     }
+}
+
+/// 2^`e`, exactly, for `e` in f64's normal range (every exponent a half needs), built from
+/// its bits: the same on every host.
+fn pow2(e: i32) -> f64 {
+    f64::from_bits(((e + 1023) as u64) << 52)
 }
 
 /// `s + e` (an exact sum, `e` below half an ulp of `s`) rounded to odd at 53 bits.
@@ -247,7 +253,7 @@ fn tiny(fmt: Half, exact: f64, r: u16) -> bool {
     if r & 0x7fff != smallest_normal {
         return false;
     }
-    let scale = 2f64.powi(fmt.fraction() as i32 + 2);
+    let scale = pow2(fmt.fraction() as i32 + 2);
     let scaled = fmt.to_f64(fmt.round(exact * scale, Rnd::N)).abs();
     scaled < fmt.to_f64(smallest_normal) * scale
 }
