@@ -475,7 +475,7 @@ impl Class {
             },
             Op::Setp { ty, .. } if ty.float() => f64_or(*ty, Class::Fp32),
             Op::Setp { .. } | Op::Int { .. } | Op::Carry { .. } => Class::Integer,
-            Op::Cvt { .. } => Class::Conversion,
+            Op::Cvt { .. } | Op::CvtPair { .. } => Class::Conversion,
             Op::Mov { .. }
             | Op::Selp { .. }
             | Op::PredLogic { .. }

@@ -919,6 +919,7 @@ impl<'a> Worker<'a> {
             }
             Op::Int { .. } => int_lanes(w, exec, inst),
             Op::Float { .. } => float_lanes(w, exec, inst),
+            Op::Setp { set: Some(_), .. } => set_lanes(w, exec, inst),
             Op::Setp {
                 d2: None,
                 comb: None,
@@ -937,6 +938,14 @@ impl<'a> Worker<'a> {
             }
             Op::PredLogic { op, d, a, b } => pred_logic_lanes(w, exec, *op, *d, *a, *b),
             Op::Cvt { .. } => cvt_lanes(w, exec, inst),
+            &Op::CvtPair {
+                dty,
+                rnd,
+                relu,
+                d,
+                a,
+                b,
+            } => w.map2(exec, d, a, b, |x, y| convert_pair(dty, rnd, relu, x, y)),
             Op::Special { d, s } => each_lane!(exec, |l| {
                 let v = self.special(w, l, *s);
                 w.set(*d, l, v);
@@ -2756,6 +2765,7 @@ fn setp_both_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         a,
         b,
         comb,
+        ..
     } = inst.op
     else {
         unreachable!("`step` calls this for `setp` only")
@@ -2765,18 +2775,59 @@ fn setp_both_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
         let mut f = !t;
         if let Some((op, p, neg)) = comb {
             let q = (w.get(p, l) != 0) != neg;
-            let apply = |x: bool| match op {
-                BoolOp::And => x && q,
-                BoolOp::Or => x || q,
-                BoolOp::Xor => x != q,
-            };
-            t = apply(t);
-            f = apply(f);
+            t = combine(op, t, q);
+            f = combine(op, f, q);
         }
         w.set(d, l, u64::from(t));
         if let Some(d2) = d2 {
             w.set(d2, l, u64::from(f));
         }
+    })
+}
+
+/// `setp`'s and `set`'s combining operation.
+#[inline]
+fn combine(op: BoolOp, x: bool, q: bool) -> bool {
+    match op {
+        BoolOp::And => x && q,
+        BoolOp::Or => x || q,
+        BoolOp::Xor => x != q,
+    }
+}
+
+/// `set`: the comparison written as a value, `yes` or 0; a pair's halves each on their own.
+fn set_lanes(w: &mut Warp, exec: u32, inst: &Inst) {
+    let Op::Setp {
+        cmp,
+        ty,
+        ftz,
+        d,
+        a,
+        b,
+        comb,
+        set: Some(yes),
+        ..
+    } = inst.op
+    else {
+        unreachable!("`step` calls this for `set` only")
+    };
+    each_lane!(exec, |l| {
+        let q = comb.map(|(op, p, neg)| (op, (w.get(p, l) != 0) != neg));
+        let value = |x: u64, y: u64| {
+            let t = compare(cmp, ty, ftz, x, y);
+            if q.map_or(t, |(op, q)| combine(op, t, q)) {
+                yes
+            } else {
+                0
+            }
+        };
+        let (x, y) = (w.get(a, l), w.get(b, l));
+        let v = if ty.pair() {
+            value(x & 0xffff, y & 0xffff) | value(x >> 16 & 0xffff, y >> 16 & 0xffff) << 16
+        } else {
+            value(x, y)
+        };
+        w.set(d, l, v);
     })
 }
 

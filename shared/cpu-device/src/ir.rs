@@ -29,6 +29,12 @@ pub enum Ty {
     S64,
     F32,
     F64,
+    /// IEEE binary16 and bfloat16, one in a 16-bit register or two packed in 32 bits (the
+    /// low half first), as cuda_fp16.h's `__half` and cuda_bf16.h's `__nv_bfloat16` hold them.
+    F16,
+    BF16,
+    F16x2,
+    BF16x2,
     Pred,
 }
 
@@ -49,6 +55,10 @@ impl Ty {
             "s64" => Ty::S64,
             "f32" => Ty::F32,
             "f64" => Ty::F64,
+            "f16" => Ty::F16,
+            "bf16" => Ty::BF16,
+            "f16x2" => Ty::F16x2,
+            "bf16x2" => Ty::BF16x2,
             "pred" => Ty::Pred,
             _ => return None,
         })
@@ -57,8 +67,8 @@ impl Ty {
     pub fn bits(self) -> u32 {
         match self {
             Ty::B8 | Ty::U8 | Ty::S8 => 8,
-            Ty::B16 | Ty::U16 | Ty::S16 => 16,
-            Ty::B32 | Ty::U32 | Ty::S32 | Ty::F32 => 32,
+            Ty::B16 | Ty::U16 | Ty::S16 | Ty::F16 | Ty::BF16 => 16,
+            Ty::B32 | Ty::U32 | Ty::S32 | Ty::F32 | Ty::F16x2 | Ty::BF16x2 => 32,
             Ty::B64 | Ty::U64 | Ty::S64 | Ty::F64 => 64,
             Ty::Pred => 1,
         }
@@ -72,9 +82,32 @@ impl Ty {
         matches!(self, Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64)
     }
 
+    /// A floating-point type, half precision included.
     pub fn float(self) -> bool {
-        matches!(self, Ty::F32 | Ty::F64)
+        matches!(self, Ty::F32 | Ty::F64) || self.half().is_some()
     }
+
+    /// The half-precision format of `.f16`, `.bf16` and their pairs (`crate::half`).
+    pub fn half(self) -> Option<Half> {
+        match self {
+            Ty::F16 | Ty::F16x2 => Some(Half::F16),
+            Ty::BF16 | Ty::BF16x2 => Some(Half::BF16),
+            _ => None,
+        }
+    }
+
+    /// Whether the type is a pair of halves (`.f16x2`, `.bf16x2`).
+    pub fn pair(self) -> bool {
+        matches!(self, Ty::F16x2 | Ty::BF16x2)
+    }
+}
+
+/// The two 16-bit float formats: binary16 (5 exponent bits, 10 fraction bits) and bfloat16
+/// (8 and 7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Half {
+    F16,
+    BF16,
 }
 
 /// The bits a value of `ty` keeps in its register.
@@ -241,6 +274,11 @@ pub enum FloatOp {
     Neg,
     Min,
     Max,
+    /// `min.NaN` and `max.NaN` (half precision only): a NaN operand gives the canonical NaN.
+    MinNaN,
+    MaxNaN,
+    /// `fma.rn.relu` (half precision only): a negative result is +0.
+    FmaRelu,
     Sqrt,
     Rcp,
     /// The `.approx` instructions, as the H100's special-function unit computes them.
@@ -366,7 +404,7 @@ pub enum Op {
         op: FloatOp,
         ty: Ty,
         rnd: Rnd,
-        /// `.ftz`: f32 subnormal operands and results are zeros of their sign.
+        /// `.ftz`: f32 (and f16) subnormal operands and results are zeros of their sign.
         ftz: bool,
         sat: bool,
         d: Reg,
@@ -384,6 +422,9 @@ pub enum Op {
         a: Src,
         b: Src,
         comb: Option<(BoolOp, Src, bool)>,
+        /// `set` rather than `setp`: the value `d` gets for true (1.0 in a float type, all
+        /// ones in an integer one), 0 for false.
+        set: Option<u64>,
     },
     Selp {
         d: Reg,
@@ -409,6 +450,16 @@ pub enum Op {
         sat: bool,
         d: Reg,
         a: Src,
+    },
+    /// `cvt.rn.f16x2.f32 d, a, b` (`.rz`, `.relu`, `.bf16x2` likewise): `a` rounded into the
+    /// high half of `d`, `b` into the low.
+    CvtPair {
+        dty: Ty,
+        rnd: Rnd,
+        relu: bool,
+        d: Reg,
+        a: Src,
+        b: Src,
     },
     Cvta {
         to: bool,
@@ -559,6 +610,7 @@ impl Op {
                 }
             }
             Op::Selp { a, b, p, .. } => [a, b, p].into_iter().for_each(&mut src),
+            Op::CvtPair { a, b, .. } => [a, b].into_iter().for_each(&mut src),
             Op::PredLogic { a, b, .. } => [&a.0, &b.0].into_iter().for_each(&mut src),
             Op::Ld {
                 addr: Addr::Reg(r, _),
@@ -606,6 +658,7 @@ impl Op {
             | Op::Selp { d, .. }
             | Op::PredLogic { d, .. }
             | Op::Cvt { d, .. }
+            | Op::CvtPair { d, .. }
             | Op::Cvta { d, .. }
             | Op::Vote { d, .. }
             | Op::Carry { d, .. }

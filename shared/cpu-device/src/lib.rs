@@ -4,7 +4,7 @@
 //! A lab started with `--emulate` loads this library in place of the NVIDIA driver
 //! (`shared::gpu`), so its host code is unchanged: cudarc's calls land in [`driver`], which
 //! keeps device memory in host memory ([`memory`]), loads PTX ([`load`]) and runs kernels
-//! ([`exec`]) with the H100's arithmetic ([`float`], [`approx`]).
+//! ([`exec`]) with the H100's arithmetic ([`float`], [`half`], [`approx`]).
 //!
 //! Why an interpreter of our own: no maintained one does the job. `ptoxide` (0.1.0, 2023)
 //! has no atomics, shuffles or indirect calls; GPGPU-Sim needs the CUDA toolkit to build
@@ -18,6 +18,7 @@ pub mod counts;
 pub mod driver;
 pub mod exec;
 pub mod float;
+pub mod half;
 pub mod heap;
 pub mod ir;
 pub mod lex;

@@ -521,6 +521,9 @@ pub fn float_op(
     b: u64,
     c: u64,
 ) -> u64 {
+    if ty.half().is_some() {
+        return crate::half::op(op, ty, ftz, sat, a, b, c);
+    }
     if ty == Ty::F64 {
         let (x, y, z) = (f64::from_bits(a), f64::from_bits(b), f64::from_bits(c));
         // NaNs, as an H100 gives them (measured on single PTX instructions there): an
@@ -569,6 +572,9 @@ pub fn float_op(
             FloatOp::Max => return max64(x, y).to_bits(),
             FloatOp::Copysign => return (b & !(1 << 63)) | (a & (1 << 63)),
             FloatOp::Approx(approx) => return crate::approx::f64(approx, x).to_bits(),
+            FloatOp::MinNaN | FloatOp::MaxNaN | FloatOp::FmaRelu => {
+                unreachable!("the loader takes `.NaN` and `.relu` on half types alone")
+            }
         };
         let r = if sat { saturate64(r) } else { r };
         // An invalid operation (0 x inf, inf - inf, the root of a negative) gives the
@@ -613,6 +619,9 @@ pub fn float_op(
         FloatOp::Copysign => return u64::from((b as u32 & 0x7fff_ffff) | (a as u32 & 0x8000_0000)),
         // Answered above, `.ftz` or not.
         FloatOp::Approx(_) | FloatOp::DivApprox { .. } => f32::NAN,
+        FloatOp::MinNaN | FloatOp::MaxNaN | FloatOp::FmaRelu => {
+            unreachable!("the loader takes `.NaN` and `.relu` on half types alone")
+        }
     };
     let r = if sat {
         saturate64(f64::from(r)) as f32
@@ -720,7 +729,12 @@ pub fn saturate64(x: f64) -> f64 {
 /// `setp`'s comparison; `ftz` compares f32 subnormals as zeros of their sign.
 pub fn compare(cmp: Cmp, ty: Ty, ftz: bool, a: u64, b: u64) -> bool {
     if ty.float() {
-        let (x, y) = if ty == Ty::F64 {
+        let (x, y) = if ty.half().is_some() {
+            (
+                crate::half::compared(ty, ftz, a),
+                crate::half::compared(ty, ftz, b),
+            )
+        } else if ty == Ty::F64 {
             (f64::from_bits(a), f64::from_bits(b))
         } else if ftz {
             (
@@ -836,6 +850,9 @@ pub fn convert(
     } else {
         v
     };
+    if dty.half().is_some() || sty.half().is_some() {
+        return half_convert(dty, sty, rnd, int_rnd, ftz, sat, v);
+    }
     let out = match (sty.float(), dty.float()) {
         (false, false) => int_to_int(dty, sty, sat, v),
         (true, false) => float_to_int(dty, sty, int_rnd, v),
@@ -865,6 +882,66 @@ pub fn convert(
     } else {
         out
     }
+}
+
+/// `cvt` of two f32s into a pair of halves: `a` into the high half, `b` into the low (the
+/// PTX ISA's `cvt` with an `.f16x2` or `.bf16x2` destination); `.relu` takes a negative
+/// result to +0.
+pub fn convert_pair(dty: Ty, rnd: Rnd, relu: bool, a: u64, b: u64) -> u64 {
+    let one = |v: u64| {
+        let h = crate::half::to_half(dty, rnd, None, false, f64::from(f32_of(v)));
+        u64::from(if relu { crate::half::relu(h) } else { h })
+    };
+    one(b) | one(a) << 16
+}
+
+/// `cvt` from or to a half (`crate::half`): a half source is widened to an f32 exactly and
+/// converted on as one; a source to a half is taken exactly (an integer rounded to odd).
+#[allow(clippy::too_many_arguments)]
+fn half_convert(
+    dty: Ty,
+    sty: Ty,
+    rnd: Option<Rnd>,
+    int_rnd: Option<Rnd>,
+    ftz: bool,
+    sat: bool,
+    v: u64,
+) -> u64 {
+    if dty.half().is_none() {
+        let wide = u64::from(crate::half::widen(sty, v));
+        if dty == Ty::F32 && int_rnd.is_none() && !sat {
+            // A plain widening, NaNs as `widen` leaves them (f32's canonical NaN would
+            // replace a bfloat16's payload).
+            return if ftz { ftz_bits32(wide) } else { wide };
+        }
+        return convert(dty, Ty::F32, rnd, int_rnd, ftz, sat, wide);
+    }
+    let x = match sty {
+        Ty::F64 => f64::from_bits(v),
+        Ty::F32 => f64::from(f32_of(v)),
+        _ if sty.half().is_some() => f64::from(f32_of(u64::from(crate::half::widen(sty, v)))),
+        _ => {
+            // An integer of up to 64 bits: the nearest double, and where that is inexact and
+            // even, its neighbour on the exact value's side (rounded to odd).
+            let x = int_value(v, sty);
+            let r = x as f64;
+            let err = x - r as i128;
+            if err == 0 || r.to_bits() & 1 == 1 {
+                r
+            } else if err > 0 {
+                r.next_up()
+            } else {
+                r.next_down()
+            }
+        }
+    };
+    u64::from(crate::half::to_half(
+        dty,
+        rnd.unwrap_or(Rnd::N),
+        int_rnd,
+        sat,
+        x,
+    ))
 }
 
 /// The integer that `v` holds as `ty`, sign- or zero-extended.

@@ -551,3 +551,45 @@ fn f64_arithmetic_of_whole_warps_gives_each_lane_the_nan_one_lane_alone_gets() {
         }
     }
 }
+
+/// Half precision through the loader and the interpreter, each word from the PTX ISA's
+/// rules: a bfloat16 fma rounded once (7 * 37/256 - 2^-100 is just below a tie), an f32 tie
+/// to binary16's even, a pair's halves each on their own (1 + 2^-24 is 1, inf + 1 is inf),
+/// `set` writing binary16 1.0, two f32s into a pair (the first high), a register split into
+/// halves and summed (1 + -1 = +0).
+#[test]
+fn half_precision_runs_as_the_ptx_isa_says() {
+    let half = |body: &str| {
+        word(&format!(
+            ".reg .b16 %h<4>;\n{body}\nst.global.b16 [%rd1], %h3;"
+        ))
+    };
+    let pair = |body: &str| word(&format!("{body}\nst.global.b32 [%rd1], %r3;"));
+    assert_eq!(
+        half(
+            "mov.b16 %h0, 0x40e0;\nmov.b16 %h1, 0x3e14;\nmov.b16 %h2, 0x8d80;\n\
+             fma.rn.bf16 %h3, %h0, %h1, %h2;"
+        ),
+        0x3f81
+    );
+    assert_eq!(
+        half("mov.b32 %f1, 0f3F801000;\ncvt.rn.f16.f32 %h3, %f1;"),
+        0x3c00
+    );
+    assert_eq!(
+        pair("mov.b32 %r1, 0x7c003c00;\nmov.b32 %r2, 0x3c000001;\nadd.rn.f16x2 %r3, %r1, %r2;"),
+        0x7c00_3c00
+    );
+    assert_eq!(
+        half("mov.b16 %h0, 0x7e01;\nset.nan.f16.f16 %h3, %h0, %h0;"),
+        0x3c00
+    );
+    assert_eq!(
+        pair("mov.b32 %f1, 0f3F800000;\nmov.b32 %f2, 0f33000000;\ncvt.rn.f16x2.f32 %r3, %f1, %f2;"),
+        0x3c00_0000
+    );
+    assert_eq!(
+        half("mov.b32 %r1, 0xbc003c00;\nmov.b32 {%h0, %h1}, %r1;\nadd.f16 %h3, %h0, %h1;"),
+        0
+    );
+}

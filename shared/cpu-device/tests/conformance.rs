@@ -215,6 +215,196 @@ const TINY_INPUT: &[u32] = &[
     0x0000_0000,
 ];
 
+/// The operands [`HALF`] takes (each word's low 16 bits for a half): binary16 0.75, 683/512
+/// (their product 1 + 2^-11, a tie), 2^-24 (the smallest subnormal), 65504 (the largest
+/// finite), 1, -0, a quiet NaN with a payload, +inf, 1023 * 2^-24 (the largest subnormal),
+/// -inf, +0, 2^-14 (the smallest normal), 1 - 2^-11, 2.5, -2.5, 1 + 2^-10; f32 1 + 2^-11 (a
+/// tie at binary16's precision), 1 + 2^-11 + 2^-23, 65520 (halfway from 65504 to 2^16),
+/// 2^-25 (half the smallest subnormal), a signalling NaN, 1 + 2^-8 and -(1 + 3 * 2^-8) (ties
+/// at bfloat16's), the largest float; bfloat16 7, 37/256 (their product 1 + 3 * 2^-8, a
+/// tie), -2^-100, 1, 3 * 2^-8, the largest finite, 2, 2^-133 (the smallest subnormal),
+/// 3 * 2^-133, 1/2, a signalling NaN with a payload, +0.
+const HALF_INPUT: &[u32] = &[
+    0x3a00,
+    0x3d56,
+    0x0001,
+    0x7bff,
+    0x3c00,
+    0x8000,
+    0x7e01,
+    0x7c00,
+    0x03ff,
+    0xfc00,
+    0x0000,
+    0x0400,
+    0x3bff,
+    0x4100,
+    0xc100,
+    0x3c01, //
+    0x3f80_1000,
+    0x3f80_1001,
+    0x477f_f000,
+    0x3300_0000,
+    0x7fa0_0000,
+    0x3f80_8000,
+    0xbf81_8000,
+    0x7f7f_ffff, //
+    0x40e0,
+    0x3e14,
+    0x8d80,
+    0x3f80,
+    0x3c40,
+    0x7f7f,
+    0x4000,
+    0x0001,
+    0x0003,
+    0x3f00,
+    0x7fa1,
+    0x0000,
+];
+
+const HALF: &str = include_str!("conformance/half.cu");
+
+/// [`HALF`]'s 89 words, from the PTX ISA's rules for half precision (each exact result rounded
+/// once to nearest even, or in the conversion's mode; subnormals kept unless `.ftz`; a NaN
+/// result the canonical 0x7fff; `.sat` to [0, 1] with a NaN to +0; `.relu` a negative to
+/// +0; `min`/`max` the other operand for one NaN, -0 below +0; a NaN to an integer 0 below
+/// 64 bits), worked out with exact rationals, not with the CPU device's code. Where the ISA
+/// leaves a choice, the word is what the rest of the H100 does: a product that rounds up to
+/// the smallest normal only at the subnormals' spacing is flushed by `.ftz` (f32's rule,
+/// `tiny.cu`); binary16's NaN widened to an f32 is the f32 canonical NaN, bfloat16's keeps its
+/// bits; a loose multiply read once by a loose add is fused (f32's rule, `crate::load`).
+fn half_expected() -> Vec<u32> {
+    vec![
+        // binary16 sums: 65504 + 65504 overflows; 2^-24 + 2^-24; the largest subnormal plus
+        // the smallest is the smallest normal, 0 under .ftz; 1 - 1 = +0; -0 + -0 = -0; inf -
+        // inf and NaN + 1 give the canonical NaN; .sat takes a NaN to +0 and 2 to 1.
+        0x7c00,
+        0x0002,
+        0x0400,
+        0x0000,
+        0x0000,
+        0x8000,
+        0x7fff,
+        0x7fff,
+        0x0000,
+        0x3c00,
+        // products: 0.75 * 683/512 = 1 + 2^-11, a tie, to even; 0.75 * 2^-24 to 2^-24;
+        // 2^-14 * (1 - 2^-11) = 2^-14 - 2^-25, a tie at the subnormals' spacing, to 2^-14,
+        // and flushed under .ftz (tiny before rounding to the subnormals' spacing).
+        0x3c00,
+        0x0001,
+        0x0400,
+        0x0000,
+        // fma: 1 + 2^-11 + 2^-24 rounded once is 1 + 2^-10 (twice, through the tie, 1);
+        // .relu of -inf is +0, of a NaN the canonical NaN; .sat of inf is 1.
+        0x3c01,
+        0x0000,
+        0x7fff,
+        0x3c00,
+        // min(-0, +0), max(-0, +0), min(NaN, 1), max.NaN(NaN, 1), max(NaN, NaN).
+        0x8000,
+        0x0000,
+        0x3c00,
+        0x7fff,
+        0x7fff,
+        // neg 2^-24, neg.ftz of the largest subnormal, abs -2.5.
+        0x8001,
+        0x8000,
+        0x4100,
+        // -0 < +0; 2^-24 < 1023 * 2^-24, not under .ftz (both zeros); -0 == +0; NaN equ 1.
+        0,
+        1,
+        0,
+        1,
+        1,
+        // widened to f32: 2^-24, 1023 * 2^-24, -0.
+        0x3380_0000,
+        0x387f_c000,
+        0x8000_0000,
+        // to integers: rni 2.5 = 2, rzi -2.5 = -2, rmi -2.5 clamped to u32 0, NaN 0, inf the
+        // largest s32; rni in binary16: 2.5 to 2, -2.5 to -2.
+        2,
+        0xffff_fffe,
+        0,
+        0,
+        0x7fff_ffff,
+        0x4000,
+        0xc000,
+        // f32 to binary16: the tie to even, just above it up, 65520 to inf (to even), rz to
+        // 65504, rm of -65520 to -inf; 2^-25 to +0 (a tie), rp to 2^-24, rm of -2^-25 to
+        // -2^-24; a signalling NaN to the canonical NaN; f64 1 + 2^-11 + 2^-40 up.
+        0x3c00,
+        0x3c01,
+        0x7c00,
+        0x7bff,
+        0xfc00,
+        0x0000,
+        0x0001,
+        0x8001,
+        0x7fff,
+        0x3c01,
+        // integers: -7; 2^31 - 1 overflows (rz: 65504); 65519 down, 65520 to inf (to even).
+        0xc700,
+        0x7c00,
+        0x7bff,
+        0x7bff,
+        0x7c00,
+        // fma.rn.f16x2: 1 * 1 + 2^-24 = 1 low, 65504 * 1 + 65504 = inf high.
+        0x7c00_3c00,
+        // bfloat16 fma: 7 * 37/256 - 2^-100 is just below the tie 1 + 3 * 2^-8, so 1 + 2^-7
+        // (a double rounding through f64 gives the tie's even 1 + 2^-6); with +0, the tie to
+        // even; 1 + 3 * 2^-8 as a sum too; the largest times 2 overflows; 2^-133 / 2 is a tie
+        // to +0, 3 * 2^-133 / 2 one to 2 * 2^-133.
+        0x3f81,
+        0x3f82,
+        0x3f82,
+        0x7f80,
+        0x0000,
+        0x0002,
+        // a NaN: sum canonical, min the other operand, max.NaN canonical; neg -2^-100;
+        // -2^-100 < +0.
+        0x7fff,
+        0x3f80,
+        0x7fff,
+        0x0d80,
+        1,
+        // widened to f32: 2^-133 an f32 subnormal, -2^-100.
+        0x0001_0000,
+        0x8d80_0000,
+        // f32 to bfloat16: ties to even (1, -(1 + 2^-6)); the largest float to inf, rz to the
+        // largest bfloat16, rm of its negation to -inf; rp of 2^-149 to 2^-133; a
+        // signalling NaN to the canonical NaN; the integer -7.
+        0x3f80,
+        0xbf82,
+        0x7f80,
+        0x7f7f,
+        0xff80,
+        0x0001,
+        0x7fff,
+        0xc0e0,
+        // fma.rn.bf16x2: the first fma above low, the largest * 2 + 0 = inf high.
+        0x7f80_3f81,
+        // mul.f16 then add.f16, loose: fused, 0.75 * 683/512 + 2^-24 rounded once.
+        0x3c01,
+        // set: NaN-or-NaN true as binary16 1.0, 1 and inf not; -2^-100 < +0 as all ones.
+        0x3c00,
+        0x0000,
+        0xffff_ffff,
+        // f32 pairs, the first operand high: 1 + 2^-11 (the tie) and just above it; 1 + 2^-8
+        // rounded towards zero and -(1 + 2^-11) to +0 by .relu; a signalling NaN and the
+        // largest float (inf) in bfloat16.
+        0x3c00_3c01,
+        0x3f80_0000,
+        0x7fff_7f80,
+        // set on pairs, each half its own: -0 < +0 no, 1 < inf 0xffff; NaN yes (bfloat16
+        // 1.0), 1 no; NaN geu 1 yes (binary16 1.0), 2^-24 geu 1023 * 2^-24 no.
+        0xffff_0000,
+        0x0000_3f80,
+        0x0000_3c00,
+    ]
+}
+
 const CASES: &[Case] = &[
     Case {
         name: "ftz",
@@ -319,6 +509,15 @@ const CASES: &[Case] = &[
         // Recorded as the H100's above, on an NVIDIA H200 (the same Hopper SM), driver
         // 580.159.04, nvcc 13.0 for sm_90.
         expect: || hopper_words(include_str!("conformance/tiny.h200.txt")),
+    },
+    Case {
+        name: "half precision",
+        source: HALF,
+        options: &[],
+        threads: 1,
+        n: 0,
+        input: HALF_INPUT,
+        expect: half_expected,
     },
 ];
 

@@ -325,6 +325,46 @@ const TEMPLATES: &[(char, &str)] = &[
     ('L', "ld_s8_b64({P})"),
     ('L', "ld_s32_b64({P})"),
     ('L', "ld_u16_b64({P})"),
+    // Half precision (`PTX_HALF`): an unsigned's low 16 bits as a binary16 or a bfloat16
+    // (its 32 bits as a pair), made from floats in every rounding or taken as they come
+    // (NaN payloads, subnormals), chained through unsigned variables.
+    ('U', "h_{R}({F})"),
+    ('U', "b_{R}({F})"),
+    ('U', "h_s32_rn({I})"),
+    ('U', "b_s32_rz({I})"),
+    ('U', "h_rn_f64({D})"),
+    ('U', "hadd({U}, {U})"),
+    ('U', "hsub({U}, {U})"),
+    ('U', "hmul({U}, {U})"),
+    ('U', "hadd(hmul({U}, {U}), {U})"),
+    ('U', "hfma({U}, {U}, {U})"),
+    ('U', "hfma_relu({U}, {U}, {U})"),
+    ('U', "hadd_ftz({U}, {U})"),
+    ('U', "hmul_sat({U}, {U})"),
+    ('U', "hmin({U}, {U})"),
+    ('U', "hmax_nan({U}, {U})"),
+    ('U', "hneg(h_not_nan({U}))"),
+    ('U', "hfma2({U}, {U}, {U})"),
+    ('U', "hadd2({U}, {U})"),
+    ('U', "badd({U}, {U})"),
+    ('U', "bmul({U}, {U})"),
+    ('U', "bfma({U}, {U}, {U})"),
+    ('U', "bmax({U}, {U})"),
+    ('U', "bmin_nan({U}, {U})"),
+    ('U', "bfma2({U}, {U}, {U})"),
+    ('U', "hrni_f16({U})"),
+    ('U', "h2_rn({F}, {F})"),
+    ('U', "b2_rz_relu({F}, {F})"),
+    ('U', "hlt2_mask({U}, {U})"),
+    ('U', "bgeu2({U}, {U})"),
+    ('U', "hisnan({U})"),
+    ('I', "hlt({U}, {U}) ^ {I}"),
+    ('I', "hgeu_ftz({U}, {U}) ^ {I}"),
+    ('I', "blt({U}, {U}) ^ {I}"),
+    ('I', "h_rni_s32({U})"),
+    ('U', "b_rzi_u32({U})"),
+    ('F', "f_h({U})"),
+    ('F', "f_b({U})"),
     // Warp shuffles of every type: `{T}` is the result's.
     ('*', "__shfl_sync(0xffffffffu, {T}, {I}, {W})"),
     ('*', "__shfl_up_sync(0xffffffffu, {T}, {K}, {W})"),
@@ -482,6 +522,126 @@ PTX_LD(ld_f32_b64, long long, \"l\", 64, \"ld.global.f32\")
 PTX_LD(ld_s8_b64, long long, \"l\", 64, \"ld.global.s8\")
 PTX_LD(ld_s32_b64, long long, \"l\", 64, \"ld.global.s32\")
 PTX_LD(ld_u16_b64, long long, \"l\", 64, \"ld.global.u16\")
+
+";
+
+/// Half-precision instructions (cuda_fp16.h and cuda_bf16.h write the same inline PTX; NVRTC
+/// has no such header of its own) on the low 16 bits of an unsigned (a half) or all 32 (a
+/// pair), zero-extended back. `hadd` and `hmul` are loose, as `__hadd` and `__hmul` are, so
+/// ptxas may fuse a product read once by a sum. A half is negated only where it is no NaN
+/// (`h_not_nan`): the sign of a NaN through `neg` is not the PTX's to say (`NOT_NAN`).
+const PTX_HALF: &str = "\
+#define PTX_H2(name, ptx) \\
+__device__ unsigned name(unsigned a, unsigned b) \\
+{ \\
+    unsigned short r; \\
+    asm(ptx \" %0, %1, %2;\" : \"=h\"(r) : \"h\"((unsigned short)a), \"h\"((unsigned short)b)); \\
+    return r; \\
+}
+#define PTX_H3(name, ptx) \\
+__device__ unsigned name(unsigned a, unsigned b, unsigned c) \\
+{ \\
+    unsigned short r; \\
+    asm(ptx \" %0, %1, %2, %3;\" : \"=h\"(r) \\
+        : \"h\"((unsigned short)a), \"h\"((unsigned short)b), \"h\"((unsigned short)c)); \\
+    return r; \\
+}
+#define PTX_X2(name, ptx) \\
+__device__ unsigned name(unsigned a, unsigned b) \\
+{ \\
+    unsigned r; \\
+    asm(ptx \" %0, %1, %2;\" : \"=r\"(r) : \"r\"(a), \"r\"(b)); \\
+    return r; \\
+}
+#define PTX_X3(name, ptx) \\
+__device__ unsigned name(unsigned a, unsigned b, unsigned c) \\
+{ \\
+    unsigned r; \\
+    asm(ptx \" %0, %1, %2, %3;\" : \"=r\"(r) : \"r\"(a), \"r\"(b), \"r\"(c)); \\
+    return r; \\
+}
+#define PTX_CMP(name, ptx) \\
+__device__ int name(unsigned a, unsigned b) \\
+{ \\
+    int r; \\
+    asm(\"{\\n\\t.reg .pred p;\\n\\t\" ptx \" p, %1, %2;\\n\\tselp.s32 %0, 1, 0, p;\\n\\t}\" \\
+        : \"=r\"(r) : \"h\"((unsigned short)a), \"h\"((unsigned short)b)); \\
+    return r; \\
+}
+#define PTX_TO_H(name, ptx, ac, at) \\
+__device__ unsigned name(at a) \\
+{ \\
+    unsigned short r; \\
+    asm(ptx \" %0, %1;\" : \"=h\"(r) : ac(a)); \\
+    return r; \\
+}
+#define PTX_FROM_H(name, ptx, rc, rt) \\
+__device__ rt name(unsigned a) \\
+{ \\
+    rt r; \\
+    asm(ptx \" %0, %1;\" : \"=\" rc(r) : \"h\"((unsigned short)a)); \\
+    return r; \\
+}
+PTX_TO_H(h_rn, \"cvt.rn.f16.f32\", \"f\", float)
+PTX_TO_H(h_rz, \"cvt.rz.f16.f32\", \"f\", float)
+PTX_TO_H(h_rd, \"cvt.rm.f16.f32\", \"f\", float)
+PTX_TO_H(h_ru, \"cvt.rp.f16.f32\", \"f\", float)
+PTX_TO_H(b_rn, \"cvt.rn.bf16.f32\", \"f\", float)
+PTX_TO_H(b_rz, \"cvt.rz.bf16.f32\", \"f\", float)
+PTX_TO_H(b_rd, \"cvt.rm.bf16.f32\", \"f\", float)
+PTX_TO_H(b_ru, \"cvt.rp.bf16.f32\", \"f\", float)
+PTX_TO_H(h_s32_rn, \"cvt.rn.f16.s32\", \"r\", int)
+PTX_TO_H(b_s32_rz, \"cvt.rz.bf16.s32\", \"r\", int)
+PTX_TO_H(h_rn_f64, \"cvt.rn.f16.f64\", \"d\", double)
+PTX_TO_H(hrni_f16, \"cvt.rni.f16.f16\", \"h\", unsigned short)
+PTX_FROM_H(h_rni_s32, \"cvt.rni.s32.f16\", \"r\", int)
+PTX_FROM_H(b_rzi_u32, \"cvt.rzi.u32.bf16\", \"r\", unsigned)
+PTX_FROM_H(f_h, \"cvt.f32.f16\", \"f\", float)
+PTX_FROM_H(f_b, \"cvt.f32.bf16\", \"f\", float)
+PTX_FROM_H(hneg, \"neg.f16\", \"h\", unsigned short)
+PTX_H2(hadd, \"add.f16\")
+PTX_H2(hsub, \"sub.rn.f16\")
+PTX_H2(hmul, \"mul.f16\")
+PTX_H2(hadd_ftz, \"add.rn.ftz.f16\")
+PTX_H2(hmul_sat, \"mul.rn.sat.f16\")
+PTX_H2(hmin, \"min.f16\")
+PTX_H2(hmax_nan, \"max.NaN.f16\")
+PTX_H2(hset_nan, \"set.nan.f16.f16\")
+PTX_H2(badd, \"add.rn.bf16\")
+PTX_H2(bmul, \"mul.rn.bf16\")
+PTX_H2(bmax, \"max.bf16\")
+PTX_H2(bmin_nan, \"min.NaN.bf16\")
+PTX_H3(hfma, \"fma.rn.f16\")
+PTX_H3(hfma_relu, \"fma.rn.relu.f16\")
+PTX_H3(bfma, \"fma.rn.bf16\")
+PTX_X2(hadd2, \"add.rn.f16x2\")
+PTX_X3(hfma2, \"fma.rn.f16x2\")
+PTX_X3(bfma2, \"fma.rn.bf16x2\")
+PTX_X2(hlt2_mask, \"set.lt.u32.f16x2\")
+PTX_X2(bgeu2, \"set.geu.bf16x2.bf16x2\")
+PTX_CMP(hlt, \"setp.lt.f16\")
+PTX_CMP(hgeu_ftz, \"setp.geu.ftz.f16\")
+PTX_CMP(blt, \"setp.lt.bf16\")
+
+#define PTX_F2(name, ptx) \\
+__device__ unsigned name(float a, float b) \\
+{ \\
+    unsigned r; \\
+    asm(ptx \" %0, %1, %2;\" : \"=r\"(r) : \"f\"(a), \"f\"(b)); \\
+    return r; \\
+}
+PTX_F2(h2_rn, \"cvt.rn.f16x2.f32\")
+PTX_F2(b2_rz_relu, \"cvt.rz.relu.bf16x2.f32\")
+
+__device__ unsigned hisnan(unsigned a)
+{
+    return hset_nan(a, a);
+}
+
+__device__ unsigned h_not_nan(unsigned a)
+{
+    return (a & 0x7fffu) > 0x7c00u ? 0x3800u : a;
+}
 
 ";
 
@@ -890,6 +1050,7 @@ fn generate(seed: u64, blocks: u32) -> Kernel {
          {PTX_INTEGER}\
          {PTX_FTZ}\
          {PTX_NARROW}\
+         {PTX_HALF}\
          {NOT_NAN}\
          extern \"C\" __global__ void k(const unsigned long long *in, unsigned long long *out)\n\
          {{\n\
@@ -1152,6 +1313,18 @@ fn the_generator_is_deterministic_and_covers_every_template() {
         "ld_s8_b64(",
         "ld_s8_b32(",
         "ld_u16_b64(",
+        "h_rd(",
+        "b_ru(",
+        "hadd(hmul(",
+        "hfma_relu(",
+        "hfma2(",
+        "bfma2(",
+        "bmin_nan(",
+        "hisnan(",
+        "h2_rn(",
+        "hlt2_mask(",
+        "hgeu_ftz(",
+        "f_b(",
     ] {
         assert!(all.contains(name), "no kernel of 64 uses {name}");
     }

@@ -348,7 +348,9 @@ pub(super) fn immediate(n: &str) -> Option<u64> {
     if let Some(bits) = n.strip_prefix("0f").or_else(|| n.strip_prefix("0F")) {
         return u32::from_str_radix(bits, 16).ok().map(u64::from);
     }
-    if n.contains('.') || (n.contains(['e', 'E']) && !n.starts_with("0x")) {
+    // A hexadecimal integer may hold an E (cuda_fp16.h's `0XC1EFU`): not an exponent.
+    let hex = n.starts_with("0x") || n.starts_with("0X");
+    if n.contains('.') || (n.contains(['e', 'E']) && !hex) {
         return n.parse::<f64>().ok().map(f64::to_bits);
     }
     parse_int(n).map(|v| v as u64)
@@ -436,8 +438,12 @@ pub(super) enum Operand {
 /// starting with `word`: read it and say so, or say that `word` starts an instruction.
 pub(super) fn declaration(d: &mut FnDecoder, c: &mut Cursor, word: &str) -> LoadResult<bool> {
     match word {
-        ".reg" => {
-            let ty_word = c.name()?;
+        w if w == ".reg" || w.starts_with(".reg.") => {
+            // cuda_fp16.h's inline PTX writes `.reg.b32 f;`, the type glued on.
+            let ty_word = match w.strip_prefix(".reg").filter(|t| !t.is_empty()) {
+                Some(glued) => glued.to_string(),
+                None => c.name()?.to_string(),
+            };
             if let Some(v) = ty_word.strip_prefix(".v") {
                 return Err(d.err(format!("vector registers (.v{v}) are not supported")));
             }

@@ -57,11 +57,25 @@ pub(super) fn decode_cvt(
     mods: &[&str],
     ops: &[Operand],
 ) -> LoadResult<Op> {
-    need(d, opcode, ops, 2)?;
     let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
     let [dty, sty] = types[..] else {
         return Err(d.unknown(opcode));
     };
+    if dty.pair() && sty == Ty::F32 {
+        return decode_cvt_pair(d, opcode, mods, ops, dty);
+    }
+    // Halves: one at a time, to and from f32 and the integers, from f64, and rounded to an
+    // integer in their own type. A pair from anything but two f32s, one format to the
+    // other, and a half to an f64 (the H100's NaN there is not known) are refused.
+    let (dh, sh) = (dty.half(), sty.half());
+    if dty.pair()
+        || sty.pair()
+        || (dh.is_some() && sh.is_some() && dty != sty)
+        || (sh.is_some() && dty == Ty::F64)
+    {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 2)?;
     let mut rnd = None;
     let mut int_rnd = None;
     for m in mods {
@@ -95,7 +109,36 @@ pub(super) fn decode_cvt(
     })
 }
 
-/// `setp`, with an optional second destination and combining predicate.
+/// `cvt.rn.f16x2.f32 d, a, b` and `.bf16x2`: two f32s rounded (`.rn` or `.rz`, `.relu`
+/// allowed) into a pair, `a` high; `.satfinite` is refused.
+fn decode_cvt_pair(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    dty: Ty,
+) -> LoadResult<Op> {
+    let legal = mods
+        .iter()
+        .all(|m| matches!(*m, "rn" | "rz" | "relu") || Ty::parse(m).is_some());
+    let rnd = match (legal, mods.contains(&"rn"), mods.contains(&"rz")) {
+        (true, true, false) => Rnd::N,
+        (true, false, true) => Rnd::Z,
+        _ => return Err(d.unknown(opcode)),
+    };
+    need(d, opcode, ops, 3)?;
+    Ok(Op::CvtPair {
+        dty,
+        rnd,
+        relu: mods.contains(&"relu"),
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], Ty::F32)?,
+        b: d.src(&ops[2], Ty::F32)?,
+    })
+}
+
+/// `setp`, with an optional second destination and combining predicate. A pair's
+/// comparison (`setp.lt.f16x2 p|q`, one predicate a half) is refused.
 pub(super) fn decode_setp(
     d: &FnDecoder,
     opcode: &str,
@@ -103,7 +146,52 @@ pub(super) fn decode_setp(
     ops: &[Operand],
     ty: Option<Ty>,
 ) -> LoadResult<Op> {
-    let ty = ty.ok_or_else(|| d.unknown(opcode))?;
+    let ty = ty.filter(|t| !t.pair()).ok_or_else(|| d.unknown(opcode))?;
+    comparison(d, opcode, mods, ops, ty, None)
+}
+
+/// `set`: `setp`'s comparison written as a value, for true 1.0 in a float destination type
+/// (0x3f800000 in `.f32`, 0x3c00 in `.f16`, 0x3f80 in `.bf16`) or all ones in an integer one,
+/// for false 0 (the PTX ISA's `set`; cuda_fp16.h's `__hisnan` is `set.nan.f16.f16`). A pair
+/// compares each half on its own and writes each half's: 1.0 in the pair's own type, 0xffff
+/// in `.u32` or `.s32` (`__heq2_mask`, whose fallback in cuda_fp16.hpp builds the same).
+pub(super) fn decode_set(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+    let [dty, sty] = types[..] else {
+        return Err(d.unknown(opcode));
+    };
+    let yes = match dty {
+        _ if sty.pair() && dty == sty => match sty.half() {
+            Some(Half::F16) => 0x3c00,
+            _ => 0x3f80,
+        },
+        Ty::U32 | Ty::S32 if sty.pair() => 0xffff,
+        _ if sty.pair() => return Err(d.unknown(opcode)),
+        Ty::F32 => 0x3f80_0000,
+        Ty::F16 => 0x3c00,
+        Ty::BF16 => 0x3f80,
+        Ty::U32 | Ty::S32 => 0xffff_ffff,
+        Ty::U16 | Ty::S16 => 0xffff,
+        _ => return Err(d.unknown(opcode)),
+    };
+    comparison(d, opcode, mods, ops, sty, Some(yes))
+}
+
+/// The comparison of `setp` and `set` (`set` with the value for true, each half's for a
+/// pair).
+fn comparison(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Ty,
+    set: Option<u64>,
+) -> LoadResult<Op> {
     let cmp = mods
         .iter()
         .find_map(|m| cmp_of(m))
@@ -114,9 +202,10 @@ pub(super) fn decode_setp(
         "xor" => Some(BoolOp::Xor),
         _ => None,
     });
-    let (dst, d2) = match &ops[0] {
-        Operand::Pair(a, b) => (d.reg(a)?, d.maybe_reg(b)?),
-        other => (d.reg(other)?, None),
+    let (dst, d2) = match (&ops[0], set) {
+        (Operand::Pair(a, b), None) => (d.reg(a)?, d.maybe_reg(b)?),
+        (Operand::Pair(..), Some(_)) => return Err(d.unknown(opcode)),
+        (other, _) => (d.reg(other)?, None),
     };
     let comb = match comb_op {
         Some(op) => {
@@ -138,6 +227,7 @@ pub(super) fn decode_setp(
         a: d.src(&ops[1], ty)?,
         b: d.src(&ops[2], ty)?,
         comb,
+        set,
     })
 }
 
@@ -225,6 +315,8 @@ pub(super) fn arithmetic(
     let ty = ty.ok_or_else(|| d.unknown(opcode))?;
     if ty == Ty::Pred {
         predicate_logic(d, opcode, base, ops)
+    } else if ty.half().is_some() {
+        half_arithmetic(d, opcode, base, mods, ops, ty)
     } else if ty.float() {
         float_arithmetic(d, opcode, base, mods, ops, ty)
     } else {
@@ -339,16 +431,74 @@ fn float_arithmetic(
     })
 }
 
-/// Whether an f32 instruction flushes subnormals (`.ftz`); the modifier on any other type
-/// is refused, as ptxas refuses it.
+/// Whether an f32 or f16 instruction flushes subnormals (`.ftz`); the modifier on any other
+/// type is refused, as ptxas refuses it.
 fn ftz_of(d: &FnDecoder, opcode: &str, mods: &[&str], ty: Ty) -> LoadResult<bool> {
     let ftz = mods.contains(&"ftz");
-    if ftz && ty != Ty::F32 {
+    if ftz && !matches!(ty, Ty::F32 | Ty::F16 | Ty::F16x2) {
         return Err(d.err(format!(
-            "`{opcode}`: .ftz applies only to .f32 instructions"
+            "`{opcode}`: .ftz applies only to .f32 and .f16 instructions"
         )));
     }
     Ok(ftz)
+}
+
+/// Half-precision arithmetic (`.f16`, `.bf16` and their pairs): the instructions and
+/// modifiers the PTX ISA defines for them (`.rn` alone; `.ftz` and `.sat` on `.f16` alone;
+/// `fma.rn` with `.relu` or `.sat`, not both; `min` and `max` with `.NaN`), as
+/// [`crate::half`] computes them. `.xorsign.abs`, the approximations (`ex2`, `tanh`) and
+/// anything else are refused.
+fn half_arithmetic(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    ty: Ty,
+) -> LoadResult<Op> {
+    let has = |m: &str| mods.contains(&m);
+    let f16 = ty.half() == Some(Half::F16);
+    let rounded = matches!(base, "add" | "sub" | "mul" | "fma");
+    let legal = mods.iter().all(|m| match *m {
+        "rn" => rounded,
+        "ftz" => f16,
+        "sat" => f16 && rounded && !has("relu"),
+        "relu" => base == "fma",
+        "NaN" => matches!(base, "min" | "max"),
+        t => Ty::parse(t) == Some(ty),
+    });
+    let op = match base {
+        _ if !legal => return Err(d.unknown(opcode)),
+        "add" => FloatOp::Add,
+        "sub" => FloatOp::Sub,
+        "mul" => FloatOp::Mul,
+        "fma" if has("rn") && has("relu") => FloatOp::FmaRelu,
+        "fma" if has("rn") => FloatOp::Fma,
+        "neg" => FloatOp::Neg,
+        "abs" => FloatOp::Abs,
+        "min" if has("NaN") => FloatOp::MinNaN,
+        "min" => FloatOp::Min,
+        "max" if has("NaN") => FloatOp::MaxNaN,
+        "max" => FloatOp::Max,
+        _ => return Err(d.unknown(opcode)),
+    };
+    let arity = match op {
+        FloatOp::Neg | FloatOp::Abs => 2,
+        FloatOp::Fma | FloatOp::FmaRelu => 4,
+        _ => 3,
+    };
+    need(d, opcode, ops, arity)?;
+    Ok(Op::Float {
+        op,
+        ty,
+        rnd: Rnd::N,
+        ftz: has("ftz"),
+        sat: has("sat"),
+        d: d.reg(&ops[0])?,
+        a: src_at(d, ops, 1, ty)?,
+        b: src_at(d, ops, 2, ty)?,
+        c: src_at(d, ops, 3, ty)?,
+    })
 }
 
 /// Integer arithmetic.
@@ -463,20 +613,81 @@ mod tests {
     use crate::ir::*;
     use crate::load::decoded;
 
-    /// decode: `.ftz` on an f64 instruction is refused, as ptxas refuses it; on f32 it is kept.
+    /// decode: `.ftz` on an f64 or bfloat16 instruction is refused, as ptxas refuses it; on
+    /// f32 and f16 it is kept.
     #[test]
-    fn ftz_is_for_f32_only() {
-        let err = decoded(".reg .f64 %fd<3>;\nadd.ftz.f64 %fd0, %fd1, %fd2;").expect_err("f64");
-        assert!(
-            err.contains(".ftz applies only to .f32 instructions"),
-            "{err}"
-        );
-        let ops = decoded(".reg .f32 %f<3>;\nadd.ftz.f32 %f0, %f1, %f2;").expect("f32");
-        assert!(
-            matches!(ops[0], Op::Float { ftz: true, .. }),
-            "{:?}",
-            ops[0]
-        );
+    fn ftz_is_for_f32_and_f16_only() {
+        for refused in [
+            ".reg .f64 %fd<3>;\nadd.ftz.f64 %fd0, %fd1, %fd2;",
+            ".reg .b16 %rs<3>;\nadd.ftz.bf16 %rs0, %rs1, %rs2;",
+        ] {
+            let err = decoded(refused).expect_err("refused");
+            assert!(
+                err.contains(".ftz") || err.contains("does not know"),
+                "{err}"
+            );
+        }
+        for kept in [
+            ".reg .f32 %f<3>;\nadd.ftz.f32 %f0, %f1, %f2;",
+            ".reg .b16 %rs<3>;\nadd.ftz.f16 %rs0, %rs1, %rs2;",
+        ] {
+            let ops = decoded(kept).expect("decodes");
+            assert!(
+                matches!(ops[0], Op::Float { ftz: true, .. }),
+                "{:?}",
+                ops[0]
+            );
+        }
+    }
+
+    /// decode: half precision takes the modifiers the PTX ISA gives it and refuses the rest
+    /// (`.rz`, `.sat` on bfloat16, `.relu` with `.sat`, an immediate operand, a pair's
+    /// comparison or conversion), each by its instruction.
+    #[test]
+    fn half_precision_takes_its_own_modifiers() {
+        let regs = ".reg .b16 %rs<4>;\n.reg .b32 %r<4>;\n.reg .pred %p<2>;\n.reg .f32 %f<2>;\n";
+        for kept in [
+            "fma.rn.ftz.relu.f16 %rs0, %rs1, %rs2, %rs3;",
+            "fma.rn.sat.f16x2 %r0, %r1, %r2, %r3;",
+            "max.NaN.bf16x2 %r0, %r1, %r2;",
+            "mul.rn.bf16 %rs0, %rs1, %rs2;",
+            "set.nan.f16.f16 %rs0, %rs1, %rs1;",
+            "set.lt.u32.bf16 %r0, %rs1, %rs2;",
+            "cvt.rn.bf16.s64 %rs0, %r0;",
+            "cvt.rni.f16.f16 %rs0, %rs1;",
+            "cvt.rz.relu.bf16x2.f32 %r0, %f0, %f1;",
+            "set.lt.u32.f16x2 %r0, %r1, %r2;",
+            "set.nan.bf16x2.bf16x2 %r0, %r1, %r2;",
+        ] {
+            let text = format!("{regs}{}", kept.replace("s64", "s32"));
+            decoded(&text).unwrap_or_else(|e| panic!("{kept}: {e}"));
+        }
+        for (refused, why) in [
+            ("add.rz.f16 %rs0, %rs1, %rs2;", "add.rz.f16"),
+            ("add.sat.bf16 %rs0, %rs1, %rs2;", "add.sat.bf16"),
+            (
+                "fma.rn.sat.relu.f16 %rs0, %rs1, %rs2, %rs3;",
+                "fma.rn.sat.relu.f16",
+            ),
+            ("fma.f16 %rs0, %rs1, %rs2, %rs3;", "fma.f16"),
+            ("ex2.approx.f16 %rs0, %rs1;", "ex2.approx.f16"),
+            ("add.f16 %rs0, %rs1, 0x3c00;", "must be a register"),
+            ("setp.lt.f16x2 %p0|%p1, %r1, %r2;", "setp.lt.f16x2"),
+            ("set.lt.f16x2.bf16x2 %r0, %r1, %r2;", "set.lt.f16x2.bf16x2"),
+            (
+                "cvt.rn.satfinite.f16x2.f32 %r0, %f0, %f1;",
+                "cvt.rn.satfinite.f16x2.f32",
+            ),
+            ("cvt.f16x2.f32 %r0, %f0, %f1;", "cvt.f16x2.f32"),
+            ("cvt.f64.f16 %r0, %rs1;", "cvt.f64.f16"),
+            (
+                "atom.global.add.noftz.f16 %rs0, [%r1], %rs1;",
+                "atom.global.add.noftz.f16",
+            ),
+        ] {
+            let err = decoded(&format!("{regs}{refused}")).expect_err(refused);
+            assert!(err.contains(why), "{refused}: {err}");
+        }
     }
 
     /// decode: `mad.wide.s32`'s addend is 64-bit (an immediate -1 keeps all 64 bits) and a

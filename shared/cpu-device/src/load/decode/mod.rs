@@ -15,7 +15,7 @@ use super::parse::{immediate, parse_int, Operand};
 use super::{LoadResult, Module};
 use crate::ir::*;
 
-use arith::{arithmetic, decode_carry, decode_cvt, decode_dot, decode_setp};
+use arith::{arithmetic, decode_carry, decode_cvt, decode_dot, decode_set, decode_setp};
 use memory::{decode_atomic, decode_cvta, decode_load_store};
 use warp::{decode_barrier, decode_match, decode_redux, decode_shfl, decode_vote};
 
@@ -166,6 +166,11 @@ impl FnDecoder<'_> {
     /// module variable or function.
     fn src(&self, o: &Operand, ty: Ty) -> LoadResult<Src> {
         match o {
+            // PTX writes no half-precision immediate (NVRTC moves one into a .b16 register
+            // first); a number here would be read in some other type's bits.
+            Operand::Num(n, _) if ty.half().is_some() => Err(self.err(format!(
+                "`{n}`: a half-precision operand must be a register"
+            ))),
             Operand::Num(n, negative) => {
                 let mut v = immediate(n).ok_or_else(|| self.err(format!("bad number `{n}`")))?;
                 let decimal_float = n.contains('.') && !n.starts_with("0d") && !n.starts_with("0f");
@@ -284,6 +289,7 @@ pub(super) fn decode(
         "cvta" => decode_cvta(d, opcode, mods, ops)?,
         "cvt" => decode_cvt(d, opcode, mods, ops)?,
         "setp" => decode_setp(d, opcode, mods, ops, ty)?,
+        "set" => decode_set(d, opcode, mods, ops)?,
         "selp" => {
             need(d, opcode, ops, 4)?;
             let ty = ty.ok_or_else(|| d.unknown(opcode))?;
