@@ -42,6 +42,20 @@ impl Half {
         }
     }
 
+    /// The quiet bit of a NaN: the fraction's top bit.
+    fn quiet(self) -> u16 {
+        1 << (self.fraction() - 1)
+    }
+
+    /// An f64's NaN narrowed: its sign and its payload's top bits, quieted, as the H100's
+    /// narrowing to an f32 keeps them (its `cvt.rn.f16.f64` of 0x7ff8000000000000 gave 0x7e00,
+    /// where an f32's NaN gives the canonical NaN).
+    pub fn narrow_nan(self, bits: u64) -> u16 {
+        let sign = (bits >> 48) as u16 & 0x8000;
+        let payload = (bits >> (52 - self.fraction())) as u16 & ((1 << self.fraction()) - 1);
+        sign | self.infinity() | payload | self.quiet()
+    }
+
     /// The bits of +infinity.
     fn infinity(self) -> u16 {
         match self {
@@ -270,13 +284,17 @@ fn saturate(fmt: Half, h: u16) -> u16 {
     }
 }
 
-/// `min` and `max`: -0 below +0; one NaN gives the other operand, two the canonical NaN, and
-/// with `.NaN` any does.
+/// `min` and `max`: -0 below +0; one NaN gives the other operand, two the second quieted
+/// (an H100's `max.f16` of 0x7e01 and 0x7e01 gave 0x7e01, not the canonical NaN the PTX
+/// ISA names; its `min.f64` and `max.f64` give the second, quieted), and with `.NaN` any
+/// gives the canonical NaN.
 fn min_max(fmt: Half, op: FloatOp, a: u16, b: u16) -> u16 {
     let (na, nb) = (fmt.is_nan(a), fmt.is_nan(b));
-    let nan_wins = matches!(op, FloatOp::MinNaN | FloatOp::MaxNaN);
-    if (na && nb) || (nan_wins && (na || nb)) {
+    if matches!(op, FloatOp::MinNaN | FloatOp::MaxNaN) && (na || nb) {
         return NAN16;
+    }
+    if na && nb {
+        return b | fmt.quiet();
     }
     if na {
         return b;
@@ -324,7 +342,8 @@ pub fn compared(ty: Ty, ftz: bool, v: u64) -> f64 {
 
 /// `cvt` from or to a half. `x` is the source's value, exact or rounded to odd at 53 bits
 /// (an f32 already flushed under `.ftz`); an integer source or destination is the caller's.
-/// A NaN from an f32, an f64 or a half gives the canonical NaN; to an f32, binary16's NaN is
+/// A NaN from an f32 or a half gives the canonical NaN (an f64's is `narrow_nan`'s, the
+/// caller's); to an f32, binary16's NaN is
 /// the f32 canonical NaN (the H100 widens it on its half-precision unit, which makes every
 /// NaN canonical) and bfloat16's keeps its bits, shifted (bfloat16 is an f32's top half: the
 /// widening is a shift, which no NaN rule touches).
@@ -666,6 +685,14 @@ mod tests {
     /// NaNs, infinities, zeros' signs, `.ftz`, `.sat`, `.relu`, `min`/`max` as the PTX ISA
     /// has them.
     #[test]
+    fn an_f64_nan_narrows_to_its_sign_and_payload_quieted() {
+        assert_eq!(Half::F16.narrow_nan(0x7ff8_0000_0000_0000), 0x7e00);
+        assert_eq!(Half::F16.narrow_nan(0xfff4_0000_0000_0001), 0xff00);
+        assert_eq!(Half::BF16.narrow_nan(0xfff4_0000_0000_0001), 0xffe0);
+        assert_eq!(Half::BF16.narrow_nan(0x7ff0_0000_0000_0001), 0x7fc0);
+    }
+
+    #[test]
     fn special_operands_follow_the_ptx_isa() {
         let f16 = |op, a, b, c| op16(Half::F16, op, false, false, a, b, c);
         // Any NaN result is the canonical one: a NaN operand, inf - inf, 0 * inf.
@@ -711,11 +738,13 @@ mod tests {
         assert_eq!(f16(FloatOp::FmaRelu, 0xbc00, 0x3c00, 0), 0);
         assert_eq!(f16(FloatOp::FmaRelu, 0x7e01, 0x3c00, 0), NAN16);
         assert_eq!(f16(FloatOp::FmaRelu, 0x3c00, 0x3c00, 0), 0x3c00);
-        // min and max: -0 below +0, one NaN gives the other, two or .NaN the canonical one.
+        // min and max: -0 below +0, one NaN gives the other, two the second quieted, .NaN
+        // the canonical one.
         assert_eq!(f16(FloatOp::Min, 0x0000, 0x8000, 0), 0x8000);
         assert_eq!(f16(FloatOp::Max, 0x8000, 0x0000, 0), 0x0000);
         assert_eq!(f16(FloatOp::Min, 0x7e01, 0xbc00, 0), 0xbc00);
-        assert_eq!(f16(FloatOp::Max, 0x7e01, 0x7d00, 0), NAN16);
+        assert_eq!(f16(FloatOp::Max, 0x7e01, 0x7d00, 0), 0x7f00);
+        assert_eq!(f16(FloatOp::Min, 0x7d00, 0xfe01, 0), 0xfe01);
         assert_eq!(f16(FloatOp::MinNaN, 0x3c00, 0x7e01, 0), NAN16);
         assert_eq!(f16(FloatOp::Max, 0xfc00, 0x0001, 0), 0x0001);
         // neg and abs: the sign bit alone, a NaN canonical, .ftz flushing.

@@ -935,6 +935,11 @@ fn half_convert(
             }
         }
     };
+    if let (Ty::F64, Some(fmt), false) = (sty, dty.half(), sat) {
+        if x.is_nan() {
+            return u64::from(fmt.narrow_nan(v));
+        }
+    }
     u64::from(crate::half::to_half(
         dty,
         rnd.unwrap_or(Rnd::N),

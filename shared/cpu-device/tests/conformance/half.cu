@@ -66,7 +66,16 @@ BIN(min_bf16, "min.bf16")
 BIN(max_nan_bf16, "max.NaN.bf16")
 UN(neg_bf16, "neg.bf16")
 CMP(lt_bf16, "setp.lt.bf16")
-BIN(set_nan_f16, "set.nan.f16.f16")
+// Into a 16-bit register of its own, widened here: with the result's register 32 bits wide,
+// the H100 left another value's bits above the half (0x3c01 above 0x3c00).
+__device__ unsigned set_nan_f16(h16 a, h16 b)
+{
+    unsigned r;
+    asm("{\n\t.reg .b16 t;\n\tset.nan.f16.f16 t, %1, %2;\n\tcvt.u32.u16 %0, t;\n\t}"
+        : "=r"(r) : "h"(a), "h"(b));
+    return r;
+}
+TO_HALF(rn_bf16_f64, "cvt.rn.bf16.f64", "d", double)
 
 #define CVT_PAIR(name, ptx) \
     __device__ unsigned name(float a, float b) \
@@ -213,4 +222,11 @@ extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
     out[o++] = set_lt_u32_f16x2(h[5] | (unsigned)h[4] << 16, h[10] | (unsigned)h[7] << 16);
     out[o++] = set_nan_bf16x2(b[10] | (unsigned)b[3] << 16, b[3] | (unsigned)b[3] << 16);
     out[o++] = set_geu_f16x2(h[6] | (unsigned)h[2] << 16, h[4] | (unsigned)h[8] << 16);
+    // Two NaNs into min and max (0x7e01 and 0x7d00, made from h[6]'s bits); f64 NaNs, one
+    // negative with a payload, narrowed.
+    out[o++] = max_f16(h[6], h[6] ^ 0x0301);
+    out[o++] = min_f16(h[6] ^ 0x0301, h[6]);
+    out[o++] = rn_f16_f64(__longlong_as_double(0xfff4000000000001ll));
+    out[o++] = rn_f16_f64(__longlong_as_double(0x7ff8000000000000ll));
+    out[o++] = rn_bf16_f64(__longlong_as_double(0xfff4000000000001ll));
 }
