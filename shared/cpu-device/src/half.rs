@@ -48,8 +48,9 @@ impl Half {
     }
 
     /// An f64's NaN narrowed: its sign and its payload's top bits, quieted, as the H100's
-    /// narrowing to an f32 keeps them (its `cvt.rn.f16.f64` of 0x7ff8000000000000 gave 0x7e00,
-    /// where an f32's NaN gives the canonical NaN).
+    /// narrowing to an f32 keeps them (its `cvt.rn.f16.f64` of 0x7ff8000000000000 gave 0x7e00
+    /// at run time, where an f32's NaN gives the canonical NaN; NVRTC folds a constant's to
+    /// the canonical NaN).
     pub fn narrow_nan(self, bits: u64) -> u16 {
         let sign = (bits >> 48) as u16 & 0x8000;
         let payload = (bits >> (52 - self.fraction())) as u16 & ((1 << self.fraction()) - 1);
@@ -272,10 +273,11 @@ fn tiny(fmt: Half, exact: f64, r: u16) -> bool {
     scaled < fmt.to_f64(smallest_normal) * scale
 }
 
-/// `.sat`: clamped to [0, 1], a NaN to +0 (a -0 stays, as f32's `.sat` keeps it).
+/// `.sat`: clamped to [0, 1], a NaN and -0 to +0 (an H100's `mul.rn.sat.f16` of a negative
+/// product that rounds to -0 gives +0).
 fn saturate(fmt: Half, h: u16) -> u16 {
     let x = fmt.to_f64(h);
-    if fmt.is_nan(h) || (x < 0.0) {
+    if fmt.is_nan(h) || x < 0.0 || h == 0x8000 {
         0
     } else if x > 1.0 {
         fmt.round(1.0, Rnd::N)
@@ -284,17 +286,13 @@ fn saturate(fmt: Half, h: u16) -> u16 {
     }
 }
 
-/// `min` and `max`: -0 below +0; one NaN gives the other operand, two the second quieted
-/// (an H100's `max.f16` of 0x7e01 and 0x7e01 gave 0x7e01, not the canonical NaN the PTX
-/// ISA names; its `min.f64` and `max.f64` give the second, quieted), and with `.NaN` any
-/// gives the canonical NaN.
+/// `min` and `max`: -0 below +0; one NaN gives the other operand, two the canonical NaN (an
+/// H100's `max.f16` and `min.f16` of 0x7e01 and 0x7d00), and with `.NaN` any does.
 fn min_max(fmt: Half, op: FloatOp, a: u16, b: u16) -> u16 {
     let (na, nb) = (fmt.is_nan(a), fmt.is_nan(b));
-    if matches!(op, FloatOp::MinNaN | FloatOp::MaxNaN) && (na || nb) {
+    let nan_wins = matches!(op, FloatOp::MinNaN | FloatOp::MaxNaN);
+    if (na && nb) || (nan_wins && (na || nb)) {
         return NAN16;
-    }
-    if na && nb {
-        return b | fmt.quiet();
     }
     if na {
         return b;
@@ -738,13 +736,12 @@ mod tests {
         assert_eq!(f16(FloatOp::FmaRelu, 0xbc00, 0x3c00, 0), 0);
         assert_eq!(f16(FloatOp::FmaRelu, 0x7e01, 0x3c00, 0), NAN16);
         assert_eq!(f16(FloatOp::FmaRelu, 0x3c00, 0x3c00, 0), 0x3c00);
-        // min and max: -0 below +0, one NaN gives the other, two the second quieted, .NaN
-        // the canonical one.
+        // min and max: -0 below +0, one NaN gives the other, two or .NaN the canonical one.
         assert_eq!(f16(FloatOp::Min, 0x0000, 0x8000, 0), 0x8000);
         assert_eq!(f16(FloatOp::Max, 0x8000, 0x0000, 0), 0x0000);
         assert_eq!(f16(FloatOp::Min, 0x7e01, 0xbc00, 0), 0xbc00);
-        assert_eq!(f16(FloatOp::Max, 0x7e01, 0x7d00, 0), 0x7f00);
-        assert_eq!(f16(FloatOp::Min, 0x7d00, 0xfe01, 0), 0xfe01);
+        assert_eq!(f16(FloatOp::Max, 0x7e01, 0x7d00, 0), NAN16);
+        assert_eq!(f16(FloatOp::Min, 0x7d00, 0xfe01, 0), NAN16);
         assert_eq!(f16(FloatOp::MinNaN, 0x3c00, 0x7e01, 0), NAN16);
         assert_eq!(f16(FloatOp::Max, 0xfc00, 0x0001, 0), 0x0001);
         // neg and abs: the sign bit alone, a NaN canonical, .ftz flushing.

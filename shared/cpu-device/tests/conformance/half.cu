@@ -146,7 +146,7 @@ extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
     out[o++] = max_f16(h[5], h[10]);
     out[o++] = min_f16(h[6], h[4]);
     out[o++] = max_nan_f16(h[6], h[4]);
-    out[o++] = max_f16(h[6], h[6]);
+    out[o++] = max_f16(h[6], h[6] ^ 0x0301);
     out[o++] = neg_f16(h[2]);
     out[o++] = neg_ftz_f16(h[8]);
     out[o++] = abs_f16(h[14]);
@@ -222,11 +222,11 @@ extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
     out[o++] = set_lt_u32_f16x2(h[5] | (unsigned)h[4] << 16, h[10] | (unsigned)h[7] << 16);
     out[o++] = set_nan_bf16x2(b[10] | (unsigned)b[3] << 16, b[3] | (unsigned)b[3] << 16);
     out[o++] = set_geu_f16x2(h[6] | (unsigned)h[2] << 16, h[4] | (unsigned)h[8] << 16);
-    // Two NaNs into min and max (0x7e01 and 0x7d00, made from h[6]'s bits); f64 NaNs, one
-    // negative with a payload, narrowed.
-    out[o++] = max_f16(h[6], h[6] ^ 0x0301);
-    out[o++] = min_f16(h[6] ^ 0x0301, h[6]);
-    out[o++] = rn_f16_f64(__longlong_as_double(0xfff4000000000001ll));
-    out[o++] = rn_f16_f64(__longlong_as_double(0x7ff8000000000000ll));
-    out[o++] = rn_bf16_f64(__longlong_as_double(0xfff4000000000001ll));
+    // f64 NaNs narrowed, one negative with a payload, their bits made at run time (in[10] is
+    // 0): NVRTC folds a constant NaN's conversion to the canonical NaN, which the H100's
+    // instruction does not give. -0 + -0 saturated.
+    out[o++] = rn_f16_f64(__hiloint2double(0xfff40000 ^ (int)in[10], 1));
+    out[o++] = rn_f16_f64(__hiloint2double(0x7ff80000 ^ (int)in[10], 0));
+    out[o++] = rn_bf16_f64(__hiloint2double(0xfff40000 ^ (int)in[10], 1));
+    out[o++] = add_sat_f16(h[5], h[5]);
 }
