@@ -357,7 +357,6 @@ const TEMPLATES: &[(char, &str)] = &[
     ('U', "b2_rz_relu({F}, {F})"),
     ('U', "hlt2_mask({U}, {U})"),
     ('U', "bgeu2({U}, {U})"),
-    ('U', "hisnan({U})"),
     ('I', "hlt({U}, {U}) ^ {I}"),
     ('I', "hgeu_ftz({U}, {U}) ^ {I}"),
     ('I', "blt({U}, {U}) ^ {I}"),
@@ -606,7 +605,6 @@ PTX_H2(hadd_ftz, \"add.rn.ftz.f16\")
 PTX_H2(hmul_sat, \"mul.rn.sat.f16\")
 PTX_H2(hmin, \"min.f16\")
 PTX_H2(hmax_nan, \"max.NaN.f16\")
-PTX_H2(hset_nan, \"set.nan.f16.f16\")
 PTX_H2(badd, \"add.rn.bf16\")
 PTX_H2(bmul, \"mul.rn.bf16\")
 PTX_H2(bmax, \"max.bf16\")
@@ -632,11 +630,6 @@ __device__ unsigned name(float a, float b) \\
 }
 PTX_F2(h2_rn, \"cvt.rn.f16x2.f32\")
 PTX_F2(b2_rz_relu, \"cvt.rz.relu.bf16x2.f32\")
-
-__device__ unsigned hisnan(unsigned a)
-{
-    return hset_nan(a, a);
-}
 
 __device__ unsigned h_not_nan(unsigned a)
 {
@@ -1320,7 +1313,6 @@ fn the_generator_is_deterministic_and_covers_every_template() {
         "hfma2(",
         "bfma2(",
         "bmin_nan(",
-        "hisnan(",
         "h2_rn(",
         "hlt2_mask(",
         "hgeu_ftz(",

@@ -66,15 +66,6 @@ BIN(min_bf16, "min.bf16")
 BIN(max_nan_bf16, "max.NaN.bf16")
 UN(neg_bf16, "neg.bf16")
 CMP(lt_bf16, "setp.lt.bf16")
-// Into a 16-bit register of its own, widened here: with the result's register 32 bits wide,
-// the H100 left another value's bits above the half (0x3c01 above 0x3c00).
-__device__ unsigned set_nan_f16(h16 a, h16 b)
-{
-    unsigned r;
-    asm("{\n\t.reg .b16 t;\n\tset.nan.f16.f16 t, %1, %2;\n\tcvt.u32.u16 %0, t;\n\t}"
-        : "=r"(r) : "h"(a), "h"(b));
-    return r;
-}
 TO_HALF(rn_bf16_f64, "cvt.rn.bf16.f64", "d", double)
 
 #define CVT_PAIR(name, ptx) \
@@ -213,8 +204,6 @@ extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
     out[o++] = fma_bf16x2(b[0] | (unsigned)b[5] << 16, b[1] | (unsigned)b[6] << 16,
                           b[2] | (unsigned)b[11] << 16);
     out[o++] = mul_add_f16(h[0], h[1], h[2]);
-    out[o++] = set_nan_f16(h[6], h[4]);
-    out[o++] = set_nan_f16(h[4], h[7]);
     out[o++] = set_lt_u32_bf16(b[2], b[11]);
     out[o++] = rn_f16x2_f32(f[0], f[1]);
     out[o++] = rz_relu_bf16x2_f32(f[5], -f[0]);

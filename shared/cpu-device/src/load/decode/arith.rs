@@ -151,8 +151,8 @@ pub(super) fn decode_setp(
 }
 
 /// `set`: `setp`'s comparison written as a value, for true 1.0 in a float destination type
-/// (0x3f800000 in `.f32`, 0x3c00 in `.f16`, 0x3f80 in `.bf16`) or all ones in an integer one,
-/// for false 0 (the PTX ISA's `set`; cuda_fp16.h's `__hisnan` is `set.nan.f16.f16`). A pair
+/// (0x3f800000 in `.f32`) or all ones in an integer one, for false 0 (the PTX ISA's `set`);
+/// into a single half it is refused (cuda_fp16.h's `__hisnan` is `set.nan.f16.f16`). A pair
 /// compares each half on its own and writes each half's: 1.0 in the pair's own type, 0xffff
 /// in `.u32` or `.s32` (`__heq2_mask`, whose fallback in cuda_fp16.hpp builds the same).
 pub(super) fn decode_set(
@@ -173,8 +173,15 @@ pub(super) fn decode_set(
         Ty::U32 | Ty::S32 if sty.pair() => 0xffff,
         _ if sty.pair() => return Err(d.unknown(opcode)),
         Ty::F32 => 0x3f80_0000,
-        Ty::F16 => 0x3c00,
-        Ty::BF16 => 0x3f80,
+        // A half alone as the destination: refused. On an H100 its bits are not the PTX
+        // ISA's: `set.nan.f16.f16 d, a, a` gave 1 for a NaN, not 1.0 (0x3c00), and another
+        // value's bits stood above the half even once widened by `cvt.u32.u16`.
+        Ty::F16 | Ty::BF16 => {
+            return Err(d.err(format!(
+                "`{opcode}` into a half is refused: an H100 does not give the PTX ISA's bits \
+                 for it (compare with setp, then choose the value with selp)"
+            )))
+        }
         Ty::U32 | Ty::S32 => 0xffff_ffff,
         Ty::U16 | Ty::S16 => 0xffff,
         _ => return Err(d.unknown(opcode)),
@@ -642,7 +649,7 @@ mod tests {
 
     /// decode: half precision takes the modifiers the PTX ISA gives it and refuses the rest
     /// (`.rz`, `.sat` on bfloat16, `.relu` with `.sat`, an immediate operand, a pair's
-    /// comparison or conversion), each by its instruction.
+    /// comparison or conversion, `set` into a single half), each by its instruction.
     #[test]
     fn half_precision_takes_its_own_modifiers() {
         let regs = ".reg .b16 %rs<4>;\n.reg .b32 %r<4>;\n.reg .pred %p<2>;\n.reg .f32 %f<2>;\n";
@@ -651,7 +658,6 @@ mod tests {
             "fma.rn.sat.f16x2 %r0, %r1, %r2, %r3;",
             "max.NaN.bf16x2 %r0, %r1, %r2;",
             "mul.rn.bf16 %rs0, %rs1, %rs2;",
-            "set.nan.f16.f16 %rs0, %rs1, %rs1;",
             "set.lt.u32.bf16 %r0, %rs1, %rs2;",
             "cvt.rn.bf16.s64 %rs0, %r0;",
             "cvt.rni.f16.f16 %rs0, %rs1;",
@@ -680,6 +686,10 @@ mod tests {
             ),
             ("cvt.f16x2.f32 %r0, %f0, %f1;", "cvt.f16x2.f32"),
             ("cvt.f64.f16 %r0, %rs1;", "cvt.f64.f16"),
+            (
+                "set.nan.f16.f16 %rs0, %rs1, %rs1;",
+                "`set.nan.f16.f16` into a half is refused",
+            ),
             (
                 "atom.global.add.noftz.f16 %rs0, [%r1], %rs1;",
                 "atom.global.add.noftz.f16",
