@@ -50,6 +50,14 @@ fn cmp_of(word: &str) -> Option<Cmp> {
     })
 }
 
+/// The two types an instruction names, the destination's first (`cvt`, `set`, `dp4a`).
+fn two_types(d: &FnDecoder, opcode: &str, mods: &[&str]) -> LoadResult<[Ty; 2]> {
+    match mods.iter().filter_map(|m| Ty::parse(m)).collect::<Vec<_>>()[..] {
+        [a, b] => Ok([a, b]),
+        _ => Err(d.unknown(opcode)),
+    }
+}
+
 /// `cvt`: between types, with rounding and saturation.
 pub(super) fn decode_cvt(
     d: &FnDecoder,
@@ -57,10 +65,7 @@ pub(super) fn decode_cvt(
     mods: &[&str],
     ops: &[Operand],
 ) -> LoadResult<Op> {
-    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
-    let [dty, sty] = types[..] else {
-        return Err(d.unknown(opcode));
-    };
+    let [dty, sty] = two_types(d, opcode, mods)?;
     if dty.pair() && sty == Ty::F32 {
         return decode_cvt_pair(d, opcode, mods, ops, dty);
     }
@@ -161,10 +166,7 @@ pub(super) fn decode_set(
     mods: &[&str],
     ops: &[Operand],
 ) -> LoadResult<Op> {
-    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
-    let [dty, sty] = types[..] else {
-        return Err(d.unknown(opcode));
-    };
+    let [dty, sty] = two_types(d, opcode, mods)?;
     let yes = match dty {
         _ if sty.pair() && dty == sty => match sty.half() {
             Some(Half::F16) => 0x3c00,
@@ -285,8 +287,7 @@ pub(super) fn decode_dot(
     mods: &[&str],
     ops: &[Operand],
 ) -> LoadResult<Op> {
-    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
-    let [ta @ (Ty::U32 | Ty::S32), tb @ (Ty::U32 | Ty::S32)] = types[..] else {
+    let [ta @ (Ty::U32 | Ty::S32), tb @ (Ty::U32 | Ty::S32)] = two_types(d, opcode, mods)? else {
         return Err(d.unknown(opcode));
     };
     let (sa, sb) = (ta.signed(), tb.signed());
