@@ -163,6 +163,11 @@ impl Gpu {
                 ));
                 crate::profile::set_registers(library, &compile_cubin(file_name, source, &real)?)?;
             }
+            // ptxas's own option, which the PTX does not carry: whether it fuses the loose
+            // multiplies and adds a kernel writes in inline PTX.
+            if let Some(library) = cpu_device_library() {
+                set_fmad(library, crate::nvrtc::fmad(&all))?;
+            }
             // With its line information, whose `.loc` lines the CPU device reads to name the
             // `.cu` line of a fault or a refusal (the code itself is the same).
             all.push("--generate-line-info".to_string());
@@ -391,6 +396,20 @@ static CPU_DEVICE: OnceLock<libloading::Library> = OnceLock::new();
 /// The CPU device's library, if it is loaded.
 pub(crate) fn cpu_device_library() -> Option<&'static libloading::Library> {
     CPU_DEVICE.get()
+}
+
+/// Tell the CPU device whether ptxas would fuse multiplies into adds in the modules it loads
+/// next (`--fmad`).
+fn set_fmad(library: &libloading::Library, fmad: bool) -> Result<()> {
+    // SAFETY: the CPU device's function of this name, with its signature.
+    let set = unsafe { library.get::<extern "C" fn(std::ffi::c_int)>(b"cpuDeviceSetFmad") }
+        .map_err(|e| {
+            Error::NoGpu(format!(
+                "the CPU device is older than this lab ({e}); rebuild it with `cargo build --release -p cpu-device`"
+            ))
+        })?;
+    set(fmad.into());
+    Ok(())
 }
 
 /// The CPU device's library, as cargo names it on this system (`libcpu_device.so`,

@@ -106,6 +106,18 @@ impl KernelFile {
     }
 }
 
+/// Whether NVRTC's `options` leave ptxas free to fuse a multiply into an add (`--fmad`,
+/// true by default and under `--use_fast_math`; the last option that says wins).
+pub fn fmad<S: AsRef<str>>(options: &[S]) -> bool {
+    options.iter().fold(true, |fmad, option| {
+        match option.as_ref().trim_start_matches('-') {
+            "fmad=false" => false,
+            "fmad=true" | "use_fast_math" => true,
+            _ => fmad,
+        }
+    })
+}
+
 /// `--kernel FILE`, shared by the GPU labs: compile FILE instead of the lab's own kernel
 /// source, with the lab's own options. A variant can be tried without rebuilding the lab, a
 /// broken kernel run under compute-sanitizer, and a grader can time a kernel with host code
@@ -447,6 +459,18 @@ mod tests {
             "libcuda.so"
         };
         assert_eq!(first.as_deref(), Some(expected));
+    }
+
+    /// The CPU device fuses as ptxas would with these options: a lab04 that passes
+    /// `--fmad=false` must not see its loose half-precision multiplies fused.
+    #[test]
+    fn fmad_is_on_unless_the_last_option_that_says_turns_it_off() {
+        assert!(fmad::<&str>(&[]));
+        assert!(!fmad(&["--std=c++17", "--fmad=false"]));
+        assert!(!fmad(&["-fmad=false"]));
+        assert!(fmad(&["--fmad=false", "--fmad=true"]));
+        assert!(fmad(&["--fmad=false", "--use_fast_math"]));
+        assert!(!fmad(&["--use_fast_math", "--fmad=false"]));
     }
 
     const PTX: &str = "\

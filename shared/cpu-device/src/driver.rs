@@ -17,13 +17,13 @@
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::io::Write;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::exec::{self, FaultKind, Launch, MAX_SHARED_OPT_IN, MAX_STATIC_SHARED};
 use crate::ir::Function;
-use crate::load::{load, Module};
+use crate::load::{load_with, Module};
 use crate::memory::Memory;
 use crate::profile::{profile, Profile};
 
@@ -78,6 +78,9 @@ struct State {
     /// Registers a thread of each kernel, by name, as ptxas allocates them for the H100
     /// ([`cpuDeviceSetRegisters`]).
     registers: Mutex<HashMap<String, u32>>,
+    /// Whether the modules loaded next fuse loose multiplies into adds, as ptxas does unless
+    /// given `--fmad=false` ([`cpuDeviceSetFmad`]).
+    fmad: AtomicBool,
 }
 
 fn state() -> &'static State {
@@ -90,6 +93,7 @@ fn state() -> &'static State {
         printf: Mutex::new(Vec::new()),
         profiles: Mutex::new(None),
         registers: Mutex::new(HashMap::new()),
+        fmad: AtomicBool::new(true),
     })
 }
 
@@ -552,7 +556,8 @@ pub unsafe extern "C" fn cuModuleLoadData(
         let Ok(text) = text.to_str() else {
             return fail(INVALID_PTX, "the PTX is not UTF-8 text".to_string());
         };
-        let loaded = load(text, &state().memory).and_then(|m| match exec::check_module(&m) {
+        let fmad = state().fmad.load(Ordering::Relaxed);
+        let loaded = load_with(text, &state().memory, fmad).and_then(|m| match exec::check_module(&m) {
             Ok(()) => Ok(m),
             Err(e) => {
                 let _device = device();
@@ -877,6 +882,14 @@ pub unsafe extern "C" fn cpuDeviceSetRegisters(name: *const c_char, registers: c
     if let Ok(mut known) = state().registers.lock() {
         known.insert(name, registers);
     }
+}
+
+/// Whether the modules loaded from now on fuse loose multiplies into adds (`fmad` non-zero,
+/// the default) or not, as ptxas compiles with NVRTC's `--fmad`: the GPU runs what NVRTC and
+/// ptxas made of the kernel with its options, the CPU device the PTX alone. Not a driver call.
+#[no_mangle]
+pub extern "C" fn cpuDeviceSetFmad(fmad: c_int) {
+    state().fmad.store(fmad != 0, Ordering::Relaxed);
 }
 
 /// The profiles of the launches since the last call, as a JSON array (`json` non-zero) or

@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 
 use cpu_device::exec::{self, Launch};
-use cpu_device::load::load;
+use cpu_device::load::load_with;
 use cpu_device::memory::Memory;
 use shared::nvrtc::KernelFile;
 
@@ -1084,11 +1084,14 @@ fn ptx(kernel: &Kernel, options: &[&str]) -> String {
         })
 }
 
-/// `kernel`'s `out` after a run of its PTX on the CPU device, on `threads` host threads.
-fn run_on_cpu_device(kernel: &Kernel, ptx: &str, threads: usize) -> Vec<u64> {
+/// `kernel`'s `out` after a run of its PTX on the CPU device, on `threads` host threads,
+/// loaded as ptxas compiles with NVRTC's `options` (`--fmad`), as a lab's is.
+fn run_on_cpu_device(kernel: &Kernel, options: &[&str], threads: usize) -> Vec<u64> {
     let context = |what: &str| format!("seed {:#x}: {what}\n{}", kernel.seed, kernel.source);
     let memory = Memory::default();
-    let module = load(ptx, &memory).unwrap_or_else(|e| {
+    let ptx = ptx(kernel, options);
+    let fmad = shared::nvrtc::fmad(options);
+    let module = load_with(&ptx, &memory, fmad).unwrap_or_else(|e| {
         panic!(
             "{}",
             context(&format!("the CPU device does not load the PTX: {e}"))
@@ -1335,9 +1338,8 @@ fn nvrtc_random_kernels_load_and_run_on_the_cpu_device() {
         .flat_map(|k| OPTION_SETS.iter().map(move |o| (k, *o)))
         .collect();
     in_parallel(&jobs, |&(kernel, options)| {
-        let ptx = ptx(kernel, options);
-        let first = run_on_cpu_device(kernel, &ptx, 1);
-        let second = run_on_cpu_device(kernel, &ptx, 2);
+        let first = run_on_cpu_device(kernel, options, 1);
+        let second = run_on_cpu_device(kernel, options, 2);
         let difference = first_difference(kernel, options, ("run 1", &first), ("run 2", &second));
         assert!(difference.is_none(), "two runs differ: {difference:?}");
         // Every thread stored something: a kernel that wrote nothing would pass the
@@ -1380,7 +1382,7 @@ fn differential_random_kernels_equal_the_gpu_bit_for_bit() {
     // The compilations and the CPU device's runs on every core: NVRTC's PTX for the
     // interpreter, and `Gpu::compile`'s cubin for the GPU, as a lab compiles its kernels.
     let prepared = in_parallel(&jobs, |&(kernel, options)| {
-        let on_cpu = run_on_cpu_device(kernel, &ptx(kernel, options), 1);
+        let on_cpu = run_on_cpu_device(kernel, options, 1);
         let compiled = gpu
             .compile("differential.cu", &kernel.source, options)
             .unwrap_or_else(|e| panic!("seed {:#x}: {e}\n{}", kernel.seed, kernel.source));

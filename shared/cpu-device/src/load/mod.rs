@@ -79,8 +79,19 @@ impl Module {
 /// An error while loading: what, and where.
 pub type LoadResult<T> = Result<T, String>;
 
-/// Load `ptx` into `memory`: variables allocated and initialised, code decoded.
+/// Load `ptx` into `memory`: variables allocated and initialised, code decoded, as ptxas
+/// compiles it by default (`--fmad=true`).
 pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
+    load_with(ptx, memory, true)
+}
+
+/// [`load`], as ptxas compiles with `--fmad=fmad`: with `false` (NVRTC's `--fmad=false` goes
+/// on to ptxas), no multiply is fused into an add. NVRTC writes `.rn` on every multiply and add
+/// it must not fuse, so its own code reads the same either way; the flag decides the loose
+/// ones a kernel writes in inline PTX (cuda_fp16.h's `__hmul` and `__hadd`): on an H100,
+/// `hadd(hmul(a, b), c)` of such loose instructions rounded twice under `--fmad=false` and
+/// once without it (the differential test, 51 threads of one kernel).
+pub fn load_with(ptx: &str, memory: &Memory, fmad: bool) -> LoadResult<Module> {
     let toks = tokens(ptx)?;
     let mut c = Cursor {
         toks: &toks,
@@ -104,7 +115,7 @@ pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
     place_variables(&mut module, &vars, memory)?;
     initialise_variables(&module, &vars, memory)?;
     for h in &headers {
-        let function = decode_function(&toks, h, &mut module)?;
+        let function = decode_function(&toks, h, &mut module, fmad)?;
         module.functions.push(function);
     }
     builtins(&mut module, memory)?;
@@ -168,7 +179,12 @@ fn builtins(module: &mut Module, memory: &Memory) -> LoadResult<()> {
     Ok(())
 }
 
-fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResult<Function> {
+fn decode_function(
+    toks: &[Token],
+    h: &Header,
+    module: &mut Module,
+    fmad: bool,
+) -> LoadResult<Function> {
     let start = module.code.len() as u32;
     let mut f = Function {
         name: h.name.clone(),
@@ -247,7 +263,9 @@ fn decode_function(toks: &[Token], h: &Header, module: &mut Module) -> LoadResul
         sources.push(d.source);
     }
     resolve_branches(&mut code, fixups, &labels, &h.name)?;
-    contract(&mut code, &loose, &labels, start);
+    if fmad {
+        contract(&mut code, &loose, &labels, start);
+    }
     // A function that runs off its end returns.
     code.push(Inst {
         guard: None,

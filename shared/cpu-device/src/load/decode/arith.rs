@@ -496,6 +496,24 @@ fn half_arithmetic(
         _ => 3,
     };
     need(d, opcode, ops, arity)?;
+    let a = src_at(d, ops, 1, ty)?;
+    let b = src_at(d, ops, 2, ty)?;
+    // ptxas folds the minimum or maximum of a register and itself to the register, NaN or
+    // not: on an H100 `min.f16 d, a, a` of the NaN 0xffff gave 0xffff, where two different
+    // NaNs give the canonical 0x7fff (the differential test).
+    if matches!(
+        op,
+        FloatOp::Min | FloatOp::Max | FloatOp::MinNaN | FloatOp::MaxNaN
+    ) && matches!(a, Src::R(_))
+        && a == b
+        && !has("ftz")
+    {
+        return Ok(Op::Mov {
+            d: d.reg(&ops[0])?,
+            a,
+            mask: mask(ty),
+        });
+    }
     Ok(Op::Float {
         op,
         ty,
@@ -503,8 +521,8 @@ fn half_arithmetic(
         ftz: has("ftz"),
         sat: has("sat"),
         d: d.reg(&ops[0])?,
-        a: src_at(d, ops, 1, ty)?,
-        b: src_at(d, ops, 2, ty)?,
+        a,
+        b,
         c: src_at(d, ops, 3, ty)?,
     })
 }
@@ -646,6 +664,24 @@ mod tests {
                 ops[0]
             );
         }
+    }
+
+    /// decode: the minimum or maximum of a half register and itself is the register (ptxas
+    /// folds it; an H100 keeps a NaN's own bits there), of two registers an instruction.
+    #[test]
+    fn a_halfs_minimum_with_itself_is_itself() {
+        let ops = decoded(
+            ".reg .b16 %rs<3>;\n.reg .b32 %r<2>;\nmin.f16 %rs0, %rs1, %rs1;\n\
+             max.NaN.bf16x2 %r0, %r1, %r1;\nmin.f16 %rs2, %rs1, %rs0;",
+        )
+        .expect("decodes");
+        assert!(matches!(ops[0], Op::Mov { mask: 0xFFFF, .. }), "{:?}", ops[0]);
+        assert!(matches!(ops[1], Op::Mov { mask: 0xFFFF_FFFF, .. }), "{:?}", ops[1]);
+        assert!(
+            matches!(ops[2], Op::Float { op: FloatOp::Min, .. }),
+            "{:?}",
+            ops[2]
+        );
     }
 
     /// decode: half precision takes the modifiers the PTX ISA gives it and refuses the rest
