@@ -557,16 +557,17 @@ pub unsafe extern "C" fn cuModuleLoadData(
             return fail(INVALID_PTX, "the PTX is not UTF-8 text".to_string());
         };
         let fmad = state().fmad.load(Ordering::Relaxed);
-        let loaded = load_with(text, &state().memory, fmad).and_then(|m| match exec::check_module(&m) {
-            Ok(()) => Ok(m),
-            Err(e) => {
-                let _device = device();
-                for region in &m.regions {
-                    let _ = state().memory.free(region.address);
+        let loaded =
+            load_with(text, &state().memory, fmad).and_then(|m| match exec::check_module(&m) {
+                Ok(()) => Ok(m),
+                Err(e) => {
+                    let _device = device();
+                    for region in &m.regions {
+                        let _ = state().memory.free(region.address);
+                    }
+                    Err(e)
                 }
-                Err(e)
-            }
-        });
+            });
         match loaded {
             Ok(m) => {
                 let handle = Box::new(ModuleHandle {

@@ -169,12 +169,24 @@ mod tests {
             module.code[1].op.clone()
         };
         assert!(
-            matches!(add(false), Op::Float { op: FloatOp::Add, .. }),
+            matches!(
+                add(false),
+                Op::Float {
+                    op: FloatOp::Add,
+                    ..
+                }
+            ),
             "{:?}",
             add(false)
         );
         assert!(
-            matches!(add(true), Op::Float { op: FloatOp::Fma, .. }),
+            matches!(
+                add(true),
+                Op::Float {
+                    op: FloatOp::Fma,
+                    ..
+                }
+            ),
             "{:?}",
             add(true)
         );
