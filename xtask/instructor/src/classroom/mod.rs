@@ -20,8 +20,8 @@
 //!   (`classroom50/assignments/v1`), the runtime in it.
 //!
 //! All of it is feedback, run by the student's repository on the student's own code: the
-//! hidden and speed checks, and the grade of record, come from `cargo instructor grade
-//! --class` on the instructor's machine, in a sandbox, on the folder `gh teacher download`
+//! hidden and speed checks, and the grade of record, come from `cargo instructor
+//! grade-class` on the instructor's machine, in a sandbox, on the folder `gh teacher download`
 //! clones.
 
 use std::path::PathBuf;
