@@ -140,6 +140,22 @@ pub struct KernelArg {
 }
 
 impl KernelArg {
+    /// The command line that parses back to these flags, for a program that runs a lab (the
+    /// grader): each flag spelt here once, beside its definition (`kernel_args_parse_back`).
+    /// An option is joined to its flag with `=`: it starts with `-`.
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let mut args = Vec::new();
+        if let Some(path) = &self.path {
+            args.extend(["--kernel".into(), path.clone().into_os_string()]);
+        }
+        args.extend(
+            self.options
+                .iter()
+                .map(|option| format!("--nvrtc-option={option}").into()),
+        );
+        args
+    }
+
     /// `kernel` with its source replaced by `--kernel FILE`'s text, if given, and the
     /// `--nvrtc-option`s after its own.
     pub fn apply(&self, kernel: KernelFile) -> Result<KernelFile> {
@@ -442,6 +458,26 @@ fn c_chars_to_string(raw: &[c_char]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every flag comes back as it went: one renamed in the attributes and not in
+    /// `to_args` fails here.
+    #[test]
+    fn kernel_args_parse_back() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Lab {
+            #[command(flatten)]
+            kernel: KernelArg,
+        }
+        let given = KernelArg {
+            path: Some(PathBuf::from("/grade/kernel.cu")),
+            options: vec!["-lineinfo".to_string(), "-DMODULUS=7".to_string()],
+        };
+        let argv = std::iter::once("lab".into()).chain(given.to_args());
+        let back = Lab::try_parse_from(argv).expect("the flags parse").kernel;
+        assert_eq!(format!("{back:?}"), format!("{given:?}"));
+        assert!(KernelArg::default().to_args().is_empty());
+    }
 
     #[test]
     fn the_libraries_are_named_as_cudarc_looks_for_them() {

@@ -1,5 +1,6 @@
 //! The command-line arguments every Mandelbrot lab shares, and the pixel-to-plane mapping.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -9,6 +10,10 @@ use crate::number;
 /// The largest width or height a lab accepts. 65536 x 65536 pixels is 12 GiB of RGB: beyond
 /// that the request is a typo, not an image.
 pub const MAX_SIDE: u32 = 65536;
+
+/// The centre every lab draws where `--cx` and `--cy` are not given.
+pub const DEFAULT_CX: f64 = -0.6;
+pub const DEFAULT_CY: f64 = 0.0;
 
 // `labNN [WIDTH] [HEIGHT] [-o FILE] [--json] [--cx X] [--cy Y] [--scale S]`
 //
@@ -34,11 +39,11 @@ pub struct MandelbrotArgs {
     pub json: bool,
 
     /// Real part of the image centre
-    #[arg(long, default_value_t = -0.6, allow_hyphen_values = true, value_parser = number::finite)]
+    #[arg(long, default_value_t = DEFAULT_CX, allow_hyphen_values = true, value_parser = number::finite)]
     pub cx: f64,
 
     /// Imaginary part of the image centre
-    #[arg(long, default_value_t = 0.0, allow_hyphen_values = true, value_parser = number::finite)]
+    #[arg(long, default_value_t = DEFAULT_CY, allow_hyphen_values = true, value_parser = number::finite)]
     pub cy: f64,
 
     /// Distance between two pixels in the plane [default: 4.0 / WIDTH]
@@ -47,6 +52,57 @@ pub struct MandelbrotArgs {
 }
 
 impl MandelbrotArgs {
+    /// A `width` x `height` image of the default view, to the lab's default file, with no
+    /// report.
+    pub fn new(width: u32, height: u32) -> MandelbrotArgs {
+        MandelbrotArgs {
+            width,
+            height,
+            output: None,
+            json: false,
+            cx: DEFAULT_CX,
+            cy: DEFAULT_CY,
+            scale: None,
+        }
+    }
+
+    /// The command line that parses back to these arguments, for a program that runs a lab
+    /// (the grader, a test): `WIDTH HEIGHT`, the view's flags, then `-o FILE` and `--json`
+    /// where given. Written here, beside the flags, so that each flag is spelt once in the
+    /// workspace: a flag renamed above and not here fails `to_args_parse_back`.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            self.width.to_string().into(),
+            self.height.to_string().into(),
+        ];
+        args.extend(self.view_args().into_iter().map(OsString::from));
+        if let Some(output) = &self.output {
+            args.extend(["-o".into(), output.clone().into_os_string()]);
+        }
+        if self.json {
+            args.push("--json".into());
+        }
+        args
+    }
+
+    /// The view's flags, `--cx`, `--cy` and `--scale`, each only where it is not the
+    /// default. A number is written as Rust's `{:?}` writes it: the shortest text that
+    /// parses back to the same double (`1e-5`, `-0.74364`), so the lab draws exactly this
+    /// view. Bits, not values, are compared with the default: `-0.0` is not `0.0` to a lab.
+    pub fn view_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        for (flag, value, default) in [("--cx", self.cx, DEFAULT_CX), ("--cy", self.cy, DEFAULT_CY)]
+        {
+            if value.to_bits() != default.to_bits() {
+                args.extend([flag.to_string(), format!("{value:?}")]);
+            }
+        }
+        if let Some(scale) = self.scale {
+            args.extend(["--scale".to_string(), format!("{scale:?}")]);
+        }
+        args
+    }
+
     /// The region of the plane this run renders.
     pub fn view(&self) -> View {
         View {
@@ -109,6 +165,65 @@ fn parse_height(s: &str) -> Result<u32, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    /// A lab's command line as the labs flatten it.
+    #[derive(Parser)]
+    #[command(allow_negative_numbers = true)]
+    struct Lab {
+        #[command(flatten)]
+        mandelbrot: MandelbrotArgs,
+    }
+
+    fn parsed(args: &MandelbrotArgs) -> MandelbrotArgs {
+        let argv = std::iter::once(OsString::from("lab")).chain(args.to_args());
+        match Lab::try_parse_from(argv) {
+            Ok(lab) => lab.mandelbrot,
+            Err(e) => panic!("{:?} does not parse: {e}", args.to_args()),
+        }
+    }
+
+    /// Every field, given and left out, comes back as it went: a flag renamed in the
+    /// struct's attributes and not in `to_args`, or a field `to_args` forgets, fails here.
+    #[test]
+    fn to_args_parse_back() {
+        let given = MandelbrotArgs {
+            width: 333,
+            height: 517,
+            output: Some(PathBuf::from("out dir/image.ppm")),
+            json: true,
+            cx: -0.74364,
+            cy: -1e-5,
+            scale: Some(2e-6),
+        };
+        let back = parsed(&given);
+        assert_eq!(format!("{back:?}"), format!("{given:?}"));
+        let sparse = MandelbrotArgs::new(8, 3);
+        assert_eq!(sparse.to_args(), ["8", "3"]);
+        assert_eq!(format!("{:?}", parsed(&sparse)), format!("{sparse:?}"));
+        // A centre of -0.0 is not the default's 0.0, and says so.
+        let negative_zero = MandelbrotArgs {
+            cy: -0.0,
+            ..MandelbrotArgs::new(8, 3)
+        };
+        assert_eq!(negative_zero.view_args(), ["--cy", "-0.0"]);
+        assert!(parsed(&negative_zero).cy.is_sign_negative());
+    }
+
+    /// The view is written as the rubric and a person write it, not in 17 digits.
+    #[test]
+    fn view_args_are_short() {
+        let args = MandelbrotArgs {
+            cx: -0.74364,
+            cy: 0.13182,
+            scale: Some(1e-5),
+            ..MandelbrotArgs::new(257, 1999)
+        };
+        assert_eq!(
+            args.view_args(),
+            ["--cx", "-0.74364", "--cy", "0.13182", "--scale", "1e-5"]
+        );
+    }
 
     #[test]
     fn centre_pixel_maps_to_the_centre() {

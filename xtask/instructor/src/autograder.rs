@@ -7,7 +7,7 @@
 //! pip), all but the kernels' speed, which is listed as graded on a GPU machine. Both
 //! scripts take the root from `AUTOGRADER_ROOT` (default `/autograder`), so the zip can be
 //! tried anywhere. (Gradescope's "Export Submissions" download is graded as a class by
-//! `grade --class`.)
+//! `grade-class`.)
 
 use std::fs;
 use std::io::{Cursor, Write};
@@ -176,7 +176,7 @@ const RUN_AUTOGRADER: &str = r#"#!/usr/bin/env bash
 # Gradescope runs this for each submission: the student's files are in $ROOT/submission,
 # the results go to $ROOT/results/results.json. Gradescope's machines have no GPU: the GPU
 # checks run on the CPU device, and results.json lists the kernels' speed checks as graded
-# on a GPU machine (`cargo instructor grade --class` there). The root is $AUTOGRADER_ROOT
+# on a GPU machine (`cargo instructor grade-class` there). The root is $AUTOGRADER_ROOT
 # (default /autograder).
 set -uo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"

@@ -74,7 +74,7 @@ pub fn handout(keep: Keep) -> Result<(Vec<File>, usize)> {
             "this instructor runs from the dist folder {}, which holds no hand-out: write \
              hand-outs and build submissions (`grade SUBMISSION --build-only`) with the \
              workspace's instructor; from a dist, grade what was built (`grade --built DIR`, \
-             or `grade --class DIR --prebuilt`)",
+             or `grade-class DIR --prebuilt`)",
             dist.display()
         );
     }
@@ -181,7 +181,7 @@ fn pruned_lock(files: &[File]) -> Result<Vec<u8>> {
         return Ok(bytes);
     }
     let Some(bytes) = prune_lock(files)? else {
-        // No cargo: a GPU machine without Rust, which builds nothing (`grade --class DIR
+        // No cargo: a GPU machine without Rust, which builds nothing (`grade-class DIR
         // --prebuilt` there digests the hand-out's files): the lock file as it is serves,
         // and is not kept, so a machine with cargo prunes it.
         let lock = files.iter().find(|file| file.path == Path::new(LOCK_FILE));

@@ -33,9 +33,11 @@ use xtask::cli;
 enum Command {
     /// Write the student's workspace: every solution region replaced by its stub
     Handout(handout::Args),
-    /// Grade a student's workspace with this workspace's checks and rubric, or a class
+    /// Grade a student's workspace with this workspace's checks and rubric
     // Boxed: grade's options outweigh every other command's.
     Grade(Box<grade::Args>),
+    /// Grade a class: every submission of DIR by `grade`, into a gradebook in OUT
+    GradeClass(Box<grade::ClassArgs>),
     /// Write Gradescope's autograder zip: setup.sh, run_autograder and this workspace
     Autograder(autograder::Args),
     /// Write the labs as a Classroom 50 assignment: its runtime and its autograder
@@ -45,7 +47,7 @@ enum Command {
     /// `cargo xtask model` with the runs the hand-out leaves out (they would answer its
     /// exercises): the whole validation of the CPU device's model of the H100
     Model(xtask::model::Args),
-    /// One task of a class's Slurm job array, run by the job script `grade --class --slurm`
+    /// One task of a class's Slurm job array, run by the job script `grade-class --slurm`
     /// writes: grade the plan's submission number SLURM_ARRAY_TASK_ID
     #[command(hide = true)]
     ClassTask {
@@ -64,11 +66,14 @@ enum Command {
 fn main() -> ExitCode {
     let command = match Command::try_parse() {
         Ok(command) => command,
-        Err(err) => return cli::argument_error(&err),
+        Err(err) => {
+            return moved_class(std::env::args()).unwrap_or_else(|| cli::argument_error(&err))
+        }
     };
     cli::exit_code(match command {
         Command::Handout(args) => handout::run(args).map(|()| ExitCode::SUCCESS),
-        Command::Grade(args) => grade::run(*args).map(|()| ExitCode::SUCCESS),
+        Command::Grade(args) => grade::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::GradeClass(args) => grade::run_class(*args).map(|()| ExitCode::SUCCESS),
         Command::Autograder(args) => autograder::run(args).map(|()| ExitCode::SUCCESS),
         Command::Classroom(args) => classroom::run(args).map(|()| ExitCode::SUCCESS),
         Command::Model(args) => model::run(args).map(|()| ExitCode::SUCCESS),
@@ -80,6 +85,20 @@ fn main() -> ExitCode {
     })
 }
 
+/// `grade --class DIR`, the form before `grade-class` was a command of its own: one line
+/// that says what to type now (clap's own error would only say that `--class` is unknown).
+fn moved_class(mut args: impl Iterator<Item = String>) -> Option<ExitCode> {
+    let grade = args.nth(1).is_some_and(|command| command == "grade");
+    let class = args.any(|arg| arg == "--class" || arg.starts_with("--class="));
+    (grade && class).then(|| {
+        shared::cli::eprint_line(
+            "xtask: `grade --class DIR` is now a command of its own: cargo instructor \
+             grade-class DIR --out OUT (see --help)",
+        );
+        ExitCode::from(2)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +107,39 @@ mod tests {
     fn the_command_line_is_well_formed() {
         use clap::CommandFactory;
         Command::command().debug_assert();
+    }
+
+    /// The old form of a class's grade names the new command; any other error is clap's.
+    #[test]
+    fn grade_class_the_old_way_says_what_to_type() {
+        let args = |line: &str| line.split(' ').map(String::from).collect::<Vec<_>>();
+        assert!(moved_class(args("instructor grade --class c --out o").into_iter()).is_some());
+        assert!(moved_class(args("instructor grade --class=c").into_iter()).is_some());
+        assert!(moved_class(args("instructor grade s --clas c").into_iter()).is_none());
+        assert!(moved_class(args("instructor grade-class --class c").into_iter()).is_none());
+    }
+
+    /// The options a class hands to each grade come back as they went: a flag renamed in
+    /// `Common` and not in its `to_args` fails here.
+    #[test]
+    fn common_options_parse_back() {
+        let given = grade::Common {
+            bin_dir: Some(std::path::PathBuf::from("/dist dir")),
+            unsandboxed: true,
+            build_time_limit: Some(90),
+            no_cpu_device: true,
+        };
+        let argv = [
+            "cargo instructor".into(),
+            "grade".into(),
+            "submission".into(),
+        ]
+        .into_iter()
+        .chain(given.to_args());
+        let Ok(Command::Grade(args)) = Command::try_parse_from(argv) else {
+            panic!("{:?} is not a grade's command line", given.to_args());
+        };
+        assert_eq!(args.common, given);
+        assert!(grade::Common::default().to_args().is_empty());
     }
 }

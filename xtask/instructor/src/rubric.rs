@@ -4,7 +4,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use lab05_buddhabrot::config::{self as lab05, Backend};
 use serde::{Deserialize, Deserializer};
+use shared::view::MandelbrotArgs;
 
 use xtask::labs::{self, Device, Lab, Work};
 
@@ -175,9 +177,10 @@ impl Check {
                 max_differing,
                 ..
             } => {
-                let at = match view.args().is_empty() {
+                let flags = view.lab_args(*size).view_args();
+                let at = match flags.is_empty() {
                     true => size.to_string(),
-                    false => format!("{size} {}", view.args().join(" ")),
+                    false => format!("{size} {}", flags.join(" ")),
                 };
                 match max_differing {
                     0 => format!("identical to the reference at {at}"),
@@ -197,11 +200,11 @@ impl Check {
             // gives the rubric's, which is never run as such.
             Test::CpuSpeed { args } => format!(
                 "whole-run time against the solution's near {}, moved in each grade",
-                args.args().join(" ")
+                words(&args.lab_args().to_args()).join(" ")
             ),
             Test::KernelSpeed { args, .. } => format!(
                 "kernel time against the solution's kernel with {}",
-                args.args().join(" ")
+                args.describe().join(" ")
             ),
         };
         format!("{}: {what}", self.lab.name)
@@ -312,13 +315,6 @@ impl fmt::Display for Size {
     }
 }
 
-impl Size {
-    /// The size as a Mandelbrot lab's first two arguments.
-    pub fn args(&self) -> [String; 2] {
-        [self.width.to_string(), self.height.to_string()]
-    }
-}
-
 /// An image's size and view, as a Mandelbrot lab's arguments (`WIDTH HEIGHT` and flags).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(try_from = "Vec<String>")]
@@ -347,32 +343,32 @@ impl TryFrom<Vec<String>> for Frame {
 }
 
 impl Frame {
-    /// The lab's arguments, as the rubric gives them.
-    pub fn args(&self) -> Vec<String> {
-        let mut args = self.size.args().to_vec();
-        args.extend(self.view.args());
-        args
+    /// The lab's arguments, typed as the Mandelbrot labs take them: no output file, no
+    /// report (each check adds its own).
+    pub fn lab_args(&self) -> MandelbrotArgs {
+        self.view.lab_args(self.size)
     }
 
-    /// The view the lab draws, its defaults where the rubric gives none (a Mandelbrot lab's:
-    /// centre -0.6 + 0i, 4 units across).
+    /// The view the lab draws, the lab's own defaults where the rubric gives none.
     pub fn view(&self) -> shared::view::View {
-        let Size { width, height } = self.size;
-        let or =
-            |number: &Option<Number>, default: f64| number.as_ref().map_or(default, |n| n.value);
-        shared::view::View {
-            width,
-            height,
-            cx: or(&self.view.cx, -0.6),
-            cy: or(&self.view.cy, 0.0),
-            scale: or(&self.view.scale, 4.0 / f64::from(width)),
-        }
+        self.lab_args().view()
     }
 }
 
+/// Arguments rendered for a line a person reads (a check's name, a Classroom 50 command):
+/// the grader's own paths and numbers, all UTF-8.
+pub fn words(args: &[std::ffi::OsString]) -> Vec<String> {
+    args.iter()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect()
+}
+
 /// lab05's flags that say what its canvas holds (lab05-buddhabrot/src/config.rs), each at
-/// most once; those left out are lab05's defaults. The grader does not link lab05, so the
-/// set is written here. The backend is no part of it: each check picks its own.
+/// most once; those left out are lab05's defaults. The rubric's words are read here, for a
+/// one-line error naming the rubric's line; the test `the_rubric_s_command_lines_parse_as_
+/// the_labs_own` parses them with lab05's own parser too, and what lab05 is run with is
+/// rendered by lab05's own `Args::to_args`. The backend is no part of it: each check picks
+/// its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "Vec<String>")]
 pub struct Buddhabrot {
@@ -451,7 +447,8 @@ fn off(on: &mut bool, flag: &str) -> Result<(), String> {
 }
 
 impl Buddhabrot {
-    /// lab05's flags, in the order of [`BUDDHABROT_FLAGS`], without the backend.
+    /// lab05's flags as the rubric writes them, in the order of [`BUDDHABROT_FLAGS`], for a
+    /// check's name (lab05's own order would rename the checks: results are keyed by name).
     pub fn args(&self) -> Vec<String> {
         let numbers = [
             ("--samples", Some(self.samples)),
@@ -476,11 +473,20 @@ impl Buddhabrot {
             .collect()
     }
 
-    /// lab05's arguments on `backend` (`cpu` or `gpu`).
-    pub fn args_on(&self, backend: &str) -> Vec<String> {
-        let mut args = vec!["--backend".to_string(), backend.to_string()];
-        args.extend(self.args());
-        args
+    /// lab05's arguments on `backend`, typed as lab05 takes them: its defaults where the
+    /// rubric gives none, no output file (each check adds its own).
+    pub fn lab_args(&self, backend: Backend) -> lab05::Args {
+        let default = lab05::Args::defaults();
+        lab05::Args {
+            backend,
+            samples: self.samples,
+            seed: self.seed.unwrap_or(default.seed),
+            width: self.width.unwrap_or(default.width),
+            height: self.height.unwrap_or(default.height),
+            no_symmetry: !self.symmetry,
+            no_stratify: !self.stratify,
+            ..default
+        }
     }
 }
 
@@ -507,11 +513,19 @@ impl TryFrom<Vec<String>> for KernelWork {
 }
 
 impl KernelWork {
-    /// The lab's arguments: a Buddhabrot's kernel runs on lab05's GPU backend.
-    pub fn args(&self) -> Vec<String> {
+    /// The work for a check's name: a Buddhabrot's kernel runs on lab05's GPU backend.
+    fn describe(&self) -> Vec<String> {
         match self {
-            KernelWork::Mandelbrot(frame) => frame.args(),
-            KernelWork::Buddhabrot(buddhabrot) => buddhabrot.args_on("gpu"),
+            KernelWork::Mandelbrot(frame) => words(&frame.lab_args().to_args()),
+            KernelWork::Buddhabrot(buddhabrot) => {
+                let backend = lab05::Args {
+                    backend: Backend::Gpu,
+                    ..lab05::Args::defaults()
+                };
+                let mut words = words(&backend.to_args());
+                words.extend(buddhabrot.args());
+                words
+            }
         }
     }
 }
@@ -623,22 +637,17 @@ impl SumVariant {
     }
 }
 
-/// One number of a view: its value, and the rubric's text of it, which the programs are
-/// given and the check's name shows (`1e-5` stays `1e-5`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Number {
-    pub value: f64,
-    text: String,
-}
-
 /// A Mandelbrot view: the flags `--cx`, `--cy`, `--scale` in the rubric, each at most once;
-/// those left out are the lab's defaults.
+/// those left out are the lab's defaults. Read here for a one-line error naming the
+/// rubric's line; the test `the_rubric_s_command_lines_parse_as_the_labs_own` parses them
+/// with the labs' own parser too, and what a lab is run with is rendered by the labs' own
+/// `MandelbrotArgs::to_args` (which writes each number as the rubric does: `1e-5`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(try_from = "Vec<String>")]
 pub struct View {
-    pub cx: Option<Number>,
-    pub cy: Option<Number>,
-    pub scale: Option<Number>,
+    pub cx: Option<f64>,
+    pub cy: Option<f64>,
+    pub scale: Option<f64>,
 }
 
 impl TryFrom<Vec<String>> for View {
@@ -661,15 +670,11 @@ impl TryFrom<Vec<String>> for View {
                 .ok()
                 .filter(|v: &f64| v.is_finite())
                 .ok_or_else(|| format!("the view's {flag} '{text}' is not a number"))?;
-            if slot.is_some() {
+            if slot.replace(value).is_some() {
                 return Err(format!("the view gives {flag} twice"));
             }
-            *slot = Some(Number {
-                value,
-                text: text.clone(),
-            });
         }
-        if view.scale.as_ref().is_some_and(|s| s.value <= 0.0) {
+        if view.scale.is_some_and(|s| s <= 0.0) {
             return Err("the view's --scale is not above 0".to_string());
         }
         Ok(view)
@@ -677,17 +682,16 @@ impl TryFrom<Vec<String>> for View {
 }
 
 impl View {
-    /// The view as a lab's flags, in the order `--cx`, `--cy`, `--scale`.
-    pub fn args(&self) -> Vec<String> {
-        [
-            ("--cx", &self.cx),
-            ("--cy", &self.cy),
-            ("--scale", &self.scale),
-        ]
-        .into_iter()
-        .filter_map(|(flag, number)| Some([flag.to_string(), number.as_ref()?.text.clone()]))
-        .flatten()
-        .collect()
+    /// A `size` image of this view, typed as the Mandelbrot labs take it: the lab's defaults
+    /// where the rubric gives none, no output file, no report.
+    pub fn lab_args(&self, size: Size) -> MandelbrotArgs {
+        let default = MandelbrotArgs::new(size.width, size.height);
+        MandelbrotArgs {
+            cx: self.cx.unwrap_or(default.cx),
+            cy: self.cy.unwrap_or(default.cy),
+            scale: self.scale.or(default.scale),
+            ..default
+        }
     }
 }
 
@@ -782,7 +786,7 @@ mod tests {
                     args: KernelWork::Mandelbrot(frame),
                     ..
                 }
-                | Test::CpuSpeed { args: frame } => frame.args(),
+                | Test::CpuSpeed { args: frame } => words(&frame.lab_args().to_args()),
                 Test::Sums { args, .. } => args.args(),
                 Test::Image { .. } => Vec::new(),
             })
@@ -809,6 +813,86 @@ mod tests {
             stratify: false,
         };
         assert_eq!(canvases.collect::<Vec<_>>(), [default, odd]);
+    }
+
+    /// Every lab command line the rubric writes, parsed by the lab's own parser, is what the
+    /// grader reads it as: a flag a lab renamed (the rubric's `--cy` no longer the lab's),
+    /// or a rubric flag the grader reads into another field, fails here. (lab06's are left
+    /// to its own rewrite of its command line.)
+    #[test]
+    fn the_rubric_s_command_lines_parse_as_the_labs_own() {
+        use clap::Parser;
+        /// A Mandelbrot lab's command line, as lab01 to lab04 flatten it.
+        #[derive(Parser)]
+        #[command(allow_negative_numbers = true)]
+        struct Mandelbrot {
+            #[command(flatten)]
+            args: MandelbrotArgs,
+        }
+        let mandelbrot = |words: Vec<String>| -> shared::view::View {
+            let argv = std::iter::once("lab".to_string()).chain(words.iter().cloned());
+            match Mandelbrot::try_parse_from(argv) {
+                Ok(parsed) => parsed.args.view(),
+                Err(e) => panic!("{words:?}: {e}"),
+            }
+        };
+        let buddhabrot = |words: &[String]| -> String {
+            let argv = std::iter::once("lab05".to_string()).chain(words.iter().cloned());
+            match lab05::Args::try_parse_from(argv) {
+                // LABS_EMULATE, read by `--emulate`, is no part of the rubric's line.
+                Ok(parsed) => format!(
+                    "{:?}",
+                    lab05::Args {
+                        device: Default::default(),
+                        ..parsed
+                    }
+                ),
+                Err(e) => panic!("{words:?}: {e}"),
+            }
+        };
+        let text: toml::Table = RUBRIC.parse().unwrap();
+        let rubric = Rubric::load().unwrap();
+        let mut parsed = 0;
+        for (written, check) in text["check"].as_array().unwrap().iter().zip(&rubric.checks) {
+            let words = |key: &str| -> Vec<String> {
+                written
+                    .get(key)
+                    .map_or(Vec::new(), |words| words.clone().try_into().unwrap())
+            };
+            match &check.test {
+                Test::Image { size, view, .. } => {
+                    let mut line = vec![size.width.to_string(), size.height.to_string()];
+                    line.extend(words("view"));
+                    assert_eq!(
+                        mandelbrot(line),
+                        view.lab_args(*size).view(),
+                        "{}",
+                        check.name()
+                    );
+                }
+                Test::CpuSpeed { args: frame }
+                | Test::KernelSpeed {
+                    args: KernelWork::Mandelbrot(frame),
+                    ..
+                } => assert_eq!(mandelbrot(words("args")), frame.view(), "{}", check.name()),
+                Test::Canvas { args, .. }
+                | Test::KernelSpeed {
+                    args: KernelWork::Buddhabrot(args),
+                    ..
+                } => assert_eq!(
+                    buddhabrot(&words("args")),
+                    format!("{:?}", args.lab_args(Backend::Cpu)),
+                    "{}",
+                    check.name()
+                ),
+                Test::Sums { .. } => continue,
+            }
+            parsed += 1;
+        }
+        assert!(
+            parsed >= 15,
+            "every Mandelbrot and Buddhabrot check: {parsed}"
+        );
     }
 
     /// A frame's view is the lab's default where the rubric gives none.
@@ -951,7 +1035,7 @@ mod tests {
                 c.lab.name == lab
                     && !c.hidden
                     && matches!(&c.test, Test::Image { view, .. }
-                        if view.cy.as_ref().is_some_and(|y| y.value != 0.0))
+                        if view.cy.is_some_and(|y| y != 0.0))
             });
             assert!(off_axis, "{lab} has no visible view off the real axis");
         }

@@ -1,4 +1,4 @@
-//! A class of five graded three ways, with the same scores every way: `grade --class` on
+//! A class of five graded three ways, with the same scores every way: `grade-class` on
 //! this machine, Gradescope's autograder (the zip of `cargo instructor autograder`, unpacked into
 //! a root laid out like `/autograder`, its setup's build step run, then `run_autograder` for
 //! each submission), and a Slurm job array on a one-node cluster this test starts (ignored for
@@ -326,7 +326,7 @@ fn grade_class(five: &Five, out: &Path, extra: &[&str], env: &[(&str, &Path)]) -
     shared::cli::eprint_line(&format!("class: grading the class of five {extra:?}"));
     let mut command = binary("instructor");
     command
-        .args(["grade", "--class"])
+        .arg("grade-class")
         .arg(&five.class)
         .arg("--out")
         .arg(out)
@@ -338,7 +338,7 @@ fn grade_class(five: &Five, out: &Path, extra: &[&str], env: &[(&str, &Path)]) -
     for (key, value) in env {
         command.env(key, value);
     }
-    succeed(&mut command, "grade --class")
+    succeed(&mut command, "grade-class")
 }
 
 fn class_scores(out: &Path) -> BTreeMap<String, BTreeMap<String, (f64, f64)>> {
@@ -392,7 +392,7 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
     for (student, scores) in &by_class {
         let feedback = out.join(format!("students/gpu-mandelbrot-{student}/feedback.md"));
         let report = fs::read_to_string(feedback).unwrap_or_default();
-        assert_expected(student, scores, "--class", &report);
+        assert_expected(student, scores, "grade-class", &report);
     }
 
     // grades.csv: one row per student, a column per check, the total from results.json.
@@ -552,7 +552,7 @@ fn a_class_of_five_grades_alike_through_class_and_the_autograder() {
         assert_eq!(
             comparable(&by_autograder),
             comparable(&by_class[*student]),
-            "{student}: the autograder and --class differ\n{}",
+            "{student}: the autograder and grade-class differ\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
         // The image's cache serves every submission: none builds the hand-out again.
@@ -665,8 +665,7 @@ fn the_dist_grades_alone_with_no_workspace_git_or_cargo() {
     );
     let out = scratch.path().join("out");
     let said = alone(&[
-        "grade".as_ref(),
-        "--class".as_ref(),
+        "grade-class".as_ref(),
         class.as_os_str(),
         "--prebuilt".as_ref(),
         "--no-cpu-device".as_ref(),
@@ -682,7 +681,7 @@ fn the_dist_grades_alone_with_no_workspace_git_or_cargo() {
     assert_expected(
         "solution",
         &scores(&results),
-        "--class from the dist",
+        "grade-class from the dist",
         &said,
     );
 }
@@ -732,12 +731,12 @@ fn an_archive_that_attacks_costs_its_own_row() {
     let out = scratch.path().join("out");
     let output = succeed(
         binary("instructor")
-            .args(["grade", "--class"])
+            .arg("grade-class")
             .arg(&class)
             .arg("--out")
             .arg(&out)
             .arg("--no-cpu-device"),
-        "grade --class",
+        "grade-class",
     );
     let summary = String::from_utf8_lossy(&output.stdout);
     let log = String::from_utf8_lossy(&output.stderr);
@@ -818,13 +817,13 @@ fn an_entry_decides_nothing_of_how_the_class_is_read() {
     let out = scratch.path().join("out");
     let output = succeed(
         binary("instructor")
-            .args(["grade", "--class"])
+            .arg("grade-class")
             .arg(&class)
             .arg("--out")
             .arg(&out)
             .arg("--no-cpu-device")
             .env("CUDA_VISIBLE_DEVICES", ""),
-        "grade --class",
+        "grade-class",
     );
     let log = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -857,7 +856,7 @@ fn an_out_that_cannot_be_used_is_refused_before_anything_is_made() {
     fs::create_dir_all(class.join("ada")).expect("created");
     let refused = |out: &Path| {
         let mut child = binary("instructor")
-            .args(["grade", "--class"])
+            .arg("grade-class")
             .arg(&class)
             .arg("--out")
             .arg(out)
@@ -870,7 +869,7 @@ fn an_out_that_cannot_be_used_is_refused_before_anything_is_made() {
         while child.try_wait().expect("waited").is_none() {
             if started.elapsed() > Duration::from_secs(120) {
                 let _ = child.kill();
-                panic!("grade --class --out {} hangs", out.display());
+                panic!("grade-class --out {} hangs", out.display());
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -1093,7 +1092,7 @@ impl Drop for Cluster {
 #[ignore = "needs Slurm's daemons and sbatch (cargo instructor test runs it where they are found)"]
 fn slurm_a_class_grades_alike_as_a_job_array() {
     // Two of the five, the solution and the hostile one: a job array's tasks are alike, and
-    // CI's minutes are counted (the five are graded through `--class` and Gradescope).
+    // CI's minutes are counted (the five are graded through `grade-class` and Gradescope).
     let five = class_of_five();
     fs::remove_dir_all(five.class.join("gpu-mandelbrot-broken")).expect("removed");
     for left_out in [

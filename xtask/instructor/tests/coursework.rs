@@ -311,6 +311,23 @@ fn hand_out_grade_and_put_the_solutions_back() {
     assert!(stderr.contains("cannot read the submission"), "{stderr}");
 }
 
+/// `grade --class`, a class's grade before `grade-class` was a command of its own, says what
+/// to type now, in one line (clap's own error would only call `--class` unexpected).
+#[test]
+fn the_old_class_grade_names_the_new_command() {
+    let output = binary("instructor")
+        .args(["grade", "--class", "submissions", "--out", "grades"])
+        .output()
+        .expect("it runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cargo instructor grade-class DIR --out OUT"),
+        "{stderr}"
+    );
+}
+
 /// A missing argument is named in the one line that says so.
 #[test]
 fn a_missing_argument_is_named() {
@@ -318,6 +335,7 @@ fn a_missing_argument_is_named() {
         (&["handout"][..], "--out <DIR>"),
         (&["classroom"], "--out <DIR>"),
         (&["grade"], "<SUBMISSION>"),
+        (&["grade-class"], "--out <OUT>, <DIR>"),
     ] {
         let output = binary("instructor").args(args).output().expect("it runs");
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -59,7 +59,7 @@ struct Submission {
     /// What the grade's output must say (the limit that stopped it, for one).
     #[serde(default)]
     says: Option<String>,
-    /// Grade pinned to this many of the machine's first cores, as a class slot is (`--class
+    /// Grade pinned to this many of the machine's first cores, as a class slot is (`grade-class
     /// --gpus N` gives each grade its share); skipped where the machine has no more.
     #[serde(default)]
     cores: Option<usize>,

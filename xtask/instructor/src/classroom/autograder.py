@@ -7,7 +7,7 @@ USERNAME, ASSIGNMENT_TYPE, COMMIT_URL, RELEASE_URL, REVIEW_URL). It runs the set
 check of checks.json, beside it, and writes ./result.json of schema classroom50/result/v1:
 one row per check, worth its points when its command exits 0. This is feedback, run by the
 student's own repository on the student's own code: the grade of record is the instructor's
-`cargo instructor grade --class`, in a sandbox.
+`cargo instructor grade-class`, in a sandbox.
 
 Exit 0 whenever the checks ran (the score is in result.json); 1 when it cannot grade at all
 (no identity, no checks.json): Classroom 50 reports that as an error, not a score.

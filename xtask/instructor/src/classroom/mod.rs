@@ -20,8 +20,8 @@
 //!   (`classroom50/assignments/v1`), the runtime in it.
 //!
 //! All of it is feedback, run by the student's repository on the student's own code: the
-//! hidden and speed checks, and the grade of record, come from `cargo instructor grade
-//! --class` on the instructor's machine, in a sandbox, on the folder `gh teacher download`
+//! hidden and speed checks, and the grade of record, come from `cargo instructor
+//! grade-class` on the instructor's machine, in a sandbox, on the folder `gh teacher download`
 //! clones.
 
 use std::path::PathBuf;
@@ -29,7 +29,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 
-use crate::rubric::{Check, Rubric, Test};
+use crate::rubric::{words, Check, Rubric, Test};
+use lab05_buddhabrot::config::Backend;
 use xtask::labs;
 
 /// The autograder, the same for every course: what it runs is in `checks.json`.
@@ -240,11 +241,11 @@ fn command(check: &Check, id: &str, runner: Runner) -> Result<String> {
         Ok(line)
     };
     // A GPU lab's kernels run on the CPU device, unless the runner has a GPU.
-    let emulate = if check.needs_gpu() && runner == Runner::Hosted {
-        vec!["--emulate".to_string()]
-    } else {
-        Vec::new()
+    let emulate = shared::gpu::DeviceArg {
+        emulate: check.needs_gpu() && runner == Runner::Hosted,
+        ..Default::default()
     };
+    let emulate = words(&emulate.to_args());
     match &check.test {
         Test::Image {
             size,
@@ -253,10 +254,11 @@ fn command(check: &Check, id: &str, runner: Runner) -> Result<String> {
             ..
         } => {
             let image = |name: &str| -> Vec<String> {
-                let mut args = size.args().to_vec();
-                args.extend(view.args());
-                args.extend(["-o".to_string(), format!("{id}-{name}.ppm")]);
-                args
+                let args = shared::view::MandelbrotArgs {
+                    output: Some(format!("{id}-{name}.ppm").into()),
+                    ..view.lab_args(*size)
+                };
+                words(&args.to_args())
             };
             let student = [image("student"), emulate].concat();
             Ok(format!(
@@ -281,20 +283,21 @@ fn command(check: &Check, id: &str, runner: Runner) -> Result<String> {
         }
         Test::Canvas { args, .. } => {
             // The GPU canvas, on the CPU device, must be the CPU backend's, counter for counter.
-            let canvas = |backend: &str| -> Vec<String> {
-                let mut all = args.args_on(backend);
-                all.extend([
-                    "--raw".to_string(),
-                    format!("{id}-{backend}.raw"),
-                    "-o".to_string(),
-                    format!("{id}-{backend}.png"),
-                ]);
-                all
+            let canvas = |backend: Backend, name: &str| -> Vec<String> {
+                let all = lab05_buddhabrot::config::Args {
+                    raw: Some(format!("{id}-{name}.raw").into()),
+                    output: format!("{id}-{name}.png").into(),
+                    ..args.lab_args(backend)
+                };
+                words(&all.to_args())
             };
             Ok(format!(
                 "{} && {} && cmp {id}-cpu.raw {id}-gpu.raw",
-                run(check.lab.name, &canvas("cpu"))?,
-                run(check.lab.name, &[canvas("gpu"), emulate].concat())?,
+                run(check.lab.name, &canvas(Backend::Cpu, "cpu"))?,
+                run(
+                    check.lab.name,
+                    &[canvas(Backend::Gpu, "gpu"), emulate].concat()
+                )?,
             ))
         }
         _ => bail!(
@@ -353,8 +356,9 @@ mod tests {
     fn a_canvas_check_compares_the_gpu_canvas_with_the_cpu_one() {
         let run = "cargo run --release --locked --quiet -p lab05-buddhabrot --";
         let args = "--samples 4000000 --seed 7";
-        let gpu = format!("{run} --backend gpu {args} --raw lab05-1-gpu.raw -o lab05-1-gpu.png");
-        let cpu = format!("{run} --backend cpu {args} --raw lab05-1-cpu.raw -o lab05-1-cpu.png");
+        // The CPU backend is lab05's default: its flag is left out, as every default is.
+        let gpu = format!("{run} --backend gpu {args} -o lab05-1-gpu.png --raw lab05-1-gpu.raw");
+        let cpu = format!("{run} {args} -o lab05-1-cpu.png --raw lab05-1-cpu.raw");
         assert_eq!(
             command_of("lab05-1", Runner::Hosted),
             format!("{cpu} && {gpu} --emulate && cmp lab05-1-cpu.raw lab05-1-gpu.raw")

@@ -12,7 +12,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use lab05_buddhabrot::config::{self as lab05, Backend};
+use shared::gpu::DeviceArg;
+use shared::nvrtc::KernelArg;
 use shared::timing::LabReport;
+use shared::view::MandelbrotArgs;
 
 use super::fault::Fault;
 use super::planted;
@@ -20,7 +24,7 @@ use super::timing;
 use crate::rubric::{self, Check, Size, Test};
 use crate::sandbox::{self, Jail, Limits, Mount, Spec, TreeLimits};
 use xtask::bins::Bins;
-use xtask::labs::{self, Lab, Work, REFERENCE};
+use xtask::labs::{self, Lab, REFERENCE};
 use xtask::{ppm, runner};
 
 /// Where the program, its output folder and a kernel file are inside the sandbox.
@@ -172,7 +176,7 @@ pub enum Reference {
     /// A file `lab` writes (an image, a canvas) in its own folder, run with `args`.
     Output {
         lab: &'static str,
-        args: Vec<String>,
+        args: Vec<OsString>,
     },
     /// lab06's exact total for `args` (a length and a modulus), by its plain loop.
     Sum { args: Vec<String> },
@@ -440,10 +444,14 @@ fn spec(
     // lab by `CPU_DEVICE_LIBRARY`, with NVRTC beside it; the sandbox gets no GPU at all.
     let gpu = match (gpu, context.settings.cpu_device) {
         (true, Some(device)) => {
+            let emulate = DeviceArg {
+                emulate: true,
+                ..DeviceArg::default()
+            };
             spec = spec
                 .mount(Mount::read_only(&device.library, CPU_DEVICE))
                 .env("CPU_DEVICE_LIBRARY", CPU_DEVICE)
-                .arg("--emulate");
+                .args(emulate.to_args());
             if let Some(nvrtc) = &device.nvrtc {
                 spec = spec
                     .mount(Mount::read_only(nvrtc, NVRTC))
@@ -476,9 +484,13 @@ fn spec(
         Program::Student | Program::Solution { .. } => None,
     };
     if let Some(file) = kernel {
+        let kernel = KernelArg {
+            path: Some(PathBuf::from(KERNEL)),
+            ..KernelArg::default()
+        };
         spec = spec
             .mount(Mount::read_only(file, KERNEL))
-            .args(["--kernel", KERNEL]);
+            .args(kernel.to_args());
     }
     Ok((spec, gpu))
 }
@@ -602,7 +614,7 @@ fn output_file(dir: &Path, name: &str, cap: u64) -> Result<Vec<u8>, String> {
 fn made(
     context: &Context,
     lab: &'static Lab,
-    args: &[String],
+    args: &[OsString],
     file: &str,
 ) -> Result<Vec<u8>, Fault> {
     let key = Reference::Output {
@@ -630,12 +642,22 @@ fn made(
 /// lab01's image, as this workspace's stand-in for it makes it (lab02): byte-identical to
 /// lab01 at every size and view (`verify` and lab02's tests prove it), on every core instead
 /// of one (a deep zoom at 3001x2001 keeps lab01 busy for seconds).
-/// `frame` is the image's size and view, as the lab's arguments.
-fn lab01_image(context: &Context, frame: &[String]) -> Result<Vec<u8>, Fault> {
+/// `frame` is the image's size and view (its output is the reference's own).
+fn lab01_image(context: &Context, frame: &MandelbrotArgs) -> Result<Vec<u8>, Fault> {
     let lab02 = REFERENCE.stand_in;
-    let mut args = frame.to_vec();
-    args.extend(["-o".to_string(), "reference.ppm".to_string()]);
-    made(context, lab02, &args, "reference.ppm")
+    let args = MandelbrotArgs {
+        output: Some(PathBuf::from("reference.ppm")),
+        ..frame.clone()
+    };
+    made(context, lab02, &args.to_args(), "reference.ppm")
+}
+
+/// `args` writing its image to `name` in the sandbox's output folder.
+fn to_out(args: &MandelbrotArgs, name: &str) -> MandelbrotArgs {
+    MandelbrotArgs {
+        output: Some(Path::new(OUT).join(name)),
+        ..args.clone()
+    }
 }
 
 fn os(args: &[String]) -> Vec<OsString> {
@@ -660,14 +682,13 @@ fn image(
         ),
         None => (Program::Student, None),
     };
-    let mut args = size.args().to_vec();
-    args.extend(view.args());
-    let expected = lab01_image(context, &args)?;
-    args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
+    let frame = view.lab_args(size);
+    let expected = lab01_image(context, &frame)?;
+    let mut args = to_out(&frame, "image.ppm").to_args();
     if host == Some(Host::Fuses) {
-        args.push(FUSED.to_string());
+        args.extend(fused());
     }
-    let run = sandboxed(context, lab, &program, &os(&args), deadline)?;
+    let run = sandboxed(context, lab, &program, &args, deadline)?;
     let got = output_file(run.out.path(), "image.ppm", expected.len() as u64 + 64)
         .map_err(Fault::Student)?;
     let how = match host {
@@ -691,9 +712,15 @@ pub enum Host {
     Fuses,
 }
 
-/// The option after which this workspace's host code compiles a kernel with fused
+/// The arguments after which this workspace's host code compiles a kernel with fused
 /// multiply-adds (NVRTC takes the last `--fmad`), as a student's options may.
-const FUSED: &str = "--nvrtc-option=--fmad=true";
+fn fused() -> Vec<OsString> {
+    KernelArg {
+        path: None,
+        options: vec!["--fmad=true".to_string()],
+    }
+    .to_args()
+}
 
 /// Whether the student's host code of `lab` runs the kernel it is given, on the device: run
 /// with a kernel the grader writes for this grade ([`planted::kernel`]), it must write
@@ -719,7 +746,7 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
         .ok()
         .and_then(|rubric| rubric.image_extent(lab));
     let planted = extent.and_then(|extent| planted::kernel(lab.name, key, extent));
-    let (source, mut args) = planted.ok_or_else(|| {
+    let (source, size) = planted.ok_or_else(|| {
         Fault::Grader(format!("the grader has no kernel to plant in {}", lab.name))
     })?;
     let dir = tempfile::Builder::new()
@@ -729,14 +756,14 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     let file = dir.path().join("planted.cu");
     fs::write(&file, source)
         .map_err(|e| Fault::Grader(format!("cannot write the planted kernel: {e}")))?;
-    args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
-    let planted = |student: bool, args: &[String]| {
+    let args = to_out(&MandelbrotArgs::new(size.width, size.height), "image.ppm").to_args();
+    let planted = |student: bool, args: &[OsString]| {
         let program = Program::Planted {
             student,
             file: &file,
         };
-        let run = sandboxed(context, lab, &program, &os(args), deadline)?;
-        output_file(run.out.path(), "image.ppm", ppm_bytes(args)).map_err(|why| match student {
+        let run = sandboxed(context, lab, &program, args, deadline)?;
+        output_file(run.out.path(), "image.ppm", ppm_bytes(size)).map_err(|why| match student {
             true => Fault::Student(why),
             false => solutions_output(why),
         })
@@ -753,7 +780,7 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     // Only where it differs: the same kernel with multiply-adds fused, which the planted
     // kernel's third byte shows (lab04's options are the student's).
     let mut fused_args = args.clone();
-    fused_args.push(FUSED.to_string());
+    fused_args.extend(fused());
     if got == planted(false, &fused_args)? {
         return Ok(Host::Fuses);
     }
@@ -776,10 +803,9 @@ fn solutions_output(why: String) -> Fault {
     Fault::Grader(format!("the solution's output: {why}"))
 }
 
-/// The most a PPM image of the size `args` begin with takes, its header included.
-fn ppm_bytes(args: &[String]) -> u64 {
-    let number = |i: usize| args.get(i).and_then(|a| a.parse::<u64>().ok()).unwrap_or(0);
-    3 * number(0) * number(1) + 64
+/// The most a PPM image of `size` takes, its header included.
+fn ppm_bytes(size: Size) -> u64 {
+    3 * u64::from(size.width) * u64::from(size.height) + 64
 }
 
 /// Byte-identical, or how many pixels differ and the first one.
@@ -826,32 +852,28 @@ fn compare_images(
     }
 }
 
-/// The output arguments of a kernel run, and the file compared afterwards.
-fn kernel_output(lab: &Lab) -> (Vec<String>, &'static str) {
-    match lab.work {
-        Work::Buddhabrot => (
-            vec![
-                "--raw".into(),
-                format!("{OUT}/out.raw"),
-                "-o".into(),
-                format!("{OUT}/out.png"),
-            ],
-            "out.raw",
-        ),
-        Work::Mandelbrot | Work::Reduction => {
-            (vec!["-o".into(), format!("{OUT}/out.ppm")], "out.ppm")
-        }
+/// The file a lab05 run writes in the sandbox's output folder and the grader compares: the
+/// raw canvas (the PNG beside it is only lab05's to write).
+const CANVAS: &str = "out.raw";
+
+/// lab05's `args` on the GPU, writing [`CANVAS`] in the sandbox's output folder.
+fn gpu_canvas(args: &rubric::Buddhabrot) -> lab05::Args {
+    lab05::Args {
+        raw: Some(Path::new(OUT).join(CANVAS)),
+        output: Path::new(OUT).join("out.png"),
+        ..args.lab_args(Backend::Gpu)
     }
 }
 
 /// A canvas check's runs: this workspace's CPU backend, and its GPU backend with the
 /// student's kernel.
-fn canvas_args(lab: &Lab, args: &rubric::Buddhabrot) -> (Vec<String>, Vec<String>) {
-    let mut reference = args.args_on("cpu");
-    reference.extend(["--raw", "canvas.raw", "-o", "canvas.png"].map(String::from));
-    let mut gpu = args.args_on("gpu");
-    gpu.extend(kernel_output(lab).0);
-    (reference, gpu)
+fn canvas_args(args: &rubric::Buddhabrot) -> (Vec<OsString>, Vec<OsString>) {
+    let reference = lab05::Args {
+        raw: Some(PathBuf::from("canvas.raw")),
+        output: PathBuf::from("canvas.png"),
+        ..args.lab_args(Backend::Cpu)
+    };
+    (reference.to_args(), gpu_canvas(args).to_args())
 }
 
 fn canvas(
@@ -861,17 +883,16 @@ fn canvas(
     kernel: &Path,
     args: &rubric::Buddhabrot,
 ) -> Earned {
-    let (reference_args, gpu_args) = canvas_args(lab, args);
+    let (reference_args, gpu_args) = canvas_args(args);
     let expected = made(context, lab, &reference_args, "canvas.raw")?;
-    let file = kernel_output(lab).1;
     let run = sandboxed(
         context,
         lab,
         &Program::SolutionWithKernel(kernel),
-        &os(&gpu_args),
+        &gpu_args,
         deadline,
     )?;
-    let got = output_file(run.out.path(), file, expected.len() as u64).map_err(Fault::Student)?;
+    let got = output_file(run.out.path(), CANVAS, expected.len() as u64).map_err(Fault::Student)?;
     if got == expected {
         return Ok((1.0, format!("identical ({} bytes)", got.len())));
     }
@@ -985,7 +1006,7 @@ pub fn noise() -> u64 {
 /// of the image's width and height, each way (never by none: the rubric's own view is never
 /// run), so the work is like the rubric's view while no submission can know the image in
 /// advance. The size and scale stay.
-fn with_unpredictable_view(frame: &rubric::Frame, noise: u64) -> Vec<String> {
+fn with_unpredictable_view(frame: &rubric::Frame, noise: u64) -> MandelbrotArgs {
     let view = frame.view();
     let step = |bits: u64, pixels: u32| {
         let steps = match (bits % 128) as i32 - 64 {
@@ -994,17 +1015,12 @@ fn with_unpredictable_view(frame: &rubric::Frame, noise: u64) -> Vec<String> {
         };
         steps / 512.0 * f64::from(pixels) * view.scale
     };
-    let cx = view.cx + step(noise, view.width);
-    let cy = view.cy + step(noise >> 16, view.height);
-    let mut moved = vec![view.width.to_string(), view.height.to_string()];
-    moved.extend([
-        "--cx".to_string(),
-        format!("{cx:e}"),
-        "--cy".to_string(),
-        format!("{cy:e}"),
-    ]);
-    moved.extend(["--scale".to_string(), format!("{:e}", view.scale)]);
-    moved
+    MandelbrotArgs {
+        cx: view.cx + step(noise, view.width),
+        cy: view.cy + step(noise >> 16, view.height),
+        scale: Some(view.scale),
+        ..MandelbrotArgs::new(view.width, view.height)
+    }
 }
 
 /// lab06's modulus: 1009 to 33776, drawn from the grade's `noise`
@@ -1030,11 +1046,9 @@ fn cpu_speed(
     frame: &rubric::Frame,
 ) -> Earned {
     // A view of the grade's own choosing, so that no argument list can be recognised.
-    let args = &with_unpredictable_view(frame, context.settings.noise);
-    let expected = lab01_image(context, args)?;
-    let mut run_args = args.to_vec();
-    run_args.extend(["-o".to_string(), format!("{OUT}/image.ppm")]);
-    let run_args = os(&run_args);
+    let args = with_unpredictable_view(frame, context.settings.noise);
+    let expected = lab01_image(context, &args)?;
+    let run_args = to_out(&args, "image.ppm").to_args();
     let cap = expected.len() as u64;
     let mut times = (Vec::new(), Vec::new());
     for _ in 0..context.settings.speed_runs.max(1) {
@@ -1061,12 +1075,25 @@ fn cpu_speed(
     credit(&times, "whole run", context.settings.speed_runs)
 }
 
-/// A kernel speed check's run, the solution's and the student's kernel alike.
-fn kernel_speed_args(lab: &Lab, work: &rubric::KernelWork) -> Vec<String> {
-    let mut args = work.args();
-    args.extend(kernel_output(lab).0);
-    args.push("--json".to_string());
-    args
+/// A kernel speed check's run, the solution's and the student's kernel alike, with its
+/// report, and the file it writes in the sandbox's output folder.
+fn kernel_speed_args(work: &rubric::KernelWork) -> (Vec<OsString>, &'static str) {
+    match work {
+        rubric::KernelWork::Mandelbrot(frame) => {
+            let args = MandelbrotArgs {
+                json: true,
+                ..to_out(&frame.lab_args(), "out.ppm")
+            };
+            (args.to_args(), "out.ppm")
+        }
+        rubric::KernelWork::Buddhabrot(buddhabrot) => {
+            let args = lab05::Args {
+                json: true,
+                ..gpu_canvas(buddhabrot)
+            };
+            (args.to_args(), CANVAS)
+        }
+    }
 }
 
 /// This workspace's host code launches and times the student's kernel and the solution's.
@@ -1081,8 +1108,7 @@ fn kernel_speed(
         .settings
         .gpu
         .ok_or_else(|| Fault::Grader("no GPU information".to_string()))?;
-    let file = kernel_output(lab).1;
-    let run_args = os(&kernel_speed_args(lab, work));
+    let (run_args, file) = kernel_speed_args(work);
     let kernel_ms = |run: &Sandboxed| -> Result<f64, String> {
         let report: LabReport = serde_json::from_slice(&run.stdout)
             .map_err(|e| format!("no report from the timing run: {e}"))?;
@@ -1206,26 +1232,23 @@ mod tests {
         let args: Vec<String> = ["1024", "1024", "--cx", "-0.74364", "--scale", "2e-6"]
             .map(String::from)
             .to_vec();
-        let frame = rubric::Frame::try_from(args.clone()).expect("a frame");
-        let views: Vec<Vec<String>> = [0, 1, 64, 0x40_0000, u64::MAX]
+        let frame = rubric::Frame::try_from(args).expect("a frame");
+        let views: Vec<shared::view::View> = [0, 1, 64, 0x40_0000, u64::MAX]
             .into_iter()
-            .map(|noise| with_unpredictable_view(&frame, noise))
+            .map(|noise| with_unpredictable_view(&frame, noise).view())
             .collect();
-        for view in &views {
-            let moved = rubric::Frame::try_from(view.clone())
-                .expect("a frame")
-                .view();
+        for moved in &views {
             assert_eq!((moved.width, moved.height, moved.scale), (1024, 1024, 2e-6));
             // At most an eighth of the image away, in each direction.
             assert!(
                 (moved.cx + 0.74364).abs() <= 1024.0 * 2e-6 / 8.0 + 1e-15,
-                "{view:?}"
+                "{moved:?}"
             );
-            assert!(moved.cy.abs() <= 1024.0 * 2e-6 / 8.0 + 1e-15, "{view:?}");
+            assert!(moved.cy.abs() <= 1024.0 * 2e-6 / 8.0 + 1e-15, "{moved:?}");
+            assert_ne!(*moved, frame.view(), "the rubric's own view is never run");
         }
         assert_ne!(views[0], views[1]);
         assert_ne!(views[1], views[3]);
-        assert_ne!(views[0], args, "the rubric's own view is never run");
     }
 
     #[test]
@@ -1239,42 +1262,64 @@ mod tests {
         assert_ne!(moduli[1], moduli[2]);
     }
 
-    /// The command lines the canvas and kernel speed checks run, word for word: a flag of the
-    /// rubric's lost or moved on its way through the typed arguments, a backend wrong, or an
-    /// output or `--json` missing fails here, not on the GPU machine.
+    /// The command lines the image, canvas and kernel speed checks run, word for word: a
+    /// flag of the rubric's lost or moved on its way through the typed arguments, a backend
+    /// wrong, or an output or `--json` missing fails here, not on the GPU machine. (That
+    /// each lab parses them is its own renderer's test: `to_args_parse_back`.)
     #[test]
-    fn the_canvas_and_kernel_speed_checks_run_the_same_command_lines() {
+    fn the_checks_run_the_command_lines_of_their_rubric() {
         let rubric = rubric::Rubric::load().expect("the rubric");
-        let words = |line: &str| -> Vec<String> {
-            line.split(' ').map(|w| w.replace("OUT", OUT)).collect()
+        let words = |line: &str| -> Vec<OsString> {
+            line.split(' ')
+                .map(|w| OsString::from(w.replace("OUT", OUT)))
+                .collect()
         };
         let (mut canvases, mut speeds) = (Vec::new(), Vec::new());
         for check in &rubric.checks {
             match &check.test {
-                Test::Canvas { args, .. } => canvases.push(canvas_args(check.lab, args)),
-                Test::KernelSpeed { args, .. } => speeds.push(kernel_speed_args(check.lab, args)),
+                Test::Canvas { args, .. } => canvases.push(canvas_args(args)),
+                Test::KernelSpeed { args, .. } => speeds.push(kernel_speed_args(args)),
                 _ => {}
             }
         }
-        let raw = "--raw OUT/out.raw -o OUT/out.png";
+        let out = "-o OUT/out.png --raw OUT/out.raw";
         let first = "--samples 4000000 --seed 7";
-        let second =
-            "--samples 3000000 --seed 11 --width 301 --height 499 --no-symmetry --no-stratify";
+        let second = "--width 301 --height 499 --samples 3000000 --seed 11";
+        let switches = "--no-stratify --no-symmetry";
         assert_eq!(
             canvases,
-            [first, second].map(|args| (
-                words(&format!(
-                    "--backend cpu {args} --raw canvas.raw -o canvas.png"
-                )),
-                words(&format!("--backend gpu {args} {raw}")),
-            ))
+            [
+                (
+                    words(&format!("{first} -o canvas.png --raw canvas.raw")),
+                    words(&format!("--backend gpu {first} {out}")),
+                ),
+                (
+                    words(&format!(
+                        "{second} -o canvas.png --raw canvas.raw {switches}"
+                    )),
+                    words(&format!("--backend gpu {second} {out} {switches}")),
+                ),
+            ]
         );
         assert_eq!(
             speeds,
             [
-                words("8192 8192 -o OUT/out.ppm --json"),
-                words(&format!("--backend gpu --samples 200000000 {raw} --json")),
+                (words("8192 8192 -o OUT/out.ppm --json"), "out.ppm"),
+                (
+                    words(&format!("--backend gpu --samples 200000000 {out} --json")),
+                    "out.raw"
+                ),
             ]
+        );
+        let image = to_out(
+            &rubric::Frame::try_from(["333", "517", "--cy", "0.25"].map(String::from).to_vec())
+                .expect("a frame")
+                .lab_args(),
+            "image.ppm",
+        );
+        assert_eq!(
+            [image.to_args(), fused()].concat(),
+            words("333 517 --cy 0.25 -o OUT/image.ppm --nvrtc-option=--fmad=true")
         );
     }
 }

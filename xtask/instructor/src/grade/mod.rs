@@ -14,9 +14,10 @@
 //! `--build-only DIR` stops after step 1 and keeps the build; `--built DIR` grades such a
 //! folder: a GPU machine without Rust grades what a machine with Rust built.
 //!
-//! `--class DIR --out OUT` grades every submission of a class, each by this command in a
-//! subprocess ([`class`]), Gradescope's export and Classroom 50's download among the forms
-//! it reads; `--slurm` grades on a cluster ([`slurm`]).
+//! `grade-class DIR --out OUT`, a command of its own, grades every submission of a class,
+//! each by this command in a subprocess ([`class`]), Gradescope's export and Classroom 50's
+//! download among the forms it reads; `--slurm` grades on a cluster ([`slurm`]). The options
+//! the two share are one struct, [`Common`], that the class hands to each of its grades.
 //!
 //! A score is not an error: the command exits 0 whenever grading ran, and non-zero only when
 //! it could not (no sandbox, no submission, the hand-out does not build).
@@ -32,6 +33,7 @@ mod report;
 mod slurm;
 mod timing;
 
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -50,13 +52,12 @@ use xtask::bins::Bins;
 use xtask::gpu;
 use xtask::labs::{Lab, LABS, REFERENCE};
 
+pub use class::ClassArgs;
+
 #[derive(clap::Args)]
 pub struct Args {
     /// The student's workspace: their copy of the hand-out, with their work in it
-    #[arg(
-        value_name = "SUBMISSION",
-        required_unless_present_any = ["built", "class"]
-    )]
+    #[arg(value_name = "SUBMISSION", required_unless_present = "built")]
     submission: Option<PathBuf>,
     /// Build only, into this new folder, for `--built` on another machine (a GPU machine
     /// without Rust)
@@ -65,34 +66,63 @@ pub struct Args {
     /// Grade a folder made by `--build-only` instead of building SUBMISSION
     #[arg(long, value_name = "DIR", conflicts_with = "submission")]
     built: Option<PathBuf>,
-    /// This workspace's binaries, from `cargo xtask dist` (the reference and the solution)
-    #[arg(long, value_name = "DIR")]
-    bin_dir: Option<PathBuf>,
     /// Also write Gradescope's results.json here
     #[arg(long, value_name = "FILE")]
     gradescope: Option<PathBuf>,
+    /// Grade only this lab's checks (give it again for more labs): a lab regraded, its own
+    /// total
+    #[arg(long, value_name = "LAB", value_parser = lab, conflicts_with = "build_only")]
+    only: Vec<&'static Lab>,
+    /// The uid the student's code runs as (run by root): each grade of a class running at
+    /// once has its own, given by `grade-class`
+    #[arg(long, value_name = "UID", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
+    sandbox_user: Option<u32>,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// The options of `grade` that `grade-class` takes too and hands to each grade of the
+/// class: one definition, flattened into both commands, passed to the class as this struct
+/// and to its grades' subprocesses by [`Common::to_args`].
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Common {
+    /// This workspace's binaries, from `cargo xtask dist` (the reference and the solution)
+    #[arg(long, value_name = "DIR")]
+    pub bin_dir: Option<PathBuf>,
     /// Run the student's code without the sandbox, with this user's rights: only for code
     /// you trust, or where each submission already has a throwaway machine (the report
     /// and results.json say so)
     #[arg(long)]
-    unsandboxed: bool,
+    pub unsandboxed: bool,
     /// Seconds each lab's build may take [default: the rubric's build_time_limit_s]
     #[arg(long, value_name = "SECONDS", value_parser = xtask::values::at_least_one("the build time limit", 86_400))]
-    build_time_limit: Option<u64>,
+    pub build_time_limit: Option<u64>,
     /// Where no GPU opens, list the GPU checks instead of running them on the CPU device (a
     /// grade of the CPU labs alone, in seconds instead of a minute)
     #[arg(long)]
-    no_cpu_device: bool,
-    /// Grade only this lab's checks (give it again for more labs): a lab regraded, its own
-    /// total
-    #[arg(long, value_name = "LAB", value_parser = lab, conflicts_with_all = ["class", "build_only"])]
-    only: Vec<&'static Lab>,
-    /// The uid the student's code runs as (run by root): each grade of a class running at
-    /// once has its own, given by `--class`
-    #[arg(long, value_name = "UID", hide = true, value_parser = clap::value_parser!(u32).range(1..))]
-    sandbox_user: Option<u32>,
-    #[command(flatten)]
-    class: class::ClassArgs,
+    pub no_cpu_device: bool,
+}
+
+impl Common {
+    /// The command line that parses back to these options, for a grade run as a subprocess
+    /// of a class: each flag spelt here once, beside its definition (the test
+    /// `common_options_parse_back`).
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = Vec::new();
+        if let Some(dir) = &self.bin_dir {
+            args.extend(["--bin-dir".into(), dir.clone().into_os_string()]);
+        }
+        if self.unsandboxed {
+            args.push("--unsandboxed".into());
+        }
+        if self.no_cpu_device {
+            args.push("--no-cpu-device".into());
+        }
+        if let Some(seconds) = self.build_time_limit {
+            args.extend(["--build-time-limit".into(), seconds.to_string().into()]);
+        }
+        args
+    }
 }
 
 /// What `--build-only` keeps beside the binaries and the taken files.
@@ -106,36 +136,22 @@ struct Intake {
     grader_failed: Vec<(String, String)>,
 }
 
-/// `grade`: a class, or one submission, each a function of its own.
-pub fn run(args: Args) -> Result<()> {
-    if args.class.class.is_some() {
-        grade_class(args)
-    } else {
-        grade_one(&args)
-    }
-}
-
-/// `class-task PLAN`: one task of a class's Slurm array, the third mode, a command of its own.
+/// `class-task PLAN`: one task of a class's Slurm array, a command of its own.
 pub fn task(plan: &Path) -> Result<()> {
     class::task(plan)
 }
 
-/// A class: each submission graded by this command in a subprocess, with these options.
-fn grade_class(args: Args) -> Result<()> {
+/// `grade-class`: each submission graded by `grade` in a subprocess, with the options
+/// [`Common`] to both.
+pub fn run_class(args: ClassArgs) -> Result<()> {
     // The class's own scratch (its sandbox's probe) goes when it returns, as a grade's does.
     let _finish = scratch::Finish;
-    let forward = class::Forward {
-        bin_dir: args.bin_dir,
-        unsandboxed: args.unsandboxed,
-        build_time_limit: args.build_time_limit,
-        no_cpu_device: args.no_cpu_device,
-    };
-    class::run(args.class, forward)
+    class::run(args)
 }
 
-/// One submission (or a `--built` folder): build it, run every check, print the table and
-/// write results.json.
-fn grade_one(args: &Args) -> Result<()> {
+/// `grade`: one submission (or a `--built` folder): build it, run every check, print the
+/// table and write results.json.
+pub fn run(args: &Args) -> Result<()> {
     let mut rubric = Rubric::load()?;
     let only_note = only(&mut rubric, &args.only)?;
     // This grade's scratch folder goes when it returns, however it does.
@@ -143,7 +159,7 @@ fn grade_one(args: &Args) -> Result<()> {
     // Every path is checked before the work: a results file that cannot be written fails now.
     let results = args.gradescope.as_deref().map(results_file).transpose()?;
     let scratch = scratch()?;
-    let jail = sandbox::Jail::detect(args.unsandboxed)?;
+    let jail = sandbox::Jail::detect(args.common.unsandboxed)?;
     let jail = match args.sandbox_user {
         Some(user) => jail.for_user(user)?,
         None => jail,
@@ -248,7 +264,10 @@ fn take_in(
     let built_dir = scratch.join("built");
     match (&args.submission, &args.built) {
         (Some(submission), _) => {
-            let limit = args.build_time_limit.unwrap_or(rubric.build_time_limit_s);
+            let limit = args
+                .common
+                .build_time_limit
+                .unwrap_or(rubric.build_time_limit_s);
             prepare(submission, jail, rubric, scratch, labs, limit)
         }
         (None, Some(dir)) => {
@@ -299,9 +318,10 @@ impl Machine {
         let reference_labs = LABS
             .iter()
             .filter(|lab| *lab == REFERENCE.lab || graded.contains(lab));
-        let reference = Bins::locate(reference_dir(args.bin_dir.as_deref())?, reference_labs)?;
-        let device =
-            (no_gpu.is_some() && !args.no_cpu_device).then(|| checks::cpu_device(reference.dir()));
+        let common = &args.common;
+        let reference = Bins::locate(reference_dir(common.bin_dir.as_deref())?, reference_labs)?;
+        let device = (no_gpu.is_some() && !common.no_cpu_device)
+            .then(|| checks::cpu_device(reference.dir()));
         let gpu_checks = gpu_checks(probe.as_deref().map_err(String::as_str), device.as_ref());
         shared::cli::eprint_line(&format!("xtask: {gpu_checks}"));
         Ok(Machine {
@@ -619,7 +639,7 @@ fn copy_built(from: &Path, to: &Path) -> Result<()> {
 /// other students'; a folder any user may write, like /tmp, is left alone).
 fn protected(args: &Args) -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = xtask::bins::workspace().into_iter().collect();
-    roots.extend(args.bin_dir.clone());
+    roots.extend(args.common.bin_dir.clone());
     // The folder of a file that may not exist yet (the results).
     let parent = |p: &Path| {
         let folder = p.parent().filter(|f| !f.as_os_str().is_empty());

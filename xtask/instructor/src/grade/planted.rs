@@ -8,12 +8,12 @@
 
 use crate::rubric::Size;
 
-/// The planted kernel of `lab`, for the grade's `key`, and the arguments both hosts run it
-/// with; `None` for a lab without one. The image is as wide as `extent`, the widest image the
+/// The planted kernel of `lab`, for the grade's `key`, and the size of the image both hosts
+/// run it at (the default view); `None` for a lab without one. The image is as wide as `extent`, the widest image the
 /// lab is graded at, and a few rows taller than the tallest (drawn from the key): a launch
 /// that covers only part of a graded image (a cap on its columns, a grid that stops short)
 /// writes other bytes than this workspace's host code.
-pub fn kernel(lab: &str, key: u64, extent: Size) -> Option<(String, Vec<String>)> {
+pub fn kernel(lab: &str, key: u64, extent: Size) -> Option<(String, Size)> {
     let template = match lab {
         "lab03" => include_str!("planted/lab03.cu"),
         "lab04" => include_str!("planted/lab04.cu"),
@@ -35,7 +35,7 @@ pub fn kernel(lab: &str, key: u64, extent: Size) -> Option<(String, Vec<String>)
         "#define PLANTED_KEY 0x{:08x}u\n#define PLANTED_ADD {add:.17e}\n{template}",
         (key >> 32) as u32 ^ key as u32
     );
-    Some((source, vec![width.to_string(), height.to_string()]))
+    Some((source, Size { width, height }))
 }
 
 #[cfg(test)]
@@ -71,13 +71,12 @@ mod tests {
                     height: 2001,
                 },
             ] {
-                let (_, args) = kernel("lab03", key, extent).expect("a planted kernel");
-                let width: u32 = args[0].parse().expect("a width");
-                let height: u32 = args[1].parse().expect("a height");
+                let (_, size) = kernel("lab03", key, extent).expect("a planted kernel");
+                let Size { width, height } = size;
                 assert_eq!(width, extent.width, "{key:#x}");
                 assert!(
                     (extent.height + 1..=extent.height + 16).contains(&height),
-                    "{args:?}"
+                    "{size:?}"
                 );
                 assert_ne!(width, height, "a square image for key {key:#x}");
                 heights.insert(height - extent.height);

@@ -8,7 +8,7 @@
 //! A check the grader itself failed at (its reference failed, the sandbox did not start) is
 //! not the student's 0 either: the table shows `-/N` and "not graded: the grader failed",
 //! the total line counts it apart, and results.json gives it a `max_score` of 0 and lists it
-//! in `extra_data.grader_failed`, which `--class` reads to grade the submission again.
+//! in `extra_data.grader_failed`, which `grade-class` reads to grade the submission again.
 //!
 //! Every string in a check's output may hold text of the student's (their program's last
 //! line on stderr): the table, for the terminal, shows it through [`inert::line`] with its
@@ -140,7 +140,7 @@ pub struct Results {
     /// Shown above the tests: how the code ran, and what was taken from the submission.
     pub output: String,
     pub tests: Vec<TestResult>,
-    /// Gradescope keeps it unread; `--class` reads `grader_failed` from it.
+    /// Gradescope keeps it unread; `grade-class` reads `grader_failed` from it.
     pub extra_data: ExtraData,
 }
 

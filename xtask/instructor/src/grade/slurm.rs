@@ -1,6 +1,6 @@
 //! Slurm: a class graded on a cluster, one job-array task per submission.
 //!
-//! `grade --class DIR --out OUT --slurm` writes the class's plan (`OUT/.class/plan.json`:
+//! `grade-class DIR --out OUT --slurm` writes the class's plan (`OUT/.class/plan.json`:
 //! each submission and its digest, and how to grade) and a job script, submits the array
 //! with `sbatch --wait`, and gathers the gradebook when the array ends. Each task runs this
 //! same instructor binary as `class-task PLAN`, a hidden command: it grades the submission
@@ -131,7 +131,7 @@ fn sbatch_args(tasks: usize, limit: Duration, options: &Options, logs: &Path) ->
 /// The job script: this binary, grading one task of the plan.
 fn job_script(exe: &Path, plan: &Path) -> String {
     format!(
-        "#!/bin/sh\n# One task of a class graded by `instructor grade --class --slurm`: the submission\n\
+        "#!/bin/sh\n# One task of a class graded by `instructor grade-class --slurm`: the submission\n\
          # of $SLURM_ARRAY_TASK_ID in the plan, graded into its own folder.\n\
          exec {} class-task {}\n",
         quote(exe),

@@ -1,4 +1,4 @@
-//! What `grade --class` reads of the folder Classroom 50's teacher tooling clones,
+//! What `grade-class` reads of the folder Classroom 50's teacher tooling clones,
 //! `gh teacher download ORG CLASSROOM ASSIGNMENT` (foundation50/classroom50,
 //! `cli/gh-teacher/internal/download/download.go`): one clone per student,
 //! `CLASSROOM-ASSIGNMENT-USERNAME/` (the name lowercased, as `cli/shared/contract/contract.go`'s

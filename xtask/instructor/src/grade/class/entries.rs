@@ -328,7 +328,7 @@ fn note_nested_exports(entries: &[Entry], notes: &mut Vec<String>) {
         {
             notes.push(format!(
                 "{} holds {}: graded as one submission; if it is Gradescope's export, give it \
-                 as the class folder (--class {})",
+                 as the class folder (grade-class {})",
                 only.name,
                 gradescope::METADATA,
                 inert::line(&only.path.to_string_lossy())

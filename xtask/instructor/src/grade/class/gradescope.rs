@@ -1,4 +1,4 @@
-//! What `grade --class` reads of Gradescope's "Export Submissions" download:
+//! What `grade-class` reads of Gradescope's "Export Submissions" download:
 //! `submission_metadata.yml` says which students each `submission_ID/` folder belongs to
 //! ([`export_students`]). (The `autograder` command writes Gradescope's autograder.)
 

@@ -1,4 +1,4 @@
-//! `cargo instructor grade --class DIR --out OUT`: every submission of a class, one row each.
+//! `cargo instructor grade-class DIR --out OUT`: every submission of a class, one row each.
 //!
 //! 1. Read DIR ([`entries`]): one submission per folder, zip or tarball, in the layouts of
 //!    Gradescope's export and Classroom 50's download; a digest of each.
@@ -33,6 +33,7 @@ use sha2::{Digest, Sha256};
 
 use super::inert;
 use super::slurm;
+use super::Common;
 use crate::rubric::Rubric;
 use entries::Entry;
 use gpus::{Gpus, Slot};
@@ -41,47 +42,37 @@ use shared::output::Output;
 
 #[derive(clap::Args)]
 pub struct ClassArgs {
-    /// Grade a whole class: every entry of DIR (a folder, a .zip or a tarball) is one
-    /// submission, as Gradescope's "Export Submissions" or Classroom 50's `gh teacher download`
-    /// lays them out. On a machine without Rust, give --prebuilt and folders made by
-    /// `grade SUBMISSION --build-only` where Rust is (with --bin-dir from `cargo xtask dist`)
-    #[arg(
-        long,
-        value_name = "DIR",
-        requires = "out",
-        conflicts_with_all = ["submission", "built", "build_only", "gradescope"]
-    )]
-    pub class: Option<PathBuf>,
+    /// The class: every entry of DIR (a folder, a .zip or a tarball) is one submission, as
+    /// Gradescope's "Export Submissions" or Classroom 50's `gh teacher download` lays them
+    /// out. On a machine without Rust, give --prebuilt and folders made by `grade SUBMISSION
+    /// --build-only` where Rust is (with --bin-dir from `cargo xtask dist`)
+    #[arg(value_name = "DIR")]
+    pub class: PathBuf,
     /// How DIR is laid out; `auto` reads it from DIR itself (its submission_metadata.yml,
     /// Classroom 50's scores.csv or its `_submissions_TIMESTAMP` name), never from inside a
     /// submission
-    #[arg(long, value_enum, default_value_t, requires = "class")]
+    #[arg(long, value_enum, default_value_t)]
     pub layout: entries::Layout,
     /// DIR's entries are folders you made with `grade SUBMISSION --build-only` (for a
     /// machine without Rust): their binaries are graded as they are. Never for folders a
     /// student made: a folder is graded as pre-built only when you say so
-    #[arg(long, requires = "class")]
+    #[arg(long)]
     pub prebuilt: bool,
     /// Where the class's gradebook goes: grades.csv, summary.md, students/*/ (results.json,
     /// feedback.md); run again to resume
-    #[arg(long, value_name = "OUT", requires = "class")]
-    pub out: Option<PathBuf>,
+    #[arg(long, value_name = "OUT")]
+    pub out: PathBuf,
     /// GPUs to grade on, one submission each at once: a number or all [default: all]
-    #[arg(
-        long,
-        value_name = "N|all",
-        requires = "class",
-        conflicts_with = "slurm"
-    )]
+    #[arg(long, value_name = "N|all", conflicts_with = "slurm")]
     pub gpus: Option<Gpus>,
     /// Seconds one submission may take, building and every check together [default: what
     /// the rubric's limits add up to]
-    #[arg(long, value_name = "SECONDS", requires = "class", value_parser = xtask::values::at_least_one("the submission time limit", 7 * 86_400))]
+    #[arg(long, value_name = "SECONDS", value_parser = xtask::values::at_least_one("the submission time limit", 7 * 86_400))]
     pub submission_time_limit: Option<u64>,
     /// Grade on a Slurm cluster: one job-array task per submission (sbatch --wait), the
     /// gradebook gathered when the array ends; this binary, DIR and OUT must be on a file
     /// system every node shares
-    #[arg(long, requires = "class")]
+    #[arg(long)]
     pub slurm: bool,
     /// The Slurm partition to run the tasks in
     #[arg(long, value_name = "P", requires = "slurm")]
@@ -89,14 +80,9 @@ pub struct ClassArgs {
     /// The Slurm generic resources each task asks for, e.g. gpu:1
     #[arg(long, value_name = "GRES", requires = "slurm")]
     pub gres: Option<String>,
-}
-
-/// What the one-submission grade's own options pass on to each grade of the class.
-pub struct Forward {
-    pub bin_dir: Option<PathBuf>,
-    pub unsandboxed: bool,
-    pub build_time_limit: Option<u64>,
-    pub no_cpu_device: bool,
+    // The options each grade of the class is given, as `grade` takes them.
+    #[command(flatten)]
+    pub common: Common,
 }
 
 /// The plan of a Slurm array: what each task grades, and how.
@@ -107,10 +93,8 @@ struct Plan {
 }
 
 /// Grade a class: read its folder, grade what is not graded yet, write the gradebook.
-pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
-    let (Some(dir), Some(out)) = (&args.class, &args.out) else {
-        bail!("--class needs --out OUT");
-    };
+pub fn run(args: ClassArgs) -> Result<()> {
+    let (dir, out, forward) = (&args.class, &args.out, &args.common);
     let rubric = Rubric::load()?;
     let dir = std::fs::canonicalize(dir)
         .with_context(|| format!("cannot read the class folder {}", dir.display()))?;
@@ -143,7 +127,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
         roots.extend(forward.bin_dir.clone());
         let protection = jail.protect(&roots)?;
         let slots = local_slots(&jail, args.gpus)?;
-        let where_ = where_graded(&slots, &gpu_checks_here(&forward, bins.dir()));
+        let where_ = where_graded(&slots, &gpu_checks_here(forward, bins.dir()));
         (slots, where_, protection)
     };
     // Where the class is graded is part of the grader's identity: what grades the GPU
@@ -151,7 +135,7 @@ pub fn run(args: ClassArgs, forward: Forward) -> Result<()> {
     let settings = settings(
         &rubric,
         &out,
-        &forward,
+        forward,
         args.submission_time_limit,
         &where_,
         args.prebuilt,
@@ -266,7 +250,7 @@ fn where_graded(slots: &[Slot], gpu_checks: &str) -> String {
 /// What grades the GPU checks of this class's grades here ([`super::gpu_checks`]), found
 /// as each grade finds it: the GPU, else the CPU device beside the reference binaries in
 /// `reference`.
-fn gpu_checks_here(forward: &Forward, reference: &Path) -> String {
+fn gpu_checks_here(forward: &Common, reference: &Path) -> String {
     let probe = xtask::gpu::probe();
     let device =
         (probe.is_err() && !forward.no_cpu_device).then(|| super::checks::cpu_device(reference));
@@ -363,39 +347,33 @@ fn resolved(path: &Path) -> Result<PathBuf> {
 }
 
 /// What every grade of this class shares, the grader's identity included: this binary, the
-/// options passed on, and where it is graded (`where_`: a class graded without a GPU, or
+/// options passed on (`--bin-dir` made absolute: each grade runs in a folder of its own), and
+/// where it is graded (`where_`: a class graded without a GPU, or
 /// without NVRTC, is graded again where GPUs or NVRTC are).
 fn settings(
     rubric: &Rubric,
     out: &Path,
-    forward: &Forward,
+    forward: &Common,
     limit: Option<u64>,
     where_: &str,
     prebuilt: bool,
     bins: &xtask::bins::Bins,
 ) -> Result<Settings> {
     let exe = std::env::current_exe().context("cannot find this program's own path")?;
-    let mut passed = Vec::new();
-    if let Some(dir) = &forward.bin_dir {
-        let dir =
-            std::fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display()))?;
-        passed.push("--bin-dir".to_string());
-        passed.push(dir.to_string_lossy().into_owned());
-    }
-    if forward.unsandboxed {
-        passed.push("--unsandboxed".to_string());
-    }
-    if forward.no_cpu_device {
-        passed.push("--no-cpu-device".to_string());
-    }
-    if let Some(seconds) = forward.build_time_limit {
-        passed.push("--build-time-limit".to_string());
-        passed.push(seconds.to_string());
-    }
+    let bin_dir = match &forward.bin_dir {
+        Some(dir) => Some(
+            std::fs::canonicalize(dir).with_context(|| format!("--bin-dir {}", dir.display()))?,
+        ),
+        None => None,
+    };
+    let passed = Common {
+        bin_dir,
+        ..forward.clone()
+    };
     let mut hash = Sha256::new();
     hash.update(std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?);
-    for arg in &passed {
-        hash.update(arg.as_bytes());
+    for arg in passed.to_args() {
+        hash.update(arg.as_encoded_bytes());
         hash.update([0]);
     }
     hash.update(where_.as_bytes());
@@ -687,11 +665,9 @@ mod tests {
             std::fs::write(bins.join(lab.name), lab.name).expect("written");
         }
         let rubric = Rubric::load().expect("the rubric");
-        let forward = Forward {
+        let forward = Common {
             bin_dir: Some(bins.clone()),
-            unsandboxed: false,
-            build_time_limit: None,
-            no_cpu_device: false,
+            ..Common::default()
         };
         let located = xtask::bins::Bins::locate(Some(bins.clone()), reference_labs(&rubric))
             .expect("the references");
@@ -731,11 +707,9 @@ mod tests {
             std::fs::write(bins.join(lab.name), lab.name).expect("written");
         }
         let rubric = Rubric::load().expect("the rubric");
-        let forward = Forward {
+        let forward = Common {
             bin_dir: Some(bins.clone()),
-            unsandboxed: false,
-            build_time_limit: None,
-            no_cpu_device: false,
+            ..Common::default()
         };
         let located = xtask::bins::Bins::locate(Some(bins.clone()), reference_labs(&rubric))
             .expect("the references");

@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::entries::{self, Entry, Form};
 use super::gpus::Slot;
 use crate::grade::fault::Fault;
-use crate::grade::{inert, report};
+use crate::grade::{inert, report, Common};
 use xtask::runner;
 
 /// What every grade of a class shares.
@@ -30,8 +30,8 @@ pub struct Settings {
     pub exe: PathBuf,
     /// The class's output folder.
     pub out: PathBuf,
-    /// Arguments passed on to each `grade` (`--bin-dir`, `--unsandboxed`, ...).
-    pub forward: Vec<String>,
+    /// The options passed on to each `grade` (`--bin-dir`, `--unsandboxed`, ...).
+    pub forward: Common,
     /// Seconds one submission may take, build and checks together.
     pub limit_s: u64,
     /// What the grader is: a digest of this binary and of what changes its results.
@@ -229,7 +229,7 @@ fn grade_command(settings: &Settings, root: &Path) -> Command {
     if settings.prebuilt {
         command.arg("--built");
     }
-    command.arg(root).args(&settings.forward);
+    command.arg(root).args(settings.forward.to_args());
     command
 }
 
@@ -369,7 +369,7 @@ mod tests {
         Settings {
             exe: PathBuf::from(exe),
             out: out.to_path_buf(),
-            forward: Vec::new(),
+            forward: Common::default(),
             limit_s: 5,
             grader: "g1".into(),
             checks: vec![("lab02: a".into(), 3.0), ("lab06: b".into(), 1.0)],
