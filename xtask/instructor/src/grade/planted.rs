@@ -130,6 +130,7 @@ mod tests {
                 shared::nvrtc::KernelFile {
                     name: "planted.cu",
                     source: source.clone().into(),
+                    headers: Vec::new(),
                     options: options.iter().map(|o| o.to_string()).collect(),
                 }
                 .ptx("compute_90")
