@@ -303,7 +303,8 @@ mod tests {
         for n in [1, 15, 16, 17, 1000, CHUNK + 17] {
             let (data, total) = crate::data::make(n).unwrap();
             assert_ne!(total, n as u64, "the sum must differ from the count");
-            let ran: [(&str, fn(&[f32]) -> f32); 4] = [
+            type Variant = fn(&[f32]) -> f32;
+            let ran: [(&str, Variant); 4] = [
                 ("generic", |d| variants::sum_generic(d, &Count)),
                 ("dyn", |d| variants::sum_dyn(d, &Count)),
                 ("boxed", |d| variants::sum_boxed(d, &count)),

@@ -745,8 +745,7 @@ fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
 }
 
 fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, Fault> {
-    // Each lab its own key, from the grade's number.
-    let key = context.settings.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
+    let key = lab_key(context, lab);
     let extent = rubric::Rubric::load()
         .ok()
         .and_then(|rubric| rubric.image_extent(lab));
@@ -949,7 +948,7 @@ fn sums(
         .filter(|v| v.harnessed().is_none())
         .collect();
     let staged = kernel
-        .map(|kernel| stage_lab06_kernel(context, kernel))
+        .map(|kernel| stage_lab06_kernel(context, lab, kernel))
         .transpose()?;
     let program = match &staged {
         Some(staged) => Program::StagedKernel {
@@ -990,10 +989,9 @@ fn sums(
 /// Where this workspace's lab06 writes the PTX of the student's kernels.
 const PTX: &str = "reduce.ptx";
 
-/// lab06's key for the grade: its own bits of the grade's number, as each lab's planted
-/// kernel has.
-fn lab06_key(context: &Context) -> u64 {
-    context.settings.noise.rotate_left(17) ^ 0x6c61_6230_36
+/// The key of `lab`'s planted code in this grade: the grade's number, each lab its own.
+fn lab_key(context: &Context, lab: &Lab) -> u64 {
+    context.settings.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56)
 }
 
 /// One of lab06's CPU variants (`function` of `src/cpu/variants.rs`) in the grader's harness,
@@ -1014,7 +1012,7 @@ fn cpu_variant(
              LANES (it may use only those of its parent module, and std): {why}"
         )));
     }
-    let draw = planted::Lab06Draw::new(lab06_key(context));
+    let draw = planted::Lab06Draw::new(lab_key(context, lab));
     let mut args = vec![function.to_string()];
     args.extend(draw.args());
     let run = sandboxed(
@@ -1059,7 +1057,7 @@ struct Staged {
     planted: String,
 }
 
-fn stage_lab06_kernel(context: &Context, kernel: &Path) -> Result<Staged, Fault> {
+fn stage_lab06_kernel(context: &Context, lab: &Lab, kernel: &Path) -> Result<Staged, Fault> {
     let from = context.settings.student.src.join(kernel);
     let source = fs::read(&from).map_err(|_| {
         Fault::Student(format!(
@@ -1075,7 +1073,7 @@ fn stage_lab06_kernel(context: &Context, kernel: &Path) -> Result<Staged, Fault>
         .prefix("kernels-")
         .tempdir_in(context.settings.scratch)
         .map_err(|e| Fault::Grader(format!("cannot make a folder for the kernel: {e}")))?;
-    let (header, planted) = planted::lab06_header(lab06_key(context));
+    let (header, planted) = planted::lab06_header(lab_key(context, lab));
     fs::write(dir.path().join(&file), source)
         .and_then(|()| fs::write(dir.path().join("add.cuh"), header))
         .map_err(|e| Fault::Grader(format!("cannot stage the kernel: {e}")))?;
