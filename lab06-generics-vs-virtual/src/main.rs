@@ -1,7 +1,7 @@
 //! lab06-generics-vs-virtual: what abstraction costs.
 //!
 //! One sum of N floats, written several ways, timed side by side on the same data:
-//! - on the CPU, in Rust (src/cpu.rs): a plain loop, a generic `impl Trait`, `&dyn Trait`,
+//! - on the CPU, in Rust (src/cpu.rs, src/cpu/variants.rs): a plain loop, a generic `impl Trait`, `&dyn Trait`,
 //!   `Box<dyn Fn>` and a `fn` pointer, each on one thread and on every core;
 //! - on the GPU, in CUDA C++ (kernels/reduce.cu): a plain loop, a template functor, a
 //!   virtual call on an object built on the device, a device function pointer read at every
