@@ -1409,6 +1409,74 @@ mod tests {
         assert_ne!(views[0], args, "the rubric's own view is never run");
     }
 
+    /// lab06's own kernels, built with the grader's add.cuh, pass the PTX check; each way of
+    /// skipping an abstraction fails it, naming the kernel. Needs NVRTC (skipped without).
+    #[test]
+    fn lab06s_kernels_pass_through_their_abstractions_and_each_cheat_fails() {
+        if !shared::nvrtc::is_present() {
+            shared::cli::eprint_line("NVRTC not found: lab06's kernels were not compiled");
+            return;
+        }
+        let source = include_str!("../../../../lab06-generics-vs-virtual/kernels/reduce.cu");
+        let (header, planted) = planted::lab06_header(0xfeed_beef);
+        let variants = [
+            "gpu-generic",
+            "gpu-virtual",
+            "gpu-fn-ptr-loop",
+            "gpu-fn-ptr-hoisted",
+        ]
+        .map(|v| rubric::SumVariant::try_from(v.to_string()).expect("a variant"));
+        let check = |source: String| {
+            let ptx = shared::nvrtc::KernelFile {
+                name: "reduce.cu",
+                source: source.into(),
+                headers: vec![shared::nvrtc::Header {
+                    name: "add.cuh",
+                    text: header.clone().into(),
+                }],
+                options: vec!["--std=c++17".to_string()],
+            }
+            .ptx("compute_90")
+            .expect("compiled");
+            through_abstractions(&variants, &planted, ptx.as_bytes())
+        };
+        let said = check(source.to_string()).expect("the solution passes");
+        assert!(
+            said.starts_with("reduce_generic and reduce_virtual and"),
+            "{said}"
+        );
+        let cheats = [
+            (
+                "return combiner->combine(acc, x);",
+                "(void)combiner; return acc + x;",
+                "reduce_virtual never calls add()",
+            ),
+            (
+                "return pointer(acc, x);",
+                "(void)pointer; return add(acc, x);",
+                "reduce_fn_ptr_hoisted makes no indirect call",
+            ),
+            (
+                "return (*slot)(acc, x);",
+                "(void)slot; return acc + x;",
+                "reduce_fn_ptr_loop never calls add()",
+            ),
+            (
+                "operator()(float acc, float x) const { return add(acc, x); }",
+                "operator()(float acc, float x) const { return acc + x; }",
+                "reduce_generic never calls add()",
+            ),
+        ];
+        for (from, to, says) in cheats {
+            assert!(source.contains(from), "{from}");
+            let error = match check(source.replace(from, to)) {
+                Err(Fault::Student(why)) => why,
+                other => panic!("{to}: {other:?}"),
+            };
+            assert!(error.starts_with(says), "{to}: {error}");
+        }
+    }
+
     /// The command lines the canvas and kernel speed checks run, word for word: a flag of the
     /// rubric's lost or moved on its way through the typed arguments, a backend wrong, or an
     /// output or `--json` missing fails here, not on the GPU machine.
