@@ -1074,8 +1074,11 @@ fn stage_lab06_kernel(context: &Context, lab: &Lab, kernel: &Path) -> Result<Sta
         .tempdir_in(context.settings.scratch)
         .map_err(|e| Fault::Grader(format!("cannot make a folder for the kernel: {e}")))?;
     let (header, planted) = planted::lab06_header(lab_key(context, lab));
+    // The folder is mounted whole, so its own mode counts: the sandbox's user reads it.
+    use std::os::unix::fs::PermissionsExt;
     fs::write(dir.path().join(&file), source)
         .and_then(|()| fs::write(dir.path().join("add.cuh"), header))
+        .and_then(|()| fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)))
         .map_err(|e| Fault::Grader(format!("cannot stage the kernel: {e}")))?;
     Ok(Staged { dir, file, planted })
 }
