@@ -6,8 +6,7 @@
 //   - UNROLL of them issued before the first one is used, so each thread keeps several loads
 //     in flight while it waits for memory;
 //   - a grid-stride loop, so any grid size covers any n (the host sweeps grid sizes);
-//   - one atomic per block at the end (add_block_total; combine_block_total for the
-//     abstract variants, which is add_block_total unless lab06 runs with --modulus).
+//   - one atomic per block at the end (add_block_total).
 // The variants differ in one thing only: how a float is folded into the running sum. That
 // one thing is the cost this lab measures.
 //
@@ -17,30 +16,9 @@
 
 #define UNROLL 4
 
-// ---------------------------------------------------------------------------------------
-// The operation every variant applies: `op`.
-// ---------------------------------------------------------------------------------------
-
-// Addition, the lab's sum; or, when lab06 runs with `--modulus M` (how a grader checks that
-// each variant applies the operation it is handed), addition modulo M: lab06 then compiles
-// this file with `-DMODULUS=M`. Exact either way: every value a variant computes is a whole
-// number no larger than the plain sum of the elements it covers (at most 2^24), so it
-// converts to an unsigned integer and back exactly, and the integer remainder is exact.
-// (fmodf would be exact too, but it goes through an approximate reciprocal, whose bits the
-// CPU device cannot reproduce.)
-//
-// A define rather than a kernel argument: without --modulus the compiler sees `acc + x` and
-// nothing else, so every kernel compiles to the code it did before the operation was a
-// choice (the same PTX, so the same speed: the costs this lab measures are untouched). A
-// modulus read at run time would put a test per element, or a second path and its
-// registers, into every kernel of every run.
-__device__ __forceinline__ float op(float acc, float x) {
-#ifdef MODULUS
-    return (float)((unsigned)(acc + x) % (unsigned)(MODULUS));
-#else
-    return acc + x;
-#endif
-}
+// The operation the abstract variants fold with: `add(acc, x)`, in its own header so that
+// every variant calls the same function, whatever abstraction it reaches it through.
+#include "add.cuh"
 
 // ---------------------------------------------------------------------------------------
 // Shared by every variant: the end of the reduction, and the walk over the array.
@@ -71,64 +49,6 @@ __device__ void add_block_total(float acc, float* total) {
             atomicAdd(total, acc);
         }
     }
-}
-
-// `*total = combine(*total, value)`, atomically: no instruction applies an arbitrary
-// operation, so a compare-and-swap loop does (one per block, so rarely contended). A stale
-// first read of `*total` costs one more round, never a wrong result.
-template <class Combine>
-__device__ void atomic_combine(float* total, float value, Combine combine) {
-    unsigned* bits = reinterpret_cast<unsigned*>(total);
-    unsigned expected = *bits;
-    while (true) {
-        const unsigned desired = __float_as_uint(combine(__uint_as_float(expected), value));
-        const unsigned seen = atomicCAS(bits, expected, desired);
-        if (seen == expected) {
-            return;
-        }
-        expected = seen;
-    }
-}
-
-// The end of every abstract variant, handed the `combine` it folded with: `acc` combined
-// over the block, and the block's result into `*total`.
-//
-// Without MODULUS the operation is addition, and this is add_block_total: the shuffles add
-// and the hardware's atomicAdd adds, as every variant ended before the operation was a
-// choice, so only the walk pays for the abstraction (where the lab measures it).
-//
-// Modulo M, the block's values must be combined modulo M too (their plain sum may pass
-// 2^24 and round), and with the variant's own `combine`: a kernel that walks the data with
-// `+` instead of its abstraction then ends with a plain sum, not the total modulo M.
-template <class Combine>
-__device__ void combine_block_total(float acc, float* total, Combine combine) {
-#ifdef MODULUS
-    __shared__ float warp_totals[32];
-    const unsigned lane = threadIdx.x % 32;
-    const unsigned warp = threadIdx.x / 32;
-
-    for (int offset = 16; offset > 0; offset /= 2) {
-        acc = combine(acc, __shfl_down_sync(0xffffffffu, acc, offset));
-    }
-    if (lane == 0) {
-        warp_totals[warp] = acc;
-    }
-    __syncthreads();
-
-    if (warp == 0) {
-        // 0 is neutral to addition modulo M too.
-        acc = lane < blockDim.x / 32 ? warp_totals[lane] : 0.0f;
-        for (int offset = 16; offset > 0; offset /= 2) {
-            acc = combine(acc, __shfl_down_sync(0xffffffffu, acc, offset));
-        }
-        if (lane == 0) {
-            atomic_combine(total, acc, combine);
-        }
-    }
-#else
-    (void)combine;
-    add_block_total(acc, total);
-#endif
 }
 
 // Fold one float4 into `acc`, in order.
@@ -192,9 +112,7 @@ extern "C" __global__ void read_peak(const float* __restrict__ data, size_t n, u
 }
 
 // ---------------------------------------------------------------------------------------
-// 1. Plain: the loop written out by hand, `+` on floats. The baseline. With --modulus, lab06
-//    takes this kernel's total modulo M on the host, as cpu-plain does: whole numbers added
-//    modulo M give their plain sum modulo M.
+// 1. Plain: the loop written out by hand, `+` on floats. The baseline.
 // ---------------------------------------------------------------------------------------
 
 extern "C" __global__ void reduce_plain(const float* __restrict__ data, size_t n, float* total) {
@@ -237,20 +155,20 @@ extern "C" __global__ void reduce_plain(const float* __restrict__ data, size_t n
 //    so `combine(acc, x)` is a direct call the compiler inlines: the same machine code as
 //    the plain loop.
 //
-// Each of variants 2 to 5 applies `op` through its own abstraction, at every element and
-// at its end: it hands combine_block_total the same `combine` it folded with.
+// Each of variants 2 to 5 folds every element in with `add` (add.cuh), through its own
+// abstraction, and ends with add_block_total.
 // ---------------------------------------------------------------------------------------
 
 // BEGIN SOLUTION
 // stub: extern "C" __global__ void reduce_generic(const float* __restrict__ data, size_t n, float* total) {
-// stub:     // UNFINISHED: the template variant: fold() and combine_block_total() with a functor that applies op
+// stub:     // UNFINISHED: the template variant: fold() with a functor whose call is add(), then add_block_total()
 // stub: }
 struct Add {
-    __device__ float operator()(float acc, float x) const { return op(acc, x); }
+    __device__ float operator()(float acc, float x) const { return add(acc, x); }
 };
 
 extern "C" __global__ void reduce_generic(const float* __restrict__ data, size_t n, float* total) {
-    combine_block_total(fold(data, n, Add{}), total, Add{});
+    add_block_total(fold(data, n, Add{}), total);
 }
 // END SOLUTION
 
@@ -264,19 +182,19 @@ extern "C" __global__ void reduce_generic(const float* __restrict__ data, size_t
 
 // BEGIN SOLUTION
 // stub: extern "C" __global__ void build_adder(void* storage) {
-// stub:     // UNFINISHED: the virtual variant: a Combiner base class, an Adder applying op, built here on the device
+// stub:     // UNFINISHED: the virtual variant: a Combiner base class, an Adder whose combine is add(), built here on the device
 // stub: }
 // stub:
 // stub: extern "C" __global__ void reduce_virtual(const float* __restrict__ data, size_t n,
 // stub:                                           const void* combiner, float* total) {
-// stub:     // UNFINISHED: the virtual variant: fold() and combine_block_total() calling combine through the Combiner build_adder made
+// stub:     // UNFINISHED: the virtual variant: fold() calling combine through the Combiner build_adder made, then add_block_total()
 // stub: }
 struct Combiner {
     __device__ virtual float combine(float acc, float x) const = 0;
 };
 
 struct Adder : Combiner {
-    __device__ float combine(float acc, float x) const override { return op(acc, x); }
+    __device__ float combine(float acc, float x) const override { return add(acc, x); }
 };
 
 // Construct an Adder in `storage` (device memory the host allocated). It must be built on
@@ -289,7 +207,7 @@ extern "C" __global__ void build_adder(void* storage) {
 extern "C" __global__ void reduce_virtual(const float* __restrict__ data, size_t n,
                                           const Combiner* combiner, float* total) {
     const auto combine = [combiner](float acc, float x) { return combiner->combine(acc, x); };
-    combine_block_total(fold(data, n, combine), total, combine);
+    add_block_total(fold(data, n, combine), total);
 }
 // END SOLUTION
 
@@ -299,21 +217,19 @@ extern "C" __global__ void reduce_virtual(const float* __restrict__ data, size_t
 
 // BEGIN SOLUTION
 // stub: extern "C" __global__ void store_add_pointer(void* slot) {
-// stub:     // UNFINISHED: the pointer variants: store the address of a device function `add` applying op
+// stub:     // UNFINISHED: the pointer variants: store the address of the device function add()
 // stub: }
 // stub:
 // stub: extern "C" __global__ void reduce_fn_ptr_loop(const float* __restrict__ data, size_t n,
 // stub:                                               const void* slot, float* total) {
-// stub:     // UNFINISHED: the pointer variants: fold() and combine_block_total() calling the pointer in `slot`, read at every call
+// stub:     // UNFINISHED: the pointer variants: fold() calling the pointer in `slot`, read at every call, then add_block_total()
 // stub: }
 // stub:
 // stub: extern "C" __global__ void reduce_fn_ptr_hoisted(const float* __restrict__ data, size_t n,
 // stub:                                                  const void* slot, float* total) {
-// stub:     // UNFINISHED: the pointer variants: fold() and combine_block_total() calling the pointer in `slot`, read once
+// stub:     // UNFINISHED: the pointer variants: fold() calling the pointer in `slot`, read once, then add_block_total()
 // stub: }
 typedef float (*CombineFn)(float, float);
-
-__device__ float add(float acc, float x) { return op(acc, x); }
 
 // Only device code can take the address of a device function, so a kernel stores it.
 extern "C" __global__ void store_add_pointer(CombineFn* slot) {
@@ -325,7 +241,7 @@ extern "C" __global__ void store_add_pointer(CombineFn* slot) {
 extern "C" __global__ void reduce_fn_ptr_loop(const float* __restrict__ data, size_t n,
                                               const CombineFn* slot, float* total) {
     const auto combine = [slot](float acc, float x) { return (*slot)(acc, x); };
-    combine_block_total(fold(data, n, combine), total, combine);
+    add_block_total(fold(data, n, combine), total);
 }
 
 // 5. The same pointer, copied into a local (a register) once before the loop: the call is
@@ -334,6 +250,6 @@ extern "C" __global__ void reduce_fn_ptr_hoisted(const float* __restrict__ data,
                                                  const CombineFn* slot, float* total) {
     const CombineFn pointer = *slot;
     const auto combine = [pointer](float acc, float x) { return pointer(acc, x); };
-    combine_block_total(fold(data, n, combine), total, combine);
+    add_block_total(fold(data, n, combine), total);
 }
 // END SOLUTION

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::cpu::{Cores, CpuRun, CpuSum, Op};
+use crate::cpu::{Cores, CpuRun, CpuSum};
 use crate::gpu::GpuSum;
 
 /// 2 Gi floats (8 GiB) at most: past that the request is a typo, not a benchmark.
@@ -53,12 +53,6 @@ pub struct Args {
     /// Print the report as one JSON object on stdout
     #[arg(long)]
     pub json: bool,
-
-    /// Combine every variant's elements by addition modulo M instead of addition (a grader's
-    /// check that each variant applies the operation it is handed; the GPU kernels are
-    /// compiled with -DMODULUS=M); 2 to 16777212
-    #[arg(long, value_name = "M", value_parser = parse_modulus)]
-    pub modulus: Option<u32>,
 
     /// Time only this block size (threads per block, a multiple of 32 up to 1024) instead of
     /// the sweep's 128, 256, 512 and 1024
@@ -163,15 +157,6 @@ impl Args {
             self.save_ptx.is_some() || (selection.cpu.is_empty() && !selection.gpu.is_empty());
         selection
     }
-
-    /// How the CPU variants combine: addition, or with `--modulus M` addition modulo M. (The
-    /// GPU kernels get the same operation from their compilation: `kernel_file_for`.)
-    pub fn op(&self) -> Op {
-        match self.modulus {
-            Some(m) => Op::AddModulo(m as f32),
-            None => Op::Add,
-        }
-    }
 }
 
 fn parse_threads_per_block(s: &str) -> Result<u32, String> {
@@ -228,13 +213,6 @@ fn parse_n(s: &str) -> Result<usize, String> {
     }
 }
 
-/// The largest modulus: `acc + x` (x at most 3) stays below 2^24, exact in an `f32`.
-const MAX_MODULUS: u32 = (1 << 24) - 4;
-
-fn parse_modulus(s: &str) -> Result<u32, String> {
-    shared::number::whole("the modulus", s, 2, MAX_MODULUS.into()).map(|m| m as u32)
-}
-
 /// At most this many timed runs per variant: each CPU run first flushes the caches (a buffer
 /// the size of the last-level cache), so 65535 runs of every variant took about 44 minutes,
 /// and a median of 1000 runs is as steady as it gets.
@@ -270,33 +248,6 @@ mod tests {
             "99999999999999999999999999999999999",
         ] {
             assert!(parse_n(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_modulus_makes_the_operation_addition_modulo_m_for_every_variant() {
-        let op = |args: &[&str]| {
-            let args = Args::try_parse_from(["lab06"].iter().chain(args)).unwrap();
-            (args.op(), args.modulus)
-        };
-        assert_eq!(
-            op(&["--cpu-only", "--modulus", "7"]),
-            (Op::AddModulo(7.0), Some(7))
-        );
-        assert_eq!(op(&["--cpu-only"]), (Op::Add, None));
-        assert_eq!(op(&["--modulus", "7"]), (Op::AddModulo(7.0), Some(7)));
-        assert_eq!(
-            op(&["--variants", "gpu-virtual", "--modulus", "1009"]),
-            (Op::AddModulo(1009.0), Some(1009))
-        );
-    }
-
-    #[test]
-    fn a_modulus_is_a_whole_number_that_keeps_every_sum_exact() {
-        assert_eq!(parse_modulus("1009"), Ok(1009));
-        assert_eq!(parse_modulus(&MAX_MODULUS.to_string()), Ok(MAX_MODULUS));
-        for bad in ["0", "1", "-3", "2.5", "16777216"] {
-            assert!(parse_modulus(bad).is_err(), "{bad:?}");
         }
     }
 

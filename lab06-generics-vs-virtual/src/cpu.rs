@@ -1,5 +1,7 @@
 //! The CPU side: the same sum written five ways in Rust, each run on one thread and on every
-//! core (rayon), and a streaming read of the same buffer that sets the peak.
+//! core (rayon), and a streaming read of the same buffer that sets the peak. The four
+//! abstract ways are in `cpu/variants.rs`; this file hands each of them the operation
+//! (`Add`, `add`), and holds the plain loop, the timing and the peak.
 //!
 //! Every variant keeps `LANES` running sums instead of one. Float addition is not
 //! associative, so with a single accumulator the compiler must add the elements one after
@@ -13,7 +15,6 @@
 //! pointers are called through an address read at run time.
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -22,6 +23,8 @@ use shared::error::try_alloc_bytes;
 use shared::Result;
 
 use crate::report::{gbps, is_exact, median, Measured};
+
+mod variants;
 
 /// Running sums per loop: 16 `f32` are two AVX registers, four SSE ones.
 const LANES: usize = 16;
@@ -65,43 +68,9 @@ impl Combine for Add {
     }
 }
 
+/// The same addition as a plain function, for the `fn` pointer variant.
 fn add(acc: f32, x: f32) -> f32 {
     acc + x
-}
-
-/// How the elements are combined: addition (the lab's sum), or addition modulo a whole
-/// number (`--modulus`), with which a grader checks that each variant calls the operation
-/// it is given. Both are exact on the lab's data, in any order, and 0 is neutral to both.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Op {
-    Add,
-    AddModulo(f32),
-}
-
-impl Op {
-    /// Two partial results combined (the chunk totals of the rayon variants).
-    fn apply(self, a: f32, b: f32) -> f32 {
-        match self {
-            Op::Add => a + b,
-            Op::AddModulo(m) => (a + b) % m,
-        }
-    }
-}
-
-/// Addition modulo `.0`: exact while `.0` is a whole number below 2^24 - 3.
-struct AddModulo(f32);
-
-impl Combine for AddModulo {
-    fn combine(&self, acc: f32, x: f32) -> f32 {
-        (acc + x) % self.0
-    }
-}
-
-/// A `fn` pointer carries no data: `add_modulo`'s modulus is here, set by `sum` (as bits).
-static MODULUS: AtomicU32 = AtomicU32::new(0);
-
-fn add_modulo(acc: f32, x: f32) -> f32 {
-    (acc + x) % f32::from_bits(MODULUS.load(Ordering::Relaxed))
 }
 
 /// Sum `data` the way `sum` says, on `cores`.
@@ -118,64 +87,42 @@ fn add_modulo(acc: f32, x: f32) -> f32 {
 /// - around `data`, it hides that the same unchanged buffer is summed in every
 ///   repetition, so no repetition can be answered from an earlier one.
 ///
-/// `op` is what each variant is handed (`Op::Add` unless `--modulus` was given).
-pub fn sum(sum: CpuSum, cores: Cores, data: &[f32], op: Op) -> f32 {
+pub fn sum(sum: CpuSum, cores: Cores, data: &[f32]) -> f32 {
     let data = black_box(data);
-    let modulo = AddModulo(match op {
-        Op::Add => 1.0,
-        Op::AddModulo(m) => m,
-    });
-    match (sum, op) {
-        (CpuSum::Plain, Op::Add) => split(cores, data, op, sum_plain),
-        (CpuSum::Plain, Op::AddModulo(m)) => split(cores, data, op, |part| sum_plain(part) % m),
-        (CpuSum::Generic, Op::Add) => split(cores, data, op, |part| sum_generic(part, &Add)),
-        (CpuSum::Generic, Op::AddModulo(_)) => {
-            split(cores, data, op, |part| sum_generic(part, &modulo))
+    match sum {
+        CpuSum::Plain => split(cores, data, sum_plain),
+        CpuSum::Generic => split(cores, data, |part| variants::sum_generic(part, &Add)),
+        CpuSum::Dyn => {
+            let op: &(dyn Combine + Sync) = black_box(&Add);
+            split(cores, data, |part| variants::sum_dyn(part, op))
         }
-        (CpuSum::Dyn, _) => {
-            let op_object: &(dyn Combine + Sync) = match op {
-                Op::Add => black_box(&Add),
-                Op::AddModulo(_) => black_box(&modulo),
-            };
-            split(cores, data, op, |part| sum_dyn(part, op_object))
+        CpuSum::BoxFn => {
+            let closure: Box<dyn Fn(f32, f32) -> f32 + Sync> =
+                black_box(Box::new(|acc, x| acc + x));
+            split(cores, data, |part| variants::sum_boxed(part, &*closure))
         }
-        (CpuSum::BoxFn, _) => {
-            let closure: Box<dyn Fn(f32, f32) -> f32 + Sync> = match op {
-                Op::Add => black_box(Box::new(|acc, x| acc + x)),
-                Op::AddModulo(m) => black_box(Box::new(move |acc, x| (acc + x) % m)),
-            };
-            split(cores, data, op, |part| sum_boxed(part, &*closure))
-        }
-        (CpuSum::FnPtr, _) => {
-            let pointer = match op {
-                Op::Add => add as fn(f32, f32) -> f32,
-                Op::AddModulo(m) => {
-                    MODULUS.store(m.to_bits(), Ordering::Relaxed);
-                    add_modulo
-                }
-            };
-            let pointer = black_box(pointer);
-            split(cores, data, op, |part| sum_fn_ptr(part, pointer))
+        CpuSum::FnPtr => {
+            let pointer = black_box(add as fn(f32, f32) -> f32);
+            split(cores, data, |part| variants::sum_fn_ptr(part, pointer))
         }
     }
 }
 
-/// Run `sum` over the whole buffer on this thread, or over chunks on every core and combine
-/// the chunk totals with `op` (whole numbers, so their order does not matter either).
-fn split(cores: Cores, data: &[f32], op: Op, sum: impl Fn(&[f32]) -> f32 + Sync) -> f32 {
+/// Run `sum` over the whole buffer on this thread, or over chunks on every core and add the
+/// chunk totals (whole numbers, so their order does not matter either).
+fn split(cores: Cores, data: &[f32], sum: impl Fn(&[f32]) -> f32 + Sync) -> f32 {
     match cores {
         Cores::One => sum(data),
         Cores::All => data
             .par_chunks(CHUNK)
             .map(&sum)
-            .reduce(|| 0.0, |a, b| op.apply(a, b)),
+            .reduce(|| 0.0, |a, b| a + b),
     }
 }
 
-// Each variant is its own function, kept out of its caller (`inline(never)`), so that each
-// is one symbol in the assembly (`--emit asm`), where what it compiled to can be read.
-
-/// Plain: the loop written out by hand.
+/// Plain: the loop written out by hand. Kept out of its caller (`inline(never)`), as each
+/// variant is, so that each is one symbol in the assembly (`--emit asm`), where what it
+/// compiled to can be read.
 #[inline(never)]
 fn sum_plain(data: &[f32]) -> f32 {
     let mut lanes = [0.0f32; LANES];
@@ -188,72 +135,6 @@ fn sum_plain(data: &[f32]) -> f32 {
     let tail: f32 = rows.remainder().iter().sum();
     lanes.iter().sum::<f32>() + tail
 }
-
-/// Generic: compiled once per `C`; for `Add`, `combine` is a known function and is inlined.
-#[inline(never)]
-fn sum_generic(data: &[f32], op: &impl Combine) -> f32 {
-    // BEGIN SOLUTION
-    // stub: shared::unfinished!(
-    // stub:     "the generic variant: fold, combining with op",
-    // stub:     data,
-    // stub:     op,
-    // stub:     <Add as Combine>::combine
-    // stub: )
-    fold(data, |acc, x| op.combine(acc, x))
-    // END SOLUTION
-}
-
-/// `&dyn Combine`: compiled once; each `combine` is an indirect call through the vtable.
-#[inline(never)]
-fn sum_dyn(data: &[f32], op: &dyn Combine) -> f32 {
-    // BEGIN SOLUTION
-    // stub: shared::unfinished!("the &dyn variant: fold with op's combine", data, op)
-    fold(data, |acc, x| op.combine(acc, x))
-    // END SOLUTION
-}
-
-/// `Box<dyn Fn>`: the caller owns the boxed closure; calling it goes through its vtable
-/// exactly as `&dyn` does, so this takes a plain borrow of it.
-#[inline(never)]
-fn sum_boxed(data: &[f32], op: &dyn Fn(f32, f32) -> f32) -> f32 {
-    // BEGIN SOLUTION
-    // stub: shared::unfinished!("the Box<dyn Fn> variant: fold with the closure", data, op)
-    fold(data, op)
-    // END SOLUTION
-}
-
-/// `fn` pointer: each call jumps to an address held in a register.
-#[inline(never)]
-fn sum_fn_ptr(data: &[f32], op: fn(f32, f32) -> f32) -> f32 {
-    // BEGIN SOLUTION
-    // stub: shared::unfinished!("the fn pointer variant: fold with the pointer", data, op)
-    fold(data, op)
-    // END SOLUTION
-}
-
-// BEGIN SOLUTION
-// stub: /// The walk every abstract variant shares: `LANES` running values, each step
-// stub: /// `combine(value, element)`, then the tail (the elements after the last whole row of
-// stub: /// `LANES`), then the lanes combined into one. `sum_plain` is this walk with `+`.
-// stub: #[allow(dead_code)] // until the variants above call it
-// stub: fn fold(data: &[f32], combine: impl Fn(f32, f32) -> f32) -> f32 {
-// stub:     shared::unfinished!("fold: the walk the abstract variants share", data, combine)
-// stub: }
-/// The walk every abstract variant shares: `LANES` running sums, each step `combine`.
-/// `combine` is a type parameter, so this is copied for each caller with that caller's
-/// closure inlined: the only call left per element is whatever the closure itself calls.
-fn fold(data: &[f32], combine: impl Fn(f32, f32) -> f32) -> f32 {
-    let mut lanes = [0.0f32; LANES];
-    let mut rows = data.chunks_exact(LANES);
-    for row in &mut rows {
-        for (lane, &x) in lanes.iter_mut().zip(row) {
-            *lane = combine(*lane, x);
-        }
-    }
-    let tail = rows.remainder().iter().fold(0.0, |acc, &x| combine(acc, x));
-    lanes.iter().fold(tail, |acc, &lane| combine(acc, lane))
-}
-// END SOLUTION
 
 /// The peak: every core reads its chunks the way the sums do (`LANES` running values), but
 /// ORs the bits together: the cheapest work that still needs every byte. Returns the OR of
@@ -306,13 +187,7 @@ pub enum CpuRun {
 ///   predecessor left in the cache: a run after a multi-threaded one finds pieces of the
 ///   whole buffer there, a run after a single-threaded one only its end, already evicted by
 ///   the time it gets there.
-pub fn measure(
-    runs: &[CpuRun],
-    data: &[f32],
-    reps: usize,
-    expected: u64,
-    op: Op,
-) -> Result<Vec<Measured>> {
+pub fn measure(runs: &[CpuRun], data: &[f32], reps: usize, expected: u64) -> Result<Vec<Measured>> {
     let flush = try_alloc_bytes(2 * last_level_cache_bytes(), "the cache-flush buffer")?;
     let mut times = vec![Vec::with_capacity(reps); runs.len()];
     let mut sums: Vec<Option<f32>> = vec![None; runs.len()];
@@ -325,7 +200,7 @@ pub fn measure(
                     black_box(read_peak(data));
                     None
                 }
-                CpuRun::Sum(how, cores) => Some(sum(how, cores, data, op)),
+                CpuRun::Sum(how, cores) => Some(sum(how, cores, data)),
             };
             if round > 0 {
                 times[i].push(start.elapsed().as_secs_f64() * 1e3);
@@ -397,7 +272,7 @@ mod tests {
             let (data, expected) = crate::data::make(n).unwrap();
             for variant in ALL {
                 for cores in [Cores::One, Cores::All] {
-                    let got = sum(variant, cores, &data, Op::Add);
+                    let got = sum(variant, cores, &data);
                     assert_eq!(
                         f64::from(got),
                         expected as f64,
@@ -408,24 +283,38 @@ mod tests {
         }
     }
 
-    /// Each variant combines with the operation it is handed, in its lanes, its tail and its
-    /// chunks: modulo M, every result is the total modulo M (moduli below and above it).
+    /// Each abstract variant folds with the operation it is handed, once per element, the
+    /// tail's too: handed `acc + 1`, each returns the number of elements (not their sum),
+    /// having called it that many times.
     #[test]
-    fn every_variant_combines_with_the_operation_it_is_given() {
-        for n in [17, CHUNK + 17, 3 * CHUNK + 5] {
+    fn every_abstract_variant_calls_its_operation_once_per_element() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        fn count(acc: f32, _: f32) -> f32 {
+            CALLS.fetch_add(1, Ordering::Relaxed);
+            acc + 1.0
+        }
+        struct Count;
+        impl Combine for Count {
+            fn combine(&self, acc: f32, x: f32) -> f32 {
+                count(acc, x)
+            }
+        }
+        for n in [1, 15, 16, 17, 1000, CHUNK + 17] {
             let (data, total) = crate::data::make(n).unwrap();
-            for modulus in [7u64, 1009, 65521] {
-                let expected = total % modulus;
-                for variant in ALL {
-                    for cores in [Cores::One, Cores::All] {
-                        let got = sum(variant, cores, &data, Op::AddModulo(modulus as f32));
-                        assert_eq!(
-                            f64::from(got),
-                            expected as f64,
-                            "{variant:?} {cores:?} n={n} modulo {modulus}"
-                        );
-                    }
-                }
+            assert_ne!(total, n as u64, "the sum must differ from the count");
+            type Variant = fn(&[f32]) -> f32;
+            let ran: [(&str, Variant); 4] = [
+                ("generic", |d| variants::sum_generic(d, &Count)),
+                ("dyn", |d| variants::sum_dyn(d, &Count)),
+                ("boxed", |d| variants::sum_boxed(d, &count)),
+                ("fn_ptr", |d| variants::sum_fn_ptr(d, count)),
+            ];
+            for (name, variant) in ran {
+                CALLS.store(0, Ordering::Relaxed);
+                let got = variant(&data);
+                let calls = CALLS.load(Ordering::Relaxed);
+                assert_eq!((got, calls), (n as f32, n), "{name} n={n}");
             }
         }
     }

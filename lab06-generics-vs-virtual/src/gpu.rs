@@ -79,9 +79,6 @@ pub struct GpuBench {
     add_pointer: CudaSlice<u64>,
     start: CudaEvent,
     end: CudaEvent,
-    /// `--modulus`: the kernels were compiled with `-DMODULUS=M`, and the plain kernel's
-    /// total is taken modulo M here.
-    modulus: Option<u32>,
     /// Launches per timed sample: `BATCH` on a GPU, `BATCH_ON_THE_CPU_DEVICE` on the CPU device.
     batch: usize,
     /// The launch shapes timed: threads per block, and blocks per multiprocessor.
@@ -118,21 +115,18 @@ impl Shape {
 }
 
 impl GpuBench {
-    /// Compile the kernels (with `-DMODULUS=M` for `--modulus M`), copy `data` to the
-    /// device, and build the `Adder` object and the function pointer on the device.
+    /// Compile the kernels, copy `data` to the device, and build the `Adder` object and the
+    /// function pointer on the device.
     pub fn new(
         gpu: Gpu,
         data: &[f32],
         kernel: &KernelArg,
-        modulus: Option<u32>,
         shape: Shape,
         timer: &mut Timer,
     ) -> Result<Self> {
-        // The file and its options (`--std=c++17`, the modulus) are in src/lib.rs.
-        let kernel = kernel.apply(lab06_generics_vs_virtual::kernel_file_for(modulus))?;
-        let kernels = timer.time(Phase::Compile, || {
-            gpu.compile(kernel.name, &kernel.source, &kernel.options)
-        })?;
+        // The file, its header and its options (`--std=c++17`) are in src/lib.rs.
+        let kernel = kernel.apply(lab06_generics_vs_virtual::kernel_file())?;
+        let kernels = timer.time(Phase::Compile, || gpu.compile_file(&kernel))?;
         let multiprocessors = gpu
             .ctx
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -200,7 +194,6 @@ impl GpuBench {
             add_pointer,
             start,
             end,
-            modulus,
             batch,
             block_sizes,
             blocks_per_sm,
@@ -230,13 +223,6 @@ impl GpuBench {
             .num_regs()
             .cuda("reading a kernel's register count")?;
 
-        // The plain kernel adds whatever the operation; with --modulus its total is taken
-        // modulo M here, as cpu-plain's is (whole numbers added modulo M give their plain
-        // sum modulo M). Every other kernel must apply the operation itself.
-        let plain_modulo = match (kernel, self.modulus) {
-            (Kernel::Sum(GpuSum::Plain), Some(m)) => Some(m as f32),
-            _ => None,
-        };
         let mut best: Option<(f64, LaunchConfig)> = None;
         let mut sum = expected as f32;
         // Batch 0 is the warm-up on a GPU: the first touch of the code and the data. The CPU
@@ -253,10 +239,7 @@ impl GpuBench {
                 let mut times = Vec::with_capacity(reps);
                 for rep in first..=reps {
                     let (ms, totals) = self.batch(&function, kernel, shape)?;
-                    let wrong = totals
-                        .iter()
-                        .map(|&t| plain_modulo.map_or(t, |m| t % m))
-                        .find(|&t| !is_exact(t, expected));
+                    let wrong = totals.iter().copied().find(|&t| !is_exact(t, expected));
                     if let (Kernel::Sum(_), Some(wrong)) = (kernel, wrong) {
                         sum = wrong;
                     }
@@ -333,17 +316,12 @@ impl GpuBench {
 }
 
 /// Write the PTX NVRTC makes of kernels/reduce.cu for this GPU, with the options the lab
-/// compiles with (`-DMODULUS=M` too, for `--modulus M`), into `file` (opened before the
-/// work). (The lab itself loads a cubin; the PTX is the readable step before it.)
-pub fn save_ptx(
-    gpu: &Gpu,
-    kernel: &KernelArg,
-    modulus: Option<u32>,
-    mut file: Output,
-) -> Result<()> {
+/// compiles with, into `file` (opened before the work). (The lab itself loads a cubin; the
+/// PTX is the readable step before it.)
+pub fn save_ptx(gpu: &Gpu, kernel: &KernelArg, mut file: Output) -> Result<()> {
     // A virtual architecture (compute_XX): NVRTC stops at PTX for it.
     let ptx = kernel
-        .apply(lab06_generics_vs_virtual::kernel_file_for(modulus))?
+        .apply(lab06_generics_vs_virtual::kernel_file())?
         .ptx(&gpu.arch.replace("sm_", "compute_"))?;
     file.write_all(ptx.as_bytes())?;
     file.commit()

@@ -1,7 +1,7 @@
 //! lab06-generics-vs-virtual: what abstraction costs.
 //!
 //! One sum of N floats, written several ways, timed side by side on the same data:
-//! - on the CPU, in Rust (src/cpu.rs): a plain loop, a generic `impl Trait`, `&dyn Trait`,
+//! - on the CPU, in Rust (src/cpu.rs, src/cpu/variants.rs): a plain loop, a generic `impl Trait`, `&dyn Trait`,
 //!   `Box<dyn Fn>` and a `fn` pointer, each on one thread and on every core;
 //! - on the GPU, in CUDA C++ (kernels/reduce.cu): a plain loop, a template functor, a
 //!   virtual call on an object built on the device, a device function pointer read at every
@@ -43,13 +43,8 @@ fn run(args: Args) -> Result<()> {
     let ptx_file = args.save_ptx.as_deref().map(Output::create).transpose()?;
     shared::cli::start_threads()?;
 
-    // How the variants combine: addition, or addition modulo `--modulus` (the CPU's as `op`,
-    // the GPU's as the kernels' compilation).
-    let op = args.op();
-
-    // The data, and its exact total computed in integers (modulo `--modulus`, if given).
-    let (data, total) = timer.time(Phase::Allocate, || data::make(args.n))?;
-    let expected = args.modulus.map_or(total, |m| total % u64::from(m));
+    // The data, and its exact total computed in integers.
+    let (data, expected) = timer.time(Phase::Allocate, || data::make(args.n))?;
 
     // The GPU first, so that a run which needs one fails before the long CPU runs.
     let gpu = open_gpu(&selection, ptx_file, &data, &args, &mut timer)?;
@@ -60,7 +55,7 @@ fn run(args: Args) -> Result<()> {
             .chain(selection.cpu.iter().copied())
             .collect();
         let measured = timer.time(Phase::Compute, || {
-            cpu::measure(&runs, &data, reps, expected, op)
+            cpu::measure(&runs, &data, reps, expected)
         })?;
         let mut table = Table::new(cpu::describe());
         timer.device(cpu::describe());
@@ -128,7 +123,7 @@ fn open_gpu(
     };
     if let Some(file) = ptx_file {
         // The report's last lines say where it went.
-        gpu::save_ptx(&gpu, &args.kernel, args.modulus, file)?;
+        gpu::save_ptx(&gpu, &args.kernel, file)?;
     }
     if selection.gpu.is_empty() {
         return Ok(None);
@@ -137,5 +132,5 @@ fn open_gpu(
         threads_per_block: args.threads_per_block,
         blocks_per_sm: args.blocks_per_sm,
     };
-    GpuBench::new(gpu, data, &args.kernel, args.modulus, shape, timer).map(Some)
+    GpuBench::new(gpu, data, &args.kernel, shape, timer).map(Some)
 }

@@ -145,6 +145,26 @@ impl Gpu {
         source: &str,
         options: &[S],
     ) -> Result<Kernels> {
+        self.compile_with_headers(file_name, source, &[], options)
+    }
+
+    /// Compile a lab's kernel file as [`Gpu::compile`] does, with the headers it includes.
+    pub fn compile_file(&self, kernel: &crate::nvrtc::KernelFile) -> Result<Kernels> {
+        self.compile_with_headers(
+            kernel.name,
+            &kernel.source,
+            &kernel.headers,
+            &kernel.options,
+        )
+    }
+
+    fn compile_with_headers<S: AsRef<str>>(
+        &self,
+        file_name: &str,
+        source: &str,
+        headers: &[crate::nvrtc::Header],
+        options: &[S],
+    ) -> Result<Kernels> {
         crate::exercise::check_kernel(file_name, source)?;
         let mut all: Vec<String> = options.iter().map(|o| o.as_ref().to_string()).collect();
         all.push(format!("--gpu-architecture={}", self.arch));
@@ -161,7 +181,10 @@ impl Gpu {
                     "--gpu-architecture={}",
                     self.arch.replace("compute_", "sm_")
                 ));
-                crate::profile::set_registers(library, &compile_cubin(file_name, source, &real)?)?;
+                crate::profile::set_registers(
+                    library,
+                    &compile_cubin(file_name, source, headers, &real)?,
+                )?;
             }
             // ptxas's own option, which the PTX does not carry: whether it fuses the loose
             // multiplies and adds a kernel writes in inline PTX.
@@ -171,9 +194,9 @@ impl Gpu {
             // With its line information, whose `.loc` lines the CPU device reads to name the
             // `.cu` line of a fault or a refusal (the code itself is the same).
             all.push("--generate-line-info".to_string());
-            Ptx::from_src(compile_ptx(file_name, source, &all)?)
+            Ptx::from_src(compile_ptx(file_name, source, headers, &all)?)
         } else {
-            Ptx::from_binary(compile_cubin(file_name, source, &all)?)
+            Ptx::from_binary(compile_cubin(file_name, source, headers, &all)?)
         };
         let module = self
             .ctx

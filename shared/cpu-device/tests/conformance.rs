@@ -531,6 +531,7 @@ impl Case {
         KernelFile {
             name: "conformance.cu",
             source: self.source.into(),
+            headers: Vec::new(),
             options: self.options.iter().map(|o| o.to_string()).collect(),
         }
     }

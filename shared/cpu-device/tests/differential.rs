@@ -1067,6 +1067,7 @@ fn kernel_file(kernel: &Kernel, options: &[&str]) -> KernelFile {
     KernelFile {
         name: "differential.cu",
         source: kernel.source.clone().into(),
+        headers: Vec::new(),
         options: options.iter().map(|o| o.to_string()).collect(),
     }
 }

@@ -459,6 +459,10 @@ fn lab_kernels() -> Vec<String> {
             "reduce.cu",
             include_str!("../../../lab06-generics-vs-virtual/kernels/reduce.cu"),
             &["--std=c++17"],
+        )
+        .with_header(
+            "add.cuh",
+            include_str!("../../../lab06-generics-vs-virtual/kernels/add.cuh"),
         ),
     ];
     files

@@ -28,6 +28,7 @@ fn ptx_with(case: &Case, options: &[&str]) -> String {
     KernelFile {
         name: "instructions.cu",
         source: case.source.into(),
+        headers: Vec::new(),
         options: options.iter().map(|o| o.to_string()).collect(),
     }
     .ptx("compute_90")

@@ -191,9 +191,10 @@ impl Check {
                 "GPU canvas identical to the CPU reference with {}",
                 args.args().join(" ")
             ),
-            // The variants' operation is drawn in each grade (`checks::modulus`).
+            // The length is drawn in each grade (`checks::with_unpredictable_n`), and each
+            // abstract variant is checked through its abstraction (`checks::sums`).
             Test::Sums { variants, .. } => format!(
-                "{} sum exactly, modulo a number drawn in each grade",
+                "{} sum exactly, each through its abstraction",
                 SumVariant::list(variants, " and ")
             ),
             // The view is moved in each grade (`checks::with_unpredictable_view`): the name
@@ -630,6 +631,31 @@ impl SumVariant {
         self.0.starts_with("gpu-")
     }
 
+    /// The function of `src/cpu/variants.rs` a one-thread abstract CPU variant runs, which
+    /// the grader's harness calls with its own operation (`checks::cpu_variant`); `None` for
+    /// the others, run by lab06 itself.
+    pub fn harnessed(self) -> Option<&'static str> {
+        match self.0 {
+            "cpu-generic" => Some("sum_generic"),
+            "cpu-dyn" => Some("sum_dyn"),
+            "cpu-box-fn" => Some("sum_boxed"),
+            "cpu-fn-ptr" => Some("sum_fn_ptr"),
+            _ => None,
+        }
+    }
+
+    /// An abstract GPU variant's kernel in `kernels/reduce.cu`, and whether the lesson
+    /// reaches `add` from it through an indirect call (a vtable, a pointer).
+    pub fn kernel(self) -> Option<(&'static str, bool)> {
+        match self.0 {
+            "gpu-generic" => Some(("reduce_generic", false)),
+            "gpu-virtual" => Some(("reduce_virtual", true)),
+            "gpu-fn-ptr-loop" => Some(("reduce_fn_ptr_loop", true)),
+            "gpu-fn-ptr-hoisted" => Some(("reduce_fn_ptr_hoisted", true)),
+            _ => None,
+        }
+    }
+
     /// The variants' names joined with `between`.
     pub fn list(variants: &[SumVariant], between: &str) -> String {
         let names: Vec<&str> = variants.iter().map(|v| v.name()).collect();
@@ -723,7 +749,7 @@ mod tests {
         let near = "the reference's image, up to 100 pixels apart, at";
         let lab04 = "lab04: identical to the reference at";
         let canvas = "lab05: GPU canvas identical to the CPU reference with";
-        let sum = "sum exactly, modulo a number drawn in each grade";
+        let sum = "sum exactly, each through its abstraction";
         let want = [
             format!("{at} 333x517 --cy 0.25"),
             format!("{at} 1x1"),
@@ -756,6 +782,46 @@ mod tests {
             format!("lab06: gpu-fn-ptr-loop and gpu-fn-ptr-hoisted {sum}"),
         ];
         assert_eq!(names, want);
+    }
+
+    /// lab06's checks cover every abstract variant through its abstraction: each CPU
+    /// function in the grader's harness once, each abstract kernel's PTX once, the virtual
+    /// and pointer kernels through an indirect call.
+    #[test]
+    fn lab06s_checks_cover_every_abstraction_once() {
+        let rubric = Rubric::load().unwrap();
+        let variants: Vec<SumVariant> = rubric
+            .checks
+            .iter()
+            .filter_map(|check| match &check.test {
+                Test::Sums { variants, .. } => Some(variants.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        let functions: Vec<&str> = variants.iter().filter_map(|v| v.harnessed()).collect();
+        assert_eq!(
+            functions,
+            ["sum_generic", "sum_dyn", "sum_boxed", "sum_fn_ptr"]
+        );
+        let kernels: Vec<(&str, bool)> = variants.iter().filter_map(|v| v.kernel()).collect();
+        assert_eq!(
+            kernels,
+            [
+                ("reduce_generic", false),
+                ("reduce_virtual", true),
+                ("reduce_fn_ptr_loop", true),
+                ("reduce_fn_ptr_hoisted", true)
+            ]
+        );
+        // Each -rayon variant beside its one-thread one, in the student's binary.
+        assert_eq!(
+            variants
+                .iter()
+                .filter(|v| v.name().ends_with("-rayon"))
+                .count(),
+            4
+        );
     }
 
     /// The typed arguments give the lab back exactly what the rubric wrote: no flag lost,

@@ -31,6 +31,8 @@ use xtask::{ppm, runner};
 const BIN: &str = "/grade/bin";
 const OUT: &str = "/grade/out";
 const KERNEL: &str = "/grade/kernel.cu";
+/// A staged kernel's folder: the student's kernel file and the headers the grader planted.
+const KERNELS: &str = "/grade/kernels";
 
 /// The student's build: their binaries and the files taken from their submission.
 pub struct Built {
@@ -178,7 +180,7 @@ pub enum Reference {
         lab: &'static str,
         args: Vec<OsString>,
     },
-    /// lab06's exact total for `args` (a length and a modulus), by its plain loop.
+    /// lab06's exact total for `args` (a length), by its plain loop.
     Sum { args: Vec<String> },
 }
 
@@ -258,6 +260,16 @@ enum Program<'a> {
         gpu: bool,
     },
     SolutionWithKernel(&'a Path),
+    /// This workspace's binary with the student's kernel file staged in a folder of the
+    /// grader's (`dir`, as `file`) beside headers the grader planted there (lab06's
+    /// `add.cuh`), which `--kernel` reads beside the file.
+    StagedKernel {
+        dir: &'a Path,
+        file: &'a str,
+    },
+    /// A harness the grader planted in the student's build, by its binary's name: the
+    /// student's code linked with the grader's (lab06's CPU variants).
+    Harness(&'static str),
     /// A kernel the grader wrote (a host path), run by the student's binary or this
     /// workspace's: see [`host_proven`].
     Planted {
@@ -277,6 +289,8 @@ impl Program<'_> {
             }
             Program::Student
             | Program::SolutionWithKernel(_)
+            | Program::StagedKernel { .. }
+            | Program::Harness(_)
             | Program::Planted { student: true, .. } => None,
         }
     }
@@ -402,8 +416,11 @@ fn out_of_time(
 /// Whether `program` runs `lab`'s kernels: on the GPU, or on the CPU device in its place.
 fn kernel_runs(lab: &'static Lab, program: &Program) -> bool {
     match program {
-        Program::SolutionWithKernel(_) | Program::Planted { .. } => true,
+        Program::SolutionWithKernel(_) | Program::StagedKernel { .. } | Program::Planted { .. } => {
+            true
+        }
         Program::Solution { gpu } => *gpu,
+        Program::Harness(_) => false,
         Program::Student => lab.first().variant.device == labs::Device::Gpu,
     }
 }
@@ -427,15 +444,22 @@ fn spec(
     // A kernel file runs on the GPU; a student's binary needs one if its lab does.
     let gpu = kernel_runs(lab, program);
     let bins = match program {
-        Program::Student | Program::Planted { student: true, .. } => &context.settings.student.bins,
+        Program::Student | Program::Harness(_) | Program::Planted { student: true, .. } => {
+            &context.settings.student.bins
+        }
         Program::Solution { .. }
         | Program::SolutionWithKernel(_)
+        | Program::StagedKernel { .. }
         | Program::Planted { student: false, .. } => context.settings.reference.dir(),
     };
-    let mut spec = Spec::new(Path::new(BIN).join(lab.name))
+    let binary = match program {
+        Program::Harness(name) => name,
+        _ => lab.name,
+    };
+    let mut spec = Spec::new(Path::new(BIN).join(binary))
         .mount(Mount::read_only(
-            bins.join(lab.name),
-            Path::new(BIN).join(lab.name),
+            bins.join(binary),
+            Path::new(BIN).join(binary),
         ))
         .mount(Mount::writable(out, OUT))
         .cwd(OUT)
@@ -481,7 +505,14 @@ fn spec(
             Some(file)
         }
         Program::Planted { file, .. } => Some(file.to_path_buf()),
-        Program::Student | Program::Solution { .. } => None,
+        Program::StagedKernel { dir, file } => {
+            spec = spec
+                .mount(Mount::read_only(dir, KERNELS))
+                .arg("--kernel")
+                .arg(Path::new(KERNELS).join(file));
+            None
+        }
+        Program::Student | Program::Solution { .. } | Program::Harness(_) => None,
     };
     if let Some(file) = kernel {
         let kernel = KernelArg {
@@ -518,6 +549,7 @@ fn gpu_limit(
             true,
             Program::Student
             | Program::SolutionWithKernel(_)
+            | Program::StagedKernel { .. }
             | Program::Planted { student: true, .. },
             Some(reference),
         ) => {
@@ -740,8 +772,7 @@ fn host_proven(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
 }
 
 fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Result<Host, Fault> {
-    // Each lab its own key, from the grade's number.
-    let key = context.settings.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56);
+    let key = lab_key(context, lab);
     let extent = rubric::Rubric::load()
         .ok()
         .and_then(|rubric| rubric.image_extent(lab));
@@ -913,6 +944,11 @@ fn canvas(
     )))
 }
 
+/// lab06's sums at a length of the grade's own choosing, so that no sum can be known in
+/// advance; each variant through the abstraction it is about. The one-thread CPU variants
+/// run in the grader's harness with the grader's operation ([`cpu_variant`]), the `-rayon`
+/// ones in the student's lab06 (the same functions, through the given `split`); the GPU
+/// kernels in this workspace's lab06, built with the grader's `add.cuh` ([`gpu_variants`]).
 fn sums(
     context: &Context,
     lab: &'static Lab,
@@ -921,33 +957,40 @@ fn sums(
     args: rubric::SumArgs,
     variants: &[rubric::SumVariant],
 ) -> Earned {
-    // A length of the grade's own choosing, so that no sum can be known in advance; and every
-    // variant combines by addition modulo a number of the grade's own (below any total the
-    // rubric's lengths give), so a variant that adds without applying the operation it is
-    // handed is wrong: the CPU variants by `op`, the GPU kernels compiled with -DMODULUS=M
-    // by this workspace's lab06 (their block totals are combined modulo M too).
-    let mut args = with_unpredictable_n(args, context.settings.noise);
-    args.extend([
-        "--modulus".to_string(),
-        modulus(context.settings.noise).to_string(),
-    ]);
-    let args = &args;
+    let args = &with_unpredictable_n(args, context.settings.noise);
     let expected = expected_sum(context, lab, args)?;
-
-    let program = match kernel {
-        Some(kernel) => Program::SolutionWithKernel(kernel),
+    let mut said = Vec::new();
+    for function in variants.iter().filter_map(|v| v.harnessed()) {
+        said.push(cpu_variant(context, lab, deadline, function)?);
+    }
+    let in_lab: Vec<rubric::SumVariant> = variants
+        .iter()
+        .copied()
+        .filter(|v| v.harnessed().is_none())
+        .collect();
+    let staged = kernel
+        .map(|kernel| stage_lab06_kernel(context, lab, kernel))
+        .transpose()?;
+    let program = match &staged {
+        Some(staged) => Program::StagedKernel {
+            dir: staged.dir.path(),
+            file: &staged.file,
+        },
         None => Program::Student,
     };
     let mut run_args = args.to_vec();
     run_args.extend([
         "--variants".to_string(),
-        rubric::SumVariant::list(variants, ","),
+        rubric::SumVariant::list(&in_lab, ","),
         "--json".to_string(),
     ]);
+    if staged.is_some() {
+        run_args.extend(["--save-ptx".to_string(), format!("{OUT}/{PTX}")]);
+    }
     let run = sandboxed(context, lab, &program, &os(&run_args), deadline)?;
     let report: LabReport = serde_json::from_slice(&run.stdout)
         .map_err(|_| Fault::Student("printed no valid --json report".to_string()))?;
-    for variant in variants.iter().map(|v| v.name()) {
+    for variant in in_lab.iter().map(|v| v.name()) {
         let key = format!("{}_sum", variant.replace('-', "_"));
         let wrong = match report.metrics.get(&key).and_then(serde_json::Value::as_f64) {
             Some(sum) if sum == expected => continue,
@@ -956,7 +999,155 @@ fn sums(
         };
         return Err(Fault::Student(wrong));
     }
-    Ok((1.0, format!("every sum exact ({expected})")))
+    if let Some(staged) = &staged {
+        let ptx = output_file(run.out.path(), PTX, 64 << 20).map_err(solutions_output)?;
+        said.push(through_abstractions(&in_lab, &staged.planted, &ptx)?);
+    }
+    said.push(format!("every sum exact ({expected})"));
+    Ok((1.0, said.join("; ")))
+}
+
+/// Where this workspace's lab06 writes the PTX of the student's kernels.
+const PTX: &str = "reduce.ptx";
+
+/// The key of `lab`'s planted code in this grade: the grade's number, each lab its own.
+fn lab_key(context: &Context, lab: &Lab) -> u64 {
+    context.settings.noise ^ (u64::from(lab.name.bytes().fold(0u8, |a, b| a ^ b)) << 56)
+}
+
+/// One of lab06's CPU variants (`function` of `src/cpu/variants.rs`) in the grader's harness,
+/// handed the grader's operation `acc + f(x)` ([`planted::Lab06Draw`]): it must return the
+/// total of f over the elements, calling the operation once per element.
+fn cpu_variant(
+    context: &Context,
+    lab: &'static Lab,
+    deadline: Instant,
+    function: &str,
+) -> Result<String, Fault> {
+    let bins = &context.settings.student.bins;
+    if !bins.join(planted::LAB06_HARNESS).is_file() {
+        let why = fs::read_to_string(bins.join(format!("{}.error", planted::LAB06_HARNESS)))
+            .map_err(|_| Fault::Grader("lab06's harness was not built".to_string()))?;
+        return Err(Fault::Student(format!(
+            "src/cpu/variants.rs does not build on its own, beside the grader's Combine and \
+             LANES (it may use only those of its parent module, and std): {why}"
+        )));
+    }
+    let draw = planted::Lab06Draw::new(lab_key(context, lab));
+    let mut args = vec![function.to_string()];
+    args.extend(draw.args());
+    let run = sandboxed(
+        context,
+        lab,
+        &Program::Harness(planted::LAB06_HARNESS),
+        &os(&args),
+        deadline,
+    )?;
+    let printed = String::from_utf8_lossy(&run.stdout);
+    let mut words = printed.split_whitespace();
+    let (sum, calls) = match (words.next(), words.next(), words.next()) {
+        (Some(sum), Some(calls), None) => (sum.parse::<f64>().ok(), calls.parse::<u64>().ok()),
+        _ => (None, None),
+    };
+    let (Some(sum), Some(calls)) = (sum, calls) else {
+        return Err(Fault::Student(format!(
+            "{function}, run by the grader's harness, printed other lines than its sum and \
+             its operation's calls"
+        )));
+    };
+    let expected = draw.expected();
+    if sum == expected as f64 && calls == draw.n {
+        return Ok(format!(
+            "{function} folds with the operation it is handed, once per element"
+        ));
+    }
+    Err(Fault::Student(format!(
+        "{function}, handed the grader's operation (acc + f(x), f a permutation of 1, 2, 3 \
+         drawn in this grade) and {n} elements, returned {sum} (expected {expected}) and \
+         called the operation {calls} times (expected {n}): each element must be folded in \
+         with the operation the variant is handed, by one call",
+        n = draw.n
+    )))
+}
+
+/// The student's kernel file staged beside the grader's `add.cuh`, and the name of the
+/// function that header's `add` calls.
+struct Staged {
+    dir: tempfile::TempDir,
+    file: String,
+    planted: String,
+}
+
+fn stage_lab06_kernel(context: &Context, lab: &Lab, kernel: &Path) -> Result<Staged, Fault> {
+    let from = context.settings.student.src.join(kernel);
+    let source = fs::read(&from).map_err(|_| {
+        Fault::Student(format!(
+            "no {} was taken from the submission",
+            kernel.display()
+        ))
+    })?;
+    let file = kernel
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .ok_or_else(|| Fault::Grader(format!("{} names no file", kernel.display())))?;
+    let dir = tempfile::Builder::new()
+        .prefix("kernels-")
+        .tempdir_in(context.settings.scratch)
+        .map_err(|e| Fault::Grader(format!("cannot make a folder for the kernel: {e}")))?;
+    let (header, planted) = planted::lab06_header(lab_key(context, lab));
+    // The folder is mounted whole, so its own mode counts: the sandbox's user reads it.
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(dir.path().join(&file), source)
+        .and_then(|()| fs::write(dir.path().join("add.cuh"), header))
+        .and_then(|()| fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)))
+        .map_err(|e| Fault::Grader(format!("cannot stage the kernel: {e}")))?;
+    Ok(Staged { dir, file, planted })
+}
+
+/// Each GPU variant of `variants` reached the grader's `add` as its lesson says, read in the
+/// PTX of the student's kernels built with the grader's `add.cuh`: its kernel reaches the
+/// function `planted` (which that header's `add` calls), and the virtual and pointer kernels
+/// make an indirect call. A kernel that adds by itself, or calls `add` directly where the
+/// lesson calls through a vtable or a pointer, fails with a line saying which.
+fn through_abstractions(
+    variants: &[rubric::SumVariant],
+    planted: &str,
+    ptx: &[u8],
+) -> Result<String, Fault> {
+    let module = super::ptx::Module::parse(&String::from_utf8_lossy(ptx));
+    if !module.defines(planted) {
+        return Err(Fault::Student(
+            "its kernels, built with the grader's add.cuh, never use add()".to_string(),
+        ));
+    }
+    let mut kernels = Vec::new();
+    for variant in variants {
+        let Some((kernel, indirect)) = variant.kernel() else {
+            continue;
+        };
+        if !module.reachable(kernel).contains(planted) {
+            return Err(Fault::Student(format!(
+                "{kernel} never calls add() (add.cuh): its sum is not folded with the \
+                 operation its abstraction stands for"
+            )));
+        }
+        if indirect && !module.calls_indirectly(kernel) {
+            return Err(Fault::Student(format!(
+                "{kernel} makes no indirect call: it calls add() directly, not through the \
+                 {} the lesson measures",
+                if kernel == "reduce_virtual" {
+                    "virtual method"
+                } else {
+                    "function pointer"
+                }
+            )));
+        }
+        kernels.push(kernel);
+    }
+    Ok(format!(
+        "{} fold with add() through their abstractions (read in their PTX)",
+        kernels.join(" and ")
+    ))
 }
 
 /// The exact total of lab06's data for `args`, from this workspace's own plain loop (given
@@ -1021,13 +1212,6 @@ fn with_unpredictable_view(frame: &rubric::Frame, noise: u64) -> MandelbrotArgs 
         scale: Some(view.scale),
         ..MandelbrotArgs::new(view.width, view.height)
     }
-}
-
-/// lab06's modulus: 1009 to 33776, drawn from the grade's `noise`
-/// (bits of their own), below the total of any length the rubric gives (each element's
-/// value is 1 to 3 on average 2, so 100,000 elements total about 200,000).
-fn modulus(noise: u64) -> u64 {
-    1009 + (noise >> 24) % 32768
 }
 
 /// `--n N` raised by 1 to 4095, by the grade's `noise`: a submission that prints a sum
@@ -1251,15 +1435,72 @@ mod tests {
         assert_ne!(views[1], views[3]);
     }
 
+    /// lab06's own kernels, built with the grader's add.cuh, pass the PTX check; each way of
+    /// skipping an abstraction fails it, naming the kernel. Needs NVRTC (skipped without).
     #[test]
-    fn the_modulus_changes_with_the_grade_and_stays_below_the_sums() {
-        let moduli: Vec<u64> = [0, 1 << 24, 5 << 24, u64::MAX].map(modulus).to_vec();
+    fn lab06s_kernels_pass_through_their_abstractions_and_each_cheat_fails() {
+        if !shared::nvrtc::is_present() {
+            shared::cli::eprint_line("NVRTC not found: lab06's kernels were not compiled");
+            return;
+        }
+        let source = include_str!("../../../../lab06-generics-vs-virtual/kernels/reduce.cu");
+        let (header, planted) = planted::lab06_header(0xfeed_beef);
+        let variants = [
+            "gpu-generic",
+            "gpu-virtual",
+            "gpu-fn-ptr-loop",
+            "gpu-fn-ptr-hoisted",
+        ]
+        .map(|v| rubric::SumVariant::try_from(v.to_string()).expect("a variant"));
+        let check = |source: String| {
+            let ptx = shared::nvrtc::KernelFile {
+                name: "reduce.cu",
+                source: source.into(),
+                headers: vec![shared::nvrtc::Header {
+                    name: "add.cuh",
+                    text: header.clone().into(),
+                }],
+                options: vec!["--std=c++17".to_string()],
+            }
+            .ptx("compute_90")
+            .expect("compiled");
+            through_abstractions(&variants, &planted, ptx.as_bytes())
+        };
+        let said = check(source.to_string()).expect("the solution passes");
         assert!(
-            moduli.iter().all(|m| (1009..1009 + 32768).contains(m)),
-            "{moduli:?}"
+            said.starts_with("reduce_generic and reduce_virtual and"),
+            "{said}"
         );
-        assert_ne!(moduli[0], moduli[1]);
-        assert_ne!(moduli[1], moduli[2]);
+        let cheats = [
+            (
+                "return combiner->combine(acc, x);",
+                "(void)combiner; return acc + x;",
+                "reduce_virtual never calls add()",
+            ),
+            (
+                "return pointer(acc, x);",
+                "(void)pointer; return add(acc, x);",
+                "reduce_fn_ptr_hoisted makes no indirect call",
+            ),
+            (
+                "return (*slot)(acc, x);",
+                "(void)slot; return acc + x;",
+                "reduce_fn_ptr_loop never calls add()",
+            ),
+            (
+                "operator()(float acc, float x) const { return add(acc, x); }",
+                "operator()(float acc, float x) const { return acc + x; }",
+                "reduce_generic never calls add()",
+            ),
+        ];
+        for (from, to, says) in cheats {
+            assert!(source.contains(from), "{from}");
+            let error = match check(source.replace(from, to)) {
+                Err(Fault::Student(why)) => why,
+                other => panic!("{to}: {other:?}"),
+            };
+            assert!(error.starts_with(says), "{to}: {error}");
+        }
     }
 
     /// The command lines the image, canvas and kernel speed checks run, word for word: a

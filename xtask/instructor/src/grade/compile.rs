@@ -175,6 +175,32 @@ pub fn build_lab(
     lab: &Lab,
     limit: Duration,
 ) -> std::result::Result<(), Fault> {
+    build(jail, work, target, vendor, lab, None, limit)
+}
+
+/// Build one binary of `lab`'s package alone (`--bin`): a harness the grader planted, whose
+/// failure to build leaves the lab's own binary as it was.
+pub fn build_bin(
+    jail: &Jail,
+    work: &Path,
+    target: &Path,
+    vendor: &Path,
+    lab: &Lab,
+    bin: &str,
+    limit: Duration,
+) -> std::result::Result<(), Fault> {
+    build(jail, work, target, vendor, lab, Some(bin), limit)
+}
+
+fn build(
+    jail: &Jail,
+    work: &Path,
+    target: &Path,
+    vendor: &Path,
+    lab: &Lab,
+    bin: Option<&str>,
+    limit: Duration,
+) -> std::result::Result<(), Fault> {
     let sysroot = sandbox::toolchain().ok_or_else(|| {
         Fault::Grader("no Rust toolchain found (rustc --print sysroot)".to_string())
     })?;
@@ -187,6 +213,7 @@ pub fn build_lab(
             "--package",
             lab.package,
         ])
+        .args(bin.map(|bin| ["--bin", bin]).into_iter().flatten())
         .arg("--config")
         .arg("source.crates-io.replace-with=\"vendored\"")
         .arg("--config")

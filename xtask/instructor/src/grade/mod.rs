@@ -29,6 +29,7 @@ mod fault;
 mod inert;
 mod intake;
 mod planted;
+mod ptx;
 mod report;
 mod slurm;
 mod timing;
@@ -521,6 +522,19 @@ fn prepare(
             }
             Err(Fault::Student(error)) => broken.push((lab.name.to_string(), error)),
             Err(Fault::Grader(error)) => grader_failed.push((lab.name.to_string(), error)),
+        }
+    }
+    if labs.iter().any(|lab| lab.name == "lab06") && !broken.iter().any(|(l, _)| l == "lab06") {
+        let vendor = cache.vendor();
+        let build = planted::Build {
+            jail,
+            work: &work,
+            target: &target,
+            vendor: &vendor,
+            limit: build_limit,
+        };
+        if let Err(error) = planted::build_lab06_harness(&build, &bin) {
+            grader_failed.push(("lab06".to_string(), error));
         }
     }
     for kernel in rubric.kernels() {

@@ -38,6 +38,140 @@ pub fn kernel(lab: &str, key: u64, extent: Size) -> Option<(String, Size)> {
     Some((source, Size { width, height }))
 }
 
+/// lab06: the header the grader plants beside the student's `reduce.cu`, and the name of the
+/// function its `add` calls. That function is kept out of line (`__noinline__`) and named
+/// for the grade (`extern "C"`, so the PTX names it as written), so the PTX shows every
+/// kernel that reaches it, and how ([`super::ptx`]); it adds, so every sum stays exact.
+pub fn lab06_header(key: u64) -> (String, String) {
+    let name = format!("grade_add_{key:016x}");
+    let header = format!(
+        "// The grader's add.cuh: add() calls a function of this grade's own name.\n\
+         #pragma once\n\
+         extern \"C\" __device__ __noinline__ float {name}(float acc, float x) {{ return acc + x; }}\n\
+         __device__ float add(float acc, float x) {{ return {name}(acc, x); }}\n"
+    );
+    (header, name)
+}
+
+/// lab06's CPU harness: its files, planted into the student's build under
+/// [`LAB06_HARNESS_DIR`], which makes the binary [`LAB06_HARNESS`].
+pub const LAB06_HARNESS: &str = "grade-lab06-variants";
+pub const LAB06_HARNESS_DIR: &str = "lab06-generics-vs-virtual/src/bin/grade-lab06-variants";
+pub const LAB06_HARNESS_FILES: [(&str, &str); 2] = [
+    ("main.rs", include_str!("planted/lab06_variants.rs")),
+    ("data.rs", include_str!("planted/lab06_data.rs")),
+];
+
+/// Where a grade builds: its workspace, target folder, vendored sources and time.
+pub struct Build<'a> {
+    pub jail: &'a crate::sandbox::Jail,
+    pub work: &'a std::path::Path,
+    pub target: &'a std::path::Path,
+    pub vendor: &'a std::path::Path,
+    pub limit: std::time::Duration,
+}
+
+/// Plant lab06's CPU harness in the student's built workspace and build it alone (the
+/// student's `variants.rs` may not build beside the grader's `Combine`, which costs the
+/// variants' checks, not the lab), into `bins`: the binary, or the compiler's first error as
+/// `<harness>.error` for the checks to report. Err: the grader's own failure.
+pub fn build_lab06_harness(build: &Build, bins: &std::path::Path) -> Result<(), String> {
+    let dir = build.work.join(LAB06_HARNESS_DIR);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot plant lab06's harness: {e}"))?;
+    for (name, text) in LAB06_HARNESS_FILES {
+        std::fs::write(dir.join(name), text)
+            .map_err(|e| format!("cannot plant lab06's harness: {e}"))?;
+    }
+    let lab = xtask::labs::find("lab06").map_err(|e| format!("{e:#}"))?;
+    let built = super::compile::build_bin(
+        build.jail,
+        build.work,
+        build.target,
+        build.vendor,
+        lab,
+        LAB06_HARNESS,
+        build.limit,
+    );
+    let copied = match built {
+        Ok(()) => std::fs::copy(
+            build.target.join("release").join(LAB06_HARNESS),
+            bins.join(LAB06_HARNESS),
+        )
+        .map(drop),
+        Err(super::fault::Fault::Student(error)) => {
+            std::fs::write(bins.join(format!("{LAB06_HARNESS}.error")), error)
+        }
+        Err(super::fault::Fault::Grader(error)) => return Err(error),
+    };
+    copied.map_err(|e| format!("cannot keep lab06's harness: {e}"))
+}
+
+#[path = "planted/lab06_data.rs"]
+mod lab06_data;
+
+/// What lab06's harness is run with in one grade: the elements' seed and count, and the
+/// grader's operation `acc + f(x)` as `f(1), f(2), f(3)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lab06Draw {
+    pub seed: u64,
+    pub n: u64,
+    pub image: [u64; 3],
+}
+
+/// The permutations of 1, 2, 3 but the identity, one of which is the grade's `f`.
+const PERMUTATIONS: [[u64; 3]; 5] = [[1, 3, 2], [2, 1, 3], [2, 3, 1], [3, 1, 2], [3, 2, 1]];
+
+impl Lab06Draw {
+    /// The draw for the grade's `key`: an odd length (so no multiple of the 16 lanes) of 3001
+    /// to 302999 elements, and the first permutation from the key's on whose total differs
+    /// from the plain total (a variant that adds by itself then gives a wrong sum); should
+    /// every permutation give the plain total (equally many 1s, 2s and 3s), the next seed.
+    pub fn new(key: u64) -> Lab06Draw {
+        Lab06Draw::drawn(key, lab06_data::elements)
+    }
+
+    fn drawn(key: u64, elements: impl Fn(u64, usize) -> Vec<f32>) -> Lab06Draw {
+        let n = 3001 + 2 * ((key >> 8) % 150_000);
+        let mut seed = key;
+        loop {
+            let data = elements(seed, n as usize);
+            let plain: u64 = data.iter().map(|&x| x as u64).sum();
+            for i in 0..PERMUTATIONS.len() {
+                let draw = Lab06Draw {
+                    seed,
+                    n,
+                    image: PERMUTATIONS[(key as usize + i) % PERMUTATIONS.len()],
+                };
+                if draw.total_of(&data) != plain {
+                    return draw;
+                }
+            }
+            seed = seed.wrapping_add(1);
+        }
+    }
+
+    /// The harness's arguments after the variant's function: `SEED N F1 F2 F3`.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = vec![self.seed.to_string(), self.n.to_string()];
+        args.extend(self.image.iter().map(u64::to_string));
+        args
+    }
+
+    /// What a variant folding with `acc + f(x)` returns: the total of `f` over the elements.
+    pub fn expected(&self) -> u64 {
+        self.total_of(&lab06_data::elements(self.seed, self.n as usize))
+    }
+
+    fn total_of(&self, data: &[f32]) -> u64 {
+        data.iter()
+            .map(|&x| match x as usize {
+                0 => 0,
+                v => self.image[v - 1],
+            })
+            .sum()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +263,7 @@ mod tests {
                 shared::nvrtc::KernelFile {
                     name: "planted.cu",
                     source: source.clone().into(),
+                    headers: Vec::new(),
                     options: options.iter().map(|o| o.to_string()).collect(),
                 }
                 .ptx("compute_90")
@@ -137,5 +272,63 @@ mod tests {
             assert!(compile(&[]).contains("fma.rn.f64"), "{lab}");
             assert!(!compile(&["--fmad=false"]).contains("fma.rn.f64"), "{lab}");
         }
+    }
+
+    #[test]
+    fn lab06s_header_names_its_function_for_the_grade() {
+        let (header, name) = lab06_header(0x0123_4567_89ab_cdef);
+        assert_eq!(name, "grade_add_0123456789abcdef");
+        assert!(header.contains("__noinline__ float grade_add_0123456789abcdef("));
+        assert!(header.contains(
+            "float add(float acc, float x) { return grade_add_0123456789abcdef(acc, x); }"
+        ));
+        assert_ne!(lab06_header(1).0, header);
+    }
+
+    /// The draw: an odd length in range, a permutation that is not the identity and moves the
+    /// total, and the expected total is that of f over the very elements the harness makes.
+    #[test]
+    fn lab06s_draw_moves_the_total_and_changes_with_the_key() {
+        let mut lengths = std::collections::BTreeSet::new();
+        let mut images = std::collections::BTreeSet::new();
+        for key in (0..64u64).map(|k| k.wrapping_mul(0x9e37_79b9_7f4a_7c15)) {
+            let draw = Lab06Draw::new(key);
+            assert!(
+                (3001..=302_999).contains(&draw.n) && draw.n % 2 == 1,
+                "{draw:?}"
+            );
+            assert_ne!(draw.image, [1, 2, 3]);
+            let data = lab06_data::elements(draw.seed, draw.n as usize);
+            assert_eq!(data.len() as u64, draw.n);
+            assert!(data.iter().all(|x| [0.0, 1.0, 2.0, 3.0].contains(x)));
+            let plain: u64 = data.iter().map(|&x| x as u64).sum();
+            let by_hand: u64 = data
+                .iter()
+                .map(|&x| [0, draw.image[0], draw.image[1], draw.image[2]][x as usize])
+                .sum();
+            assert_eq!(draw.expected(), by_hand);
+            assert_ne!(by_hand, plain, "{draw:?}");
+            assert!(by_hand < 1 << 24);
+            assert_eq!(draw.args()[1], draw.n.to_string());
+            lengths.insert(draw.n);
+            images.insert(draw.image);
+        }
+        assert!(lengths.len() > 60 && images.len() == 5, "{images:?}");
+    }
+
+    /// Equally many 1s, 2s and 3s: no permutation moves the total, so the next seed is drawn.
+    #[test]
+    fn a_draw_whose_permutations_all_keep_the_plain_total_takes_the_next_seed() {
+        let key = 77;
+        let elements = |seed: u64, n: usize| match seed == key {
+            true => [1.0, 2.0, 3.0].repeat(n / 3),
+            false => lab06_data::elements(seed, n),
+        };
+        let draw = Lab06Draw::drawn(key, elements);
+        assert_eq!(draw.seed, key + 1);
+        assert_ne!(draw.expected(), {
+            let data = lab06_data::elements(draw.seed, draw.n as usize);
+            data.iter().map(|&x| x as u64).sum::<u64>()
+        });
     }
 }
