@@ -186,10 +186,10 @@ impl Gpu {
                     &compile_cubin(file_name, source, headers, &real)?,
                 )?;
             }
-            // ptxas's own option, which the PTX does not carry: whether it fuses the loose
+            // ptxas's choice, which the PTX does not carry: whether it fuses the loose
             // multiplies and adds a kernel writes in inline PTX.
             if let Some(library) = cpu_device_library() {
-                set_fmad(library, crate::nvrtc::fmad(&all))?;
+                set_contraction(library, crate::nvrtc::contracts(&all)?)?;
             }
             // With its line information, whose `.loc` lines the CPU device reads to name the
             // `.cu` line of a fault or a refusal (the code itself is the same).
@@ -422,16 +422,18 @@ pub(crate) fn cpu_device_library() -> Option<&'static libloading::Library> {
 }
 
 /// Tell the CPU device whether ptxas would fuse multiplies into adds in the modules it loads
-/// next (`--fmad`).
-fn set_fmad(library: &libloading::Library, fmad: bool) -> Result<()> {
+/// next ([`crate::nvrtc::contracts`]).
+fn set_contraction(library: &libloading::Library, contract: bool) -> Result<()> {
     // SAFETY: the CPU device's function of this name, with its signature.
-    let set = unsafe { library.get::<extern "C" fn(std::ffi::c_int)>(b"cpuDeviceSetFmad") }
+    let set = unsafe {
+        library.get::<extern "C" fn(std::ffi::c_int)>(b"cpuDeviceSetContraction")
+    }
         .map_err(|e| {
             Error::NoGpu(format!(
                 "the CPU device is older than this lab ({e}); rebuild it with `cargo build --release -p cpu-device`"
             ))
         })?;
-    set(fmad.into());
+    set(contract.into());
     Ok(())
 }
 

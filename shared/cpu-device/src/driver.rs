@@ -79,8 +79,8 @@ struct State {
     /// ([`cpuDeviceSetRegisters`]).
     registers: Mutex<HashMap<String, u32>>,
     /// Whether the modules loaded next fuse loose multiplies into adds, as ptxas does unless
-    /// given `--fmad=false` ([`cpuDeviceSetFmad`]).
-    fmad: AtomicBool,
+    /// NVRTC's options say not to ([`cpuDeviceSetContraction`]).
+    contract: AtomicBool,
 }
 
 fn state() -> &'static State {
@@ -93,7 +93,7 @@ fn state() -> &'static State {
         printf: Mutex::new(Vec::new()),
         profiles: Mutex::new(None),
         registers: Mutex::new(HashMap::new()),
-        fmad: AtomicBool::new(true),
+        contract: AtomicBool::new(true),
     })
 }
 
@@ -556,9 +556,9 @@ pub unsafe extern "C" fn cuModuleLoadData(
         let Ok(text) = text.to_str() else {
             return fail(INVALID_PTX, "the PTX is not UTF-8 text".to_string());
         };
-        let fmad = state().fmad.load(Ordering::Relaxed);
+        let contract = state().contract.load(Ordering::Relaxed);
         let loaded =
-            load_with(text, &state().memory, fmad).and_then(|m| match exec::check_module(&m) {
+            load_with(text, &state().memory, contract).and_then(|m| match exec::check_module(&m) {
                 Ok(()) => Ok(m),
                 Err(e) => {
                     let _device = device();
@@ -885,12 +885,13 @@ pub unsafe extern "C" fn cpuDeviceSetRegisters(name: *const c_char, registers: c
     }
 }
 
-/// Whether the modules loaded from now on fuse loose multiplies into adds (`fmad` non-zero,
-/// the default) or not, as ptxas compiles with NVRTC's `--fmad`: the GPU runs what NVRTC and
-/// ptxas made of the kernel with its options, the CPU device the PTX alone. Not a driver call.
+/// Whether the modules loaded from now on fuse loose multiplies into adds (`contract`
+/// non-zero, the default) or not, as ptxas does with the NVRTC options the kernel was
+/// compiled with: the GPU runs what NVRTC and ptxas made of the kernel, the CPU device the
+/// PTX alone. Not a driver call.
 #[no_mangle]
-pub extern "C" fn cpuDeviceSetFmad(fmad: c_int) {
-    state().fmad.store(fmad != 0, Ordering::Relaxed);
+pub extern "C" fn cpuDeviceSetContraction(contract: c_int) {
+    state().contract.store(contract != 0, Ordering::Relaxed);
 }
 
 /// The profiles of the launches since the last call, as a JSON array (`json` non-zero) or

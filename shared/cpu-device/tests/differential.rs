@@ -1091,8 +1091,10 @@ fn run_on_cpu_device(kernel: &Kernel, options: &[&str], threads: usize) -> Vec<u
     let context = |what: &str| format!("seed {:#x}: {what}\n{}", kernel.seed, kernel.source);
     let memory = Memory::default();
     let ptx = ptx(kernel, options);
-    let fmad = shared::nvrtc::fmad(options);
-    let module = load_with(&ptx, &memory, fmad).unwrap_or_else(|e| {
+    let options: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+    let contract = shared::nvrtc::contracts(&options)
+        .unwrap_or_else(|e| panic!("{}", context(&format!("NVRTC: {e}"))));
+    let module = load_with(&ptx, &memory, contract).unwrap_or_else(|e| {
         panic!(
             "{}",
             context(&format!("the CPU device does not load the PTX: {e}"))
@@ -1329,6 +1331,22 @@ fn the_generator_is_deterministic_and_covers_every_template() {
 /// Kernels, blocks and option sets of the CPU-only check (CI runs it on 2 cores).
 const NVRTC_SEEDS: u64 = 24;
 const NVRTC_BLOCKS: u32 = 2;
+
+/// NVRTC says whether its options let a multiply and an add fuse: the CPU device loads each
+/// kernel of this test (and a lab's) as ptxas compiles it with them.
+#[test]
+#[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
+fn nvrtc_says_which_options_contract() {
+    let contracts = |options: &[&str]| {
+        let options: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+        shared::nvrtc::contracts(&options).expect("NVRTC compiles the probe")
+    };
+    assert!(contracts(&[]));
+    assert!(contracts(&["--ftz=true"]));
+    assert!(!contracts(&["--fmad=false"]));
+    assert!(!contracts(&["--use_fast_math", "--fmad=false"]));
+    assert!(contracts(&["--fmad=false", "--fmad=true"]));
+}
 
 #[test]
 #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]

@@ -155,16 +155,16 @@ mod tests {
         assert_eq!(ops[4], fused(FloatOp::FmaRev, 6, 4));
     }
 
-    /// contract: under ptxas's `--fmad=false` nothing is fused, a half's loose pair included
-    /// (the differential test's `hadd(hmul(a, b), c)` on an H100); by default it is.
+    /// contract: with contraction off nothing is fused, a half's loose pair included (the
+    /// differential test's `hadd(hmul(a, b), c)` on an H100); by default it is.
     #[test]
     fn nothing_is_fused_where_ptxas_is_told_not_to() {
         let body = ".reg .b16 %h<4>;\nmul.f16 %h2, %h0, %h1;\nadd.f16 %h3, %h2, %h1;";
         let ptx = format!(
             ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k()\n{{\n{body}\n}}\n"
         );
-        let add = |fmad| {
-            let module = crate::load::load_with(&ptx, &crate::memory::Memory::default(), fmad)
+        let add = |contract| {
+            let module = crate::load::load_with(&ptx, &crate::memory::Memory::default(), contract)
                 .expect("loads");
             module.code[1].op.clone()
         };

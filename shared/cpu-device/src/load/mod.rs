@@ -21,7 +21,7 @@ use crate::ir::*;
 use crate::lex::{tokens, Token};
 use crate::memory::{Memory, Region};
 
-use contract::{contract, loose_rounding};
+use contract::loose_rounding;
 use decode::{decode, FnDecoder, Name, Scope};
 use layout::{initialise_variables, place_variables};
 use parse::{declaration, directives, guard, operands, Cursor, Header};
@@ -80,18 +80,18 @@ impl Module {
 pub type LoadResult<T> = Result<T, String>;
 
 /// Load `ptx` into `memory`: variables allocated and initialised, code decoded, as ptxas
-/// compiles it by default (`--fmad=true`).
+/// compiles it by default (fusing what it may).
 pub fn load(ptx: &str, memory: &Memory) -> LoadResult<Module> {
     load_with(ptx, memory, true)
 }
 
-/// [`load`], as ptxas compiles with `--fmad=fmad`: with `false` (NVRTC's `--fmad=false` goes
-/// on to ptxas), no multiply is fused into an add. NVRTC writes `.rn` on every multiply and add
-/// it must not fuse, so its own code reads the same either way; the flag decides the loose
-/// ones a kernel writes in inline PTX (cuda_fp16.h's `__hmul` and `__hadd`): on an H100,
-/// `hadd(hmul(a, b), c)` of such loose instructions rounded twice under `--fmad=false` and
-/// once without it (the differential test, 51 threads of one kernel).
-pub fn load_with(ptx: &str, memory: &Memory, fmad: bool) -> LoadResult<Module> {
+/// [`load`], with `contract` false as ptxas compiles when NVRTC's options turn contraction
+/// off (NVRTC hands ptxas the same choice): no multiply is fused into an add. NVRTC writes
+/// `.rn` on every multiply and add it must not fuse, so its own code reads the same either
+/// way; the flag decides the loose ones a kernel writes in inline PTX (cuda_fp16.h's `__hmul`
+/// and `__hadd`): on an H100, `hadd(hmul(a, b), c)` of such loose instructions rounded twice
+/// with contraction off and once with it on (the differential test, 51 threads of a kernel).
+pub fn load_with(ptx: &str, memory: &Memory, contract: bool) -> LoadResult<Module> {
     let toks = tokens(ptx)?;
     let mut c = Cursor {
         toks: &toks,
@@ -115,7 +115,7 @@ pub fn load_with(ptx: &str, memory: &Memory, fmad: bool) -> LoadResult<Module> {
     place_variables(&mut module, &vars, memory)?;
     initialise_variables(&module, &vars, memory)?;
     for h in &headers {
-        let function = decode_function(&toks, h, &mut module, fmad)?;
+        let function = decode_function(&toks, h, &mut module, contract)?;
         module.functions.push(function);
     }
     builtins(&mut module, memory)?;
@@ -183,7 +183,7 @@ fn decode_function(
     toks: &[Token],
     h: &Header,
     module: &mut Module,
-    fmad: bool,
+    contract: bool,
 ) -> LoadResult<Function> {
     let start = module.code.len() as u32;
     let mut f = Function {
@@ -263,8 +263,8 @@ fn decode_function(
         sources.push(d.source);
     }
     resolve_branches(&mut code, fixups, &labels, &h.name)?;
-    if fmad {
-        contract(&mut code, &loose, &labels, start);
+    if contract {
+        self::contract::contract(&mut code, &loose, &labels, start);
     }
     // A function that runs off its end returns.
     code.push(Inst {
