@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaModule, CudaStream};
 use cudarc::nvrtc::{self, Ptx};
@@ -168,44 +168,53 @@ impl Gpu {
         crate::exercise::check_kernel(file_name, source)?;
         let mut all: Vec<String> = options.iter().map(|o| o.as_ref().to_string()).collect();
         all.push(format!("--gpu-architecture={}", self.arch));
+        if !self.emulated {
+            let cubin = compile_cubin(file_name, source, headers, &all)?;
+            return self.load(Ptx::from_binary(cubin), all);
+        }
         // The CPU device runs PTX: the same compilation, to the virtual architecture of the
         // same name (`compute_90` for `sm_90`), stopped before ptxas.
-        let image = if self.emulated {
-            if let (true, Some(library)) = (PROFILING.load(Ordering::Relaxed), cpu_device_library())
-            {
-                // The registers ptxas gives each kernel on this architecture's GPU (`sm_90`
-                // for `compute_90`): what the H100's occupancy depends on.
-                let mut real = all.clone();
-                real.pop();
-                real.push(format!(
-                    "--gpu-architecture={}",
-                    self.arch.replace("compute_", "sm_")
-                ));
-                crate::profile::set_registers(
-                    library,
-                    &compile_cubin(file_name, source, headers, &real)?,
-                )?;
-            }
-            // ptxas's choice, which the PTX does not carry: whether it fuses the loose
-            // multiplies and adds a kernel writes in inline PTX.
-            if let Some(library) = cpu_device_library() {
-                set_contraction(library, crate::nvrtc::contracts(&all)?)?;
-            }
-            // With its line information, whose `.loc` lines the CPU device reads to name the
-            // `.cu` line of a fault or a refusal (the code itself is the same).
-            all.push("--generate-line-info".to_string());
-            Ptx::from_src(compile_ptx(file_name, source, headers, &all)?)
-        } else {
-            Ptx::from_binary(compile_cubin(file_name, source, headers, &all)?)
-        };
+        if let (true, Some(library)) = (PROFILING.load(Ordering::Relaxed), cpu_device_library()) {
+            // The registers ptxas gives each kernel on this architecture's GPU (`sm_90` for
+            // `compute_90`): what the H100's occupancy depends on.
+            let mut real = all.clone();
+            real.pop();
+            real.push(format!(
+                "--gpu-architecture={}",
+                self.arch.replace("compute_", "sm_")
+            ));
+            crate::profile::set_registers(
+                library,
+                &compile_cubin(file_name, source, headers, &real)?,
+            )?;
+        }
+        // ptxas's choice, which the PTX does not carry: whether it fuses the loose multiplies
+        // and adds a kernel writes in inline PTX.
+        let contract = crate::nvrtc::contracts(&all)?;
+        // With its line information, whose `.loc` lines the CPU device reads to name the
+        // `.cu` line of a fault or a refusal (the code itself is the same).
+        all.push("--generate-line-info".to_string());
+        let ptx = Ptx::from_src(compile_ptx(file_name, source, headers, &all)?);
+        // The choice holds for the next module the CPU device loads: held with that load, so
+        // that no other thread's slips in between (the differential test loads its kernels
+        // from every core).
+        static LOADING: Mutex<()> = Mutex::new(());
+        let _loading = LOADING
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(library) = cpu_device_library() {
+            set_contraction(library, contract)?;
+        }
+        self.load(ptx, all)
+    }
+
+    /// Load a compiled module, keeping the options it was compiled with.
+    fn load(&self, image: Ptx, options: Vec<String>) -> Result<Kernels> {
         let module = self
             .ctx
             .load_module(image)
             .cuda("loading the compiled kernels")?;
-        Ok(Kernels {
-            module,
-            options: all,
-        })
+        Ok(Kernels { module, options })
     }
 
     /// Free and total device memory, in bytes.
