@@ -112,7 +112,7 @@ pub fn slots(choice: Gpus) -> Result<(Vec<Slot>, String)> {
             gpus.join(", ")
         ),
     };
-    let shares = share_cores(&cores(), n);
+    let shares = share_cores(&cores(), n, physical_core);
     let slots: Vec<Slot> = gpus
         .into_iter()
         .take(n)
@@ -177,15 +177,49 @@ fn cores() -> Vec<usize> {
         .collect()
 }
 
-/// `cores` in `n` even runs, one per slot; with one slot, or fewer cores than slots, no
-/// pinning at all (empty shares).
-fn share_cores(cores: &[usize], n: usize) -> Vec<Vec<usize>> {
-    if n <= 1 || cores.len() < n {
+/// `cores` in `n` even shares, one per slot, each of whole physical cores (`sibling_of` names
+/// the physical core a logical one belongs to): two slots on the two hardware threads of one
+/// core slowed each other's lab02 to 1.7x and 2.0x its time alone, on a 32-thread host whose
+/// slots had been the first and the second 16 logical cores (siblings `n` and `n + 16`).
+/// With one slot, or fewer physical cores than slots, no pinning at all (empty shares).
+fn share_cores(cores: &[usize], n: usize, sibling_of: impl Fn(usize) -> usize) -> Vec<Vec<usize>> {
+    let mut physical: Vec<(usize, Vec<usize>)> = Vec::new();
+    for &core in cores {
+        let id = sibling_of(core);
+        match physical.iter_mut().find(|(p, _)| *p == id) {
+            Some((_, threads)) => threads.push(core),
+            None => physical.push((id, vec![core])),
+        }
+    }
+    if n <= 1 || physical.len() < n {
         return vec![Vec::new(); n];
     }
     (0..n)
-        .map(|i| cores[i * cores.len() / n..(i + 1) * cores.len() / n].to_vec())
+        .map(|i| {
+            let mut share: Vec<usize> = physical
+                [i * physical.len() / n..(i + 1) * physical.len() / n]
+                .iter()
+                .flat_map(|(_, threads)| threads.iter().copied())
+                .collect();
+            share.sort_unstable();
+            share
+        })
         .collect()
+}
+
+/// The physical core a logical one runs on, as Linux numbers it: the lowest logical core
+/// of its siblings (`thread_siblings_list`), or the core itself where that cannot be read.
+fn physical_core(core: usize) -> usize {
+    let path = format!("/sys/devices/system/cpu/cpu{core}/topology/thread_siblings_list");
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|list| {
+            list.trim()
+                .split([',', '-'])
+                .filter_map(|n| n.parse::<usize>().ok())
+                .min()
+        })
+        .unwrap_or(core)
 }
 
 #[cfg(test)]
@@ -215,16 +249,41 @@ mod tests {
     #[test]
     fn cores_are_shared_out_evenly() {
         let cores: Vec<usize> = (0..16).collect();
-        let shares = share_cores(&cores, 2);
+        let alone = |core| core;
+        let shares = share_cores(&cores, 2, alone);
         assert_eq!(shares[0], (0..8).collect::<Vec<_>>());
         assert_eq!(shares[1], (8..16).collect::<Vec<_>>());
         assert_eq!(
-            share_cores(&cores, 3).iter().map(Vec::len).sum::<usize>(),
+            share_cores(&cores, 3, alone)
+                .iter()
+                .map(Vec::len)
+                .sum::<usize>(),
             16
         );
-        assert_eq!(share_cores(&cores, 1), vec![Vec::<usize>::new()]);
-        assert_eq!(share_cores(&[0], 2), vec![Vec::<usize>::new(); 2]);
+        assert_eq!(share_cores(&cores, 1, alone), vec![Vec::<usize>::new()]);
+        assert_eq!(share_cores(&[0], 2, alone), vec![Vec::<usize>::new(); 2]);
         assert!(!super::cores().is_empty(), "this process runs somewhere");
+    }
+
+    /// Two slots never share a physical core: where core `n`'s sibling is `n + 8` (the
+    /// numbering that put both slots on every core of a 32-thread host), each slot takes
+    /// both threads of its own cores; where siblings are neighbours, pairs stay whole.
+    #[test]
+    fn a_physical_core_is_never_split_between_slots() {
+        let cores: Vec<usize> = (0..16).collect();
+        let shares = share_cores(&cores, 2, |core| core % 8);
+        assert_eq!(shares[0], [0, 1, 2, 3, 8, 9, 10, 11]);
+        assert_eq!(shares[1], [4, 5, 6, 7, 12, 13, 14, 15]);
+        let shares = share_cores(&cores, 3, |core| core / 2);
+        for share in &shares {
+            assert!(
+                share.chunks(2).all(|pair| pair[0] / 2 == pair[1] / 2),
+                "{shares:?}"
+            );
+        }
+        // Two hardware threads of one core are one core: no share for a second slot.
+        assert_eq!(share_cores(&[0, 1], 2, |_| 0), vec![Vec::<usize>::new(); 2]);
+        assert_eq!(physical_core(0), 0, "core 0 is its own lowest sibling");
     }
 
     #[test]
