@@ -178,10 +178,12 @@ fn cores() -> Vec<usize> {
 }
 
 /// `cores` in `n` even shares, one per slot, each of whole physical cores (`sibling_of` names
-/// the physical core a logical one belongs to): two slots on the two hardware threads of one
-/// core slowed each other's lab02 to 1.7x and 2.0x its time alone, on a 32-thread host whose
-/// slots had been the first and the second 16 logical cores (siblings `n` and `n + 16`).
-/// With one slot, or fewer physical cores than slots, no pinning at all (empty shares).
+/// the physical core a logical one belongs to): the two hardware threads of a core share its
+/// execution units, so two slots on one core would time their CPU speed checks against each
+/// other's work; where Linux numbers siblings `n` and `n + cores / 2`, even runs of logical
+/// cores would put every slot on every core. (The two-GPU hosts lent here have one thread a
+/// core, where this changes nothing.) With one slot, or fewer physical cores than slots, no
+/// pinning at all (empty shares).
 fn share_cores(cores: &[usize], n: usize, sibling_of: impl Fn(usize) -> usize) -> Vec<Vec<usize>> {
     let mut physical: Vec<(usize, Vec<usize>)> = Vec::new();
     for &core in cores {
