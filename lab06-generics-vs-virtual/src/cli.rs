@@ -1,5 +1,6 @@
 //! The command line: how many floats, how many repetitions, which variants.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Parser;
@@ -130,6 +131,53 @@ pub struct Selection {
 }
 
 impl Args {
+    /// lab06 run with no arguments: every flag at its default. (LABS_EMULATE, which
+    /// `--emulate` also reads, is left out: this is what the command line alone gives.)
+    pub fn defaults() -> Args {
+        let args = Args::try_parse_from(["lab06"]).expect("lab06's defaults parse");
+        Args {
+            device: Default::default(),
+            ..args
+        }
+    }
+
+    /// The command line that parses back to these arguments, for a program that runs lab06
+    /// (a grader): each flag whose value is not its default, in the order above. Written
+    /// here, beside the flags, so that each is spelt once: one renamed above and not here
+    /// fails the test `to_args_parse_back`.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let default = Args::defaults();
+        let mut args: Vec<OsString> = Vec::new();
+        let mut value = |flag: &str, value: String, default: String| {
+            if value != default {
+                args.extend([flag.into(), value.into()]);
+            }
+        };
+        value("--n", self.n.to_string(), default.n.to_string());
+        value("--reps", self.reps.to_string(), default.reps.to_string());
+        if !self.variants.is_empty() {
+            let names: Vec<&str> = self.variants.iter().map(|v| v.name()).collect();
+            args.extend(["--variants".into(), names.join(",").into()]);
+        }
+        let switches = [("--cpu-only", self.cpu_only), ("--gpu-only", self.gpu_only)];
+        args.extend(switches.into_iter().filter(|s| s.1).map(|s| s.0.into()));
+        if let Some(file) = &self.save_ptx {
+            args.extend(["--save-ptx".into(), file.clone().into_os_string()]);
+        }
+        if self.json {
+            args.push("--json".into());
+        }
+        if let Some(threads) = self.threads_per_block {
+            args.extend(["--threads-per-block".into(), threads.to_string().into()]);
+        }
+        if let Some(blocks) = self.blocks_per_sm {
+            args.extend(["--blocks-per-sm".into(), blocks.to_string().into()]);
+        }
+        args.extend(self.kernel.to_args());
+        args.extend(self.device.to_args());
+        args
+    }
+
     /// The variants to run, in table order.
     ///
     /// Without a GPU, the GPU variants are skipped (with the reason, once) and the CPU ones
@@ -225,6 +273,69 @@ fn parse_reps(s: &str) -> Result<u16, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every field changed from its default comes back as it went, and none is written
+    /// where it is the default: a flag renamed in the attributes and not in `to_args`, or a
+    /// field `to_args` forgets, fails here.
+    #[test]
+    fn to_args_parse_back() {
+        let given = Args {
+            n: 100_003,
+            reps: 3,
+            variants: vec![
+                Variant::Cpu(CpuSum::Dyn, Cores::All),
+                Variant::Gpu(GpuSum::Virtual),
+            ],
+            cpu_only: false,
+            gpu_only: false,
+            save_ptx: Some(PathBuf::from("out/reduce.ptx")),
+            json: true,
+            threads_per_block: Some(256),
+            blocks_per_sm: Some(4),
+            kernel: shared::nvrtc::KernelArg {
+                path: Some(PathBuf::from("mine/reduce.cu")),
+                options: vec!["-lineinfo".to_string()],
+            },
+            device: shared::gpu::DeviceArg {
+                emulate: true,
+                ..Default::default()
+            },
+        };
+        let argv = std::iter::once(OsString::from("lab06")).chain(given.to_args());
+        let back = match Args::try_parse_from(argv) {
+            Ok(back) => back,
+            Err(e) => panic!("{:?} does not parse: {e}", given.to_args()),
+        };
+        assert_eq!(
+            (back.n, back.reps, &back.variants, &back.save_ptx, back.json),
+            (
+                given.n,
+                given.reps,
+                &given.variants,
+                &given.save_ptx,
+                given.json
+            )
+        );
+        assert_eq!(
+            (back.threads_per_block, back.blocks_per_sm),
+            (given.threads_per_block, given.blocks_per_sm)
+        );
+        assert_eq!(format!("{:?}", back.kernel), format!("{:?}", given.kernel));
+        assert_eq!(format!("{:?}", back.device), format!("{:?}", given.device));
+        for (cpu_only, gpu_only) in [(true, false), (false, true)] {
+            let given = Args {
+                cpu_only,
+                gpu_only,
+                ..Args::defaults()
+            };
+            let back = Args::try_parse_from(
+                std::iter::once(OsString::from("lab06")).chain(given.to_args()),
+            )
+            .expect("parses");
+            assert_eq!((back.cpu_only, back.gpu_only), (cpu_only, gpu_only));
+        }
+        assert!(Args::defaults().to_args().is_empty());
+    }
 
     #[test]
     fn reps_are_capped_at_a_thousand() {

@@ -125,7 +125,7 @@ impl GpuBench {
         timer: &mut Timer,
     ) -> Result<Self> {
         // The file, its header and its options (`--std=c++17`) are in src/lib.rs.
-        let kernel = kernel.apply(lab06_generics_vs_virtual::kernel_file())?;
+        let kernel = kernel.apply(crate::kernel_file())?;
         let kernels = timer.time(Phase::Compile, || gpu.compile_file(&kernel))?;
         let multiprocessors = gpu
             .ctx
@@ -321,7 +321,7 @@ impl GpuBench {
 pub fn save_ptx(gpu: &Gpu, kernel: &KernelArg, mut file: Output) -> Result<()> {
     // A virtual architecture (compute_XX): NVRTC stops at PTX for it.
     let ptx = kernel
-        .apply(lab06_generics_vs_virtual::kernel_file())?
+        .apply(crate::kernel_file())?
         .ptx(&gpu.arch.replace("sm_", "compute_"))?;
     file.write_all(ptx.as_bytes())?;
     file.commit()

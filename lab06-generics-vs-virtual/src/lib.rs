@@ -1,6 +1,12 @@
-//! lab06's kernel file, the header it includes and the options it is compiled with, as data:
-//! the program compiles it for the GPU it runs on, and the tests compile it with NVRTC for
-//! fixed architectures, GPU or not.
+//! lab06's modules (src/main.rs runs them in order), and its kernel file, the header it
+//! includes and the options it is compiled with, as data: the program compiles it for the
+//! GPU it runs on, and the tests compile it with NVRTC for fixed architectures, GPU or not.
+
+pub mod cli;
+pub mod cpu;
+pub mod data;
+pub mod gpu;
+pub mod report;
 
 use shared::nvrtc::KernelFile;
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use lab05_buddhabrot::config::{self as lab05, Backend};
+use lab06_generics_vs_virtual::cli as lab06;
 use serde::{Deserialize, Deserializer};
 use shared::view::MandelbrotArgs;
 
@@ -561,42 +562,25 @@ impl TryFrom<Vec<String>> for SumArgs {
 }
 
 impl SumArgs {
-    /// The arguments lab06 is given.
+    /// lab06's own arguments for this length and these repetitions (the rest at their
+    /// defaults), which a check adds its flags to and renders with `Args::to_args`.
+    pub fn lab_args(&self) -> lab06::Args {
+        lab06::Args {
+            n: usize::try_from(self.n).unwrap_or(usize::MAX),
+            reps: u16::try_from(self.reps).unwrap_or(u16::MAX),
+            ..lab06::Args::defaults()
+        }
+    }
+
+    /// The arguments lab06 is given, as lab06 renders them.
     pub fn args(&self) -> Vec<String> {
-        [
-            "--n".to_string(),
-            self.n.to_string(),
-            "--reps".to_string(),
-            self.reps.to_string(),
-        ]
-        .to_vec()
+        words(&self.lab_args().to_args())
     }
 }
 
-/// lab06's variants, as its `--variants` names them (lab06-generics-vs-virtual/src/cli.rs):
-/// the grader does not link lab06, so the set is written here, and the rubric checked
-/// against it as it loads.
-const SUM_VARIANTS: [&str; 15] = [
-    "cpu-plain",
-    "cpu-generic",
-    "cpu-dyn",
-    "cpu-box-fn",
-    "cpu-fn-ptr",
-    "cpu-plain-rayon",
-    "cpu-generic-rayon",
-    "cpu-dyn-rayon",
-    "cpu-box-fn-rayon",
-    "cpu-fn-ptr-rayon",
-    "gpu-plain",
-    "gpu-generic",
-    "gpu-virtual",
-    "gpu-fn-ptr-loop",
-    "gpu-fn-ptr-hoisted",
-];
-
-/// One of lab06's variants ([`SUM_VARIANTS`]).
+/// One of lab06's variants, by the name its `--variants` takes (`lab06::Variant::name`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SumVariant(&'static str);
+pub struct SumVariant(lab06::Variant);
 
 // By hand: serde's derive would borrow the `&'static str` from the rubric's text.
 impl<'de> Deserialize<'de> for SumVariant {
@@ -610,12 +594,10 @@ impl TryFrom<String> for SumVariant {
     type Error = String;
 
     fn try_from(name: String) -> Result<SumVariant, String> {
-        let known = SUM_VARIANTS.iter().copied().find(|v| *v == name);
-        known.map(SumVariant).ok_or_else(|| {
-            format!(
-                "'{name}' is not a lab06 variant ({})",
-                SUM_VARIANTS.join(", ")
-            )
+        let known = lab06::Variant::ALL.iter().find(|v| v.name() == name);
+        known.map(|&v| SumVariant(v)).ok_or_else(|| {
+            let names: Vec<&str> = lab06::Variant::ALL.iter().map(|v| v.name()).collect();
+            format!("'{name}' is not a lab06 variant ({})", names.join(", "))
         })
     }
 }
@@ -623,19 +605,24 @@ impl TryFrom<String> for SumVariant {
 impl SumVariant {
     /// The name lab06 takes in `--variants`.
     pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+
+    /// lab06's own variant.
+    pub fn variant(self) -> lab06::Variant {
         self.0
     }
 
     /// Whether lab06 runs it on the GPU, with the kernel file.
     pub fn on_gpu(self) -> bool {
-        self.0.starts_with("gpu-")
+        matches!(self.0, lab06::Variant::Gpu(_))
     }
 
     /// The function of `src/cpu/variants.rs` a one-thread abstract CPU variant runs, which
     /// the grader's harness calls with its own operation (`checks::cpu_variant`); `None` for
     /// the others, run by lab06 itself.
     pub fn harnessed(self) -> Option<&'static str> {
-        match self.0 {
+        match self.name() {
             "cpu-generic" => Some("sum_generic"),
             "cpu-dyn" => Some("sum_dyn"),
             "cpu-box-fn" => Some("sum_boxed"),
@@ -647,7 +634,7 @@ impl SumVariant {
     /// An abstract GPU variant's kernel in `kernels/reduce.cu`, and whether the lesson
     /// reaches `add` from it through an indirect call (a vtable, a pointer).
     pub fn kernel(self) -> Option<(&'static str, bool)> {
-        match self.0 {
+        match self.name() {
             "gpu-generic" => Some(("reduce_generic", false)),
             "gpu-virtual" => Some(("reduce_virtual", true)),
             "gpu-fn-ptr-loop" => Some(("reduce_fn_ptr_loop", true)),
@@ -951,13 +938,33 @@ mod tests {
                     "{}",
                     check.name()
                 ),
-                Test::Sums { .. } => continue,
+                Test::Sums { args, variants, .. } => {
+                    let mut line = words("args");
+                    let names: Vec<&str> = variants.iter().map(|v| v.name()).collect();
+                    line.extend(["--variants".to_string(), names.join(",")]);
+                    let argv = std::iter::once("lab06".to_string()).chain(line.iter().cloned());
+                    let parsed = match lab06::Args::try_parse_from(argv) {
+                        Ok(parsed) => parsed,
+                        Err(e) => panic!("{line:?}: {e}"),
+                    };
+                    let graded = args.lab_args();
+                    assert_eq!(
+                        (parsed.n, parsed.reps, &parsed.variants),
+                        (
+                            graded.n,
+                            graded.reps,
+                            &variants.iter().map(|v| v.variant()).collect()
+                        ),
+                        "{}",
+                        check.name()
+                    );
+                }
             }
             parsed += 1;
         }
         assert!(
-            parsed >= 15,
-            "every Mandelbrot and Buddhabrot check: {parsed}"
+            parsed >= 21,
+            "every Mandelbrot, Buddhabrot and sum check: {parsed}"
         );
     }
 

@@ -274,12 +274,11 @@ fn command(check: &Check, id: &str, runner: Runner) -> Result<String> {
         } => {
             // lab06 checks each variant's sum against its exact total and exits non-zero
             // on any wrong one.
-            let mut args = args.args();
-            args.extend([
-                "--variants".to_string(),
-                crate::rubric::SumVariant::list(variants, ","),
-            ]);
-            run(check.lab.name, &[args, emulate].concat())
+            let args = lab06_generics_vs_virtual::cli::Args {
+                variants: variants.iter().map(|v| v.variant()).collect(),
+                ..args.lab_args()
+            };
+            run(check.lab.name, &[words(&args.to_args()), emulate].concat())
         }
         Test::Canvas { args, .. } => {
             // The GPU canvas, on the CPU device, must be the CPU backend's, counter for counter.

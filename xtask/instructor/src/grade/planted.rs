@@ -248,15 +248,11 @@ mod tests {
         assert_eq!(extent("lab05"), None);
     }
 
-    /// Each planted kernel compiles with NVRTC (where it is found), and its product-and-sum
-    /// is fused by default and not under `--fmad=false`: a host whose options fuse writes
-    /// other bits.
+    /// Each planted kernel compiles with NVRTC, and its product-and-sum is fused by default
+    /// and not under `--fmad=false`: a host whose options fuse writes other bits.
     #[test]
+    #[ignore = "needs NVRTC (cargo xtask test runs it where NVRTC is found)"]
     fn the_planted_kernels_compile_and_show_fused_multiply_adds() {
-        if !shared::nvrtc::is_present() {
-            shared::cli::eprint_line("NVRTC not found: the planted kernels were not compiled");
-            return;
-        }
         for lab in ["lab03", "lab04"] {
             let (source, _) = kernel(lab, 0xfeed_beef_cafe, EXTENT).expect("a planted kernel");
             let compile = |options: &[&str]| {
