@@ -236,9 +236,12 @@ const MAX_SOURCE_BYTES: u64 = 1 << 20;
 fn read_source(path: &Path, what: &str) -> Result<String> {
     use std::io::Read;
     let cannot = |e: std::io::Error| {
+        // A folder is asked first: opened for reading, Linux answers "is a directory" and
+        // Windows "permission denied" (seen under Wine), which would send the student to
+        // the folder's rights.
         let why = match e.kind() {
             std::io::ErrorKind::NotFound => "no such file".to_string(),
-            std::io::ErrorKind::IsADirectory => "it is a folder".to_string(),
+            _ if path.is_dir() => "it is a folder".to_string(),
             _ => crate::error::explain(&e),
         };
         Error::Usage(format!("cannot read {what} {}: {why}", path.display()))
