@@ -6,7 +6,9 @@
 //! addition; a grader may hand it another operation and count its calls, so each variant
 //! must fold with the operation it is handed, once per element (see `fold`).
 
-use super::{Combine, LANES};
+// `LANES` is named where `fold` uses it (`super::LANES`), not imported: the hand-out's
+// `fold` is a stub that does not use it.
+use super::Combine;
 
 // Each variant is its own function, kept out of its caller (`inline(never)`), so that each
 // is one symbol in the assembly (`--emit asm`), where what it compiled to can be read.
@@ -73,8 +75,8 @@ pub(super) fn sum_fn_ptr(data: &[f32], op: fn(f32, f32) -> f32) -> f32 {
 /// at the end, not with `combine`. The operation is how each element is folded in; the
 /// partial results are sums, whatever the operation.
 fn fold(data: &[f32], combine: impl Fn(f32, f32) -> f32) -> f32 {
-    let mut lanes = [0.0f32; LANES];
-    let mut rows = data.chunks_exact(LANES);
+    let mut lanes = [0.0f32; super::LANES];
+    let mut rows = data.chunks_exact(super::LANES);
     for row in &mut rows {
         for (lane, &x) in lanes.iter_mut().zip(row) {
             *lane = combine(*lane, x);

@@ -28,6 +28,42 @@ fn release_builds() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// lab06's CPU harness as `--build-only` plants and builds it beside a student's
+/// `src/cpu/variants.rs` (the grader's `grade/planted/lab06_variants.rs` and its data
+/// module), here beside the solution's, as a crate of its own (std alone) in `scratch`.
+fn lab06_harness(scratch: &Path) -> PathBuf {
+    let root = workspace();
+    let krate = scratch.join("lab06-harness");
+    let main = krate.join("src/bin/grade-lab06-variants");
+    fs::create_dir_all(&main).expect("created");
+    fs::create_dir_all(krate.join("src/cpu")).expect("created");
+    let planted = root.join("xtask/instructor/src/grade/planted");
+    for (from, to) in [
+        (planted.join("lab06_variants.rs"), main.join("main.rs")),
+        (planted.join("lab06_data.rs"), main.join("data.rs")),
+        (
+            root.join("lab06-generics-vs-virtual/src/cpu/variants.rs"),
+            krate.join("src/cpu/variants.rs"),
+        ),
+    ] {
+        fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    }
+    fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"lab06-harness\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .expect("written");
+    let target = scratch.join("lab06-harness-target");
+    succeed(
+        Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["build", "--release", "--quiet", "--offline"])
+            .current_dir(&krate)
+            .env("CARGO_TARGET_DIR", &target),
+        "building lab06's harness",
+    );
+    target.join("release/grade-lab06-variants")
+}
+
 /// Run `command`; its output, after checking it succeeded.
 fn succeed(command: &mut Command, what: &str) -> Output {
     let output = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -609,6 +645,11 @@ fn the_dist_grades_alone_with_no_workspace_git_or_cargo() {
     for lab in ["lab02", "lab03", "lab04", "lab05", "lab06"] {
         fs::copy(dist.join(lab), built.join("bin").join(lab)).expect("copied");
     }
+    fs::copy(
+        lab06_harness(scratch.path()),
+        built.join("bin").join("grade-lab06-variants"),
+    )
+    .expect("copied");
     fs::write(built.join("intake.json"), r#"{"notes": [], "broken": []}"#).expect("written");
     // The machine's programs, git's, cargo's and rustc's left out.
     let tools = scratch.path().join("tools");
