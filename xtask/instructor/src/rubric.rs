@@ -48,10 +48,19 @@ pub struct Check {
     pub hidden: bool,
     #[serde(flatten)]
     pub test: Test,
+    /// The fields that give the check smaller work where the CPU device stands in for the
+    /// GPU (rubric.toml's header), read into `smaller` by [`Rubric::parse`].
+    #[serde(default)]
+    on_cpu_device: Option<toml::Table>,
+    #[serde(skip)]
+    smaller: Option<Test>,
 }
 
+/// The fields `on_cpu_device` may give a check anew: its work, nothing of what it checks.
+const SMALLER_WORK: &[&str] = &["size", "view", "args"];
+
 /// What a check runs and compares (rubric.toml's header describes each kind).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Test {
     Image {
@@ -103,11 +112,12 @@ impl Rubric {
     /// As wide as the widest of `lab`'s image checks and as tall as the tallest: a GPU lab's
     /// planted kernel runs at least this large, so that the student's host code is proven
     /// over every column and row its images are graded at (`None`: no image check).
-    pub fn image_extent(&self, lab: &Lab) -> Option<Size> {
+    /// `cpu_device`: of the checks' work where the CPU device stands in for the GPU.
+    pub fn image_extent(&self, lab: &Lab, cpu_device: bool) -> Option<Size> {
         self.checks
             .iter()
             .filter(|check| check.lab == lab)
-            .filter_map(|check| match &check.test {
+            .filter_map(|check| match check.test_on(cpu_device) {
                 Test::Image { size, .. } => Some(*size),
                 _ => None,
             })
@@ -118,7 +128,19 @@ impl Rubric {
     }
 
     fn parse(text: &str) -> Result<Rubric> {
-        let rubric: Rubric = toml::from_str(text).map_err(|e| invalid(text, &e))?;
+        let mut rubric: Rubric = toml::from_str(text).map_err(|e| invalid(text, &e))?;
+        // A check's `on_cpu_device` replaces the check's own fields, and the check so changed
+        // is read again as a whole, every field checked as the check's own.
+        let raw: toml::Table = toml::from_str(text).map_err(|e| invalid(text, &e))?;
+        let raw = raw.get("check").and_then(toml::Value::as_array);
+        for (index, check) in rubric.checks.iter_mut().enumerate() {
+            let whole = raw
+                .and_then(|checks| checks.get(index))
+                .and_then(toml::Value::as_table);
+            if let (Some(work), Some(whole)) = (check.on_cpu_device.take(), whole) {
+                check.smaller = Some(check.smaller_work(whole.clone(), work)?);
+            }
+        }
         for check in &rubric.checks {
             // The arguments are read by their shape alone: the lab's table says what it takes.
             let work = check.test.work();
@@ -169,47 +191,47 @@ impl Rubric {
 }
 
 impl Check {
+    /// The check's test with `work`'s fields in place of its own (`on_cpu_device`), or why
+    /// that is no check of the same thing.
+    fn smaller_work(&self, mut whole: toml::Table, work: toml::Table) -> Result<Test> {
+        let name = self.name();
+        whole.remove("on_cpu_device");
+        if !self.needs_gpu() || self.times_a_kernel() {
+            anyhow::bail!(
+                "xtask/instructor/rubric.toml: {name}: on_cpu_device is for a check the CPU \
+                 device grades in the GPU's place"
+            );
+        }
+        for (key, value) in work {
+            if !SMALLER_WORK.contains(&key.as_str()) || !whole.contains_key(&key) {
+                anyhow::bail!(
+                    "xtask/instructor/rubric.toml: {name}: on_cpu_device gives only the work, \
+                     the check's own {}: not `{key}`",
+                    SMALLER_WORK.join(", ")
+                );
+            }
+            whole.insert(key, value);
+        }
+        let check: Check = toml::Value::Table(whole).try_into().map_err(|e| {
+            let e = e.to_string();
+            let e = e.lines().next().unwrap_or_default();
+            anyhow::anyhow!("xtask/instructor/rubric.toml: {name}: on_cpu_device: {e}")
+        })?;
+        Ok(check.test)
+    }
+
+    /// What the check runs: where the CPU device stands in for the GPU (`cpu_device`), the
+    /// smaller work the rubric gives it there, if any.
+    pub fn test_on(&self, cpu_device: bool) -> &Test {
+        match (&self.smaller, cpu_device) {
+            (Some(smaller), true) => smaller,
+            _ => &self.test,
+        }
+    }
+
     /// The check's name, starting with its lab: `lab02: identical to the reference at 333x517`.
     pub fn name(&self) -> String {
-        let what = match &self.test {
-            Test::Image {
-                size,
-                view,
-                max_differing,
-                ..
-            } => {
-                let flags = view.lab_args(*size).view_args();
-                let at = match flags.is_empty() {
-                    true => size.to_string(),
-                    false => format!("{size} {}", flags.join(" ")),
-                };
-                match max_differing {
-                    0 => format!("identical to the reference at {at}"),
-                    n => format!("the reference's image, up to {n} pixels apart, at {at}"),
-                }
-            }
-            Test::Canvas { args, .. } => format!(
-                "GPU canvas identical to the CPU reference with {}",
-                args.args().join(" ")
-            ),
-            // The length is drawn in each grade (`checks::with_unpredictable_n`), and each
-            // abstract variant is checked through its abstraction (`checks::sums`).
-            Test::Sums { variants, .. } => format!(
-                "{} sum exactly, each through its abstraction",
-                SumVariant::list(variants, " and ")
-            ),
-            // The view is moved in each grade (`checks::with_unpredictable_view`): the name
-            // gives the rubric's, which is never run as such.
-            Test::CpuSpeed { args } => format!(
-                "whole-run time against the solution's near {}, moved in each grade",
-                words(&args.lab_args().to_args()).join(" ")
-            ),
-            Test::KernelSpeed { args, .. } => format!(
-                "kernel time against the solution's kernel with {}",
-                args.describe().join(" ")
-            ),
-        };
-        format!("{}: {what}", self.lab.name)
+        format!("{}: {}", self.lab.name, self.test.describe())
     }
 
     /// The kernel file this check takes from the submission, if any.
@@ -250,6 +272,48 @@ impl Check {
 }
 
 impl Test {
+    /// What the test checks, with its work's arguments.
+    pub fn describe(&self) -> String {
+        match self {
+            Test::Image {
+                size,
+                view,
+                max_differing,
+                ..
+            } => {
+                let flags = view.lab_args(*size).view_args();
+                let at = match flags.is_empty() {
+                    true => size.to_string(),
+                    false => format!("{size} {}", flags.join(" ")),
+                };
+                match max_differing {
+                    0 => format!("identical to the reference at {at}"),
+                    n => format!("the reference's image, up to {n} pixels apart, at {at}"),
+                }
+            }
+            Test::Canvas { args, .. } => format!(
+                "GPU canvas identical to the CPU reference with {}",
+                args.args().join(" ")
+            ),
+            // The length is drawn in each grade (`checks::with_unpredictable_n`), and each
+            // abstract variant is checked through its abstraction (`checks::sums`).
+            Test::Sums { variants, .. } => format!(
+                "{} sum exactly, each through its abstraction",
+                SumVariant::list(variants, " and ")
+            ),
+            // The view is moved in each grade (`checks::with_unpredictable_view`): the name
+            // gives the rubric's, which is never run as such.
+            Test::CpuSpeed { args } => format!(
+                "whole-run time against the solution's near {}, moved in each grade",
+                words(&args.lab_args().to_args()).join(" ")
+            ),
+            Test::KernelSpeed { args, .. } => format!(
+                "kernel time against the solution's kernel with {}",
+                args.describe().join(" ")
+            ),
+        }
+    }
+
     /// The work the check's arguments describe, which its lab must do (xtask's table).
     fn work(&self) -> Work {
         match self {
@@ -1170,6 +1234,119 @@ mod tests {
              gpu_time_factor = 1\ngpu_start_up_s = 1\n[[check]]\n\
              kind = \"image\"\npoints = 1\n{lines}"
         )
+    }
+
+    /// `on_cpu_device` changes the work of a check the CPU device grades, and nothing else:
+    /// another field, a check that needs no GPU, or a wrong size fails the load with one line.
+    #[test]
+    fn on_cpu_device_gives_only_smaller_work_to_a_check_it_grades() {
+        let kernel = "kernel = \"lab04-cuda-optimized/kernels/mandelbrot.cu\"\n";
+        let check = |smaller: &str| {
+            one_image_check(&format!(
+                "lab = \"lab04\"\n{kernel}size = \"9x7\"\non_cpu_device = {{ {smaller} }}\n"
+            ))
+        };
+        let rubric = Rubric::parse(&check("size = \"3x5\"")).expect("a good rubric");
+        let check_of =
+            |rubric: &Rubric, cpu_device| rubric.checks[0].test_on(cpu_device).describe();
+        assert_eq!(
+            check_of(&rubric, false),
+            "identical to the reference at 9x7"
+        );
+        assert_eq!(check_of(&rubric, true), "identical to the reference at 3x5");
+        assert_eq!(
+            rubric.checks[0].name(),
+            "lab04: identical to the reference at 9x7"
+        );
+        for (smaller, said) in [
+            ("points = 9", "not `points`"),
+            ("kernel = \"other.cu\"", "not `kernel`"),
+            ("max_differing = 9", "not `max_differing`"),
+            ("size = \"3by5\"", "'3by5' is not a size"),
+        ] {
+            let error = format!("{:#}", Rubric::parse(&check(smaller)).unwrap_err());
+            assert!(!error.contains('\n'), "{error}");
+            assert!(
+                error.contains("on_cpu_device") || error.contains(said),
+                "{error}"
+            );
+            assert!(error.contains(said), "{error}");
+        }
+        let lab02 = one_image_check(
+            "lab = \"lab02\"\nsize = \"9x7\"\non_cpu_device = { size = \"3x5\" }\n",
+        );
+        let error = format!("{:#}", Rubric::parse(&lab02).unwrap_err());
+        assert!(
+            error.contains("for a check the CPU device grades"),
+            "{error}"
+        );
+    }
+
+    /// The rubric's smaller work is smaller, of the same kind and kernel: fewer pixels,
+    /// samples or elements than the check's own (a swapped pair would make the CPU device's
+    /// checks the slow ones), odd sizes kept odd.
+    #[test]
+    fn the_cpu_device_s_work_is_smaller_and_of_the_same_check() {
+        let rubric = Rubric::load().expect("the rubric");
+        let mut smaller = 0;
+        for check in &rubric.checks {
+            let (own, there) = (&check.test, check.test_on(true));
+            if std::ptr::eq(own, there) {
+                continue;
+            }
+            smaller += 1;
+            let name = check.name();
+            match (own, there) {
+                (
+                    Test::Image {
+                        size: a,
+                        kernel: k,
+                        max_differing: m,
+                        ..
+                    },
+                    Test::Image {
+                        size: b,
+                        kernel: l,
+                        max_differing: n,
+                        ..
+                    },
+                ) => {
+                    assert!(
+                        u64::from(b.width) * u64::from(b.height) * 4
+                            <= u64::from(a.width) * u64::from(a.height),
+                        "{name}"
+                    );
+                    assert_eq!((k, m), (l, n), "{name}");
+                    assert_eq!(
+                        (a.width % 2, a.height % 2),
+                        (b.width % 2, b.height % 2),
+                        "{name}"
+                    );
+                }
+                (Test::Canvas { args: a, kernel: k }, Test::Canvas { args: b, kernel: l }) => {
+                    assert!(b.args() != a.args() && k == l, "{name}");
+                }
+                (
+                    Test::Sums {
+                        args: a,
+                        kernel: k,
+                        variants: v,
+                    },
+                    Test::Sums {
+                        args: b,
+                        kernel: l,
+                        variants: w,
+                    },
+                ) => {
+                    assert!(b.n * 4 <= a.n && k == l && v == w, "{name}");
+                }
+                _ => panic!("{name}: another kind of check on the CPU device"),
+            }
+        }
+        assert_eq!(
+            smaller, 10,
+            "the GPU checks the CPU device grades, but lab04's 4097x3"
+        );
     }
 
     /// An unknown lab, a malformed size or a bad view fails the load with one line naming

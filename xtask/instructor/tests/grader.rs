@@ -8,13 +8,15 @@
 //! with the solutions (`"solved"`), changed by `remove`, `[[write]]`, `[[inject]]` (code put
 //! after a given line) and `[[link]]` (symbolic links; `{workspace}` is this workspace, there
 //! and in injected code). `says` is text the grade's report must hold (the limit that stopped
-//! an attack: "used more than 4 GiB of memory"); `cores = N` grades it pinned to the first N
-//! cores, as a class slot is (skipped on a machine without more). `layer` is the defence it
-//! attacks, which decides the passes that grade it ([`Layer`]). `CORPUS_ONLY=a,b` grades
-//! those entries alone. `on_cpu_device`, where given, names the GPU lab an entry attacks and
-//! what it earns when that lab alone is graded with the CPU device (`grade --only LAB`: a
-//! minute less than a whole grade's CPU device runs): such an entry is graded so where NVRTC
-//! is found, else as the others are and must earn `points_here`.
+//! an attack: "used more than 4 GiB of memory"), and `check_seconds` how long each check may
+//! take at most (both, for an entry with `on_cpu_device`, where that lab is so graded);
+//! `cores = N` grades it pinned to the first N cores, as a class slot is (skipped on a
+//! machine without more). `layer` is the defence it attacks, which decides the passes that
+//! grade it ([`Layer`]). `CORPUS_ONLY=a,b` grades those entries alone. `on_cpu_device`,
+//! where given, names the GPU lab an entry attacks and what it earns when that lab alone is
+//! graded with the CPU device (`grade --only LAB`: half a minute less than a whole grade's
+//! CPU device runs): such an entry is graded so where NVRTC is found, else as the others are
+//! and must earn `points_here`.
 //! Every process an attack starts carries `corpus-attack` in its command line, and every
 //! file it writes outside its output has `corpus-attack` in its name, so that the checks
 //! below find what a failed defence would have left.
@@ -59,6 +61,10 @@ struct Submission {
     /// What the grade's output must say (the limit that stopped it, for one).
     #[serde(default)]
     says: Option<String>,
+    /// Seconds each graded check may take at most, its references included (the grade's log
+    /// gives each check's): a kernel that never ends costs seconds a check, not its limit.
+    #[serde(default)]
+    check_seconds: Option<f64>,
     /// Grade pinned to this many of the machine's first cores, as a class slot is (`grade-class
     /// --gpus N` gives each grade its share); skipped where the machine has no more.
     #[serde(default)]
@@ -248,14 +254,14 @@ fn workspace_state(bin_dir: &Path) -> (String, Vec<(String, String)>) {
 
 /// Grade `dir` with the reference binaries in `bin_dir`, pinned to the first `cores` cores
 /// where given; with the CPU device only where `only` names a lab, that lab alone:
-/// results.json's tests, the stdout, and the time it took.
+/// results.json's tests, the stdout, the time it took, and the longest any check took.
 fn grade(
     dir: &Path,
     bin_dir: &Path,
     results: &Path,
     cores: Option<usize>,
     only: Option<&str>,
-) -> (Vec<Value>, String, Duration) {
+) -> (Vec<Value>, String, Duration, f64) {
     let started = Instant::now();
     let mut command = binary("instructor");
     if let Some(cores) = cores {
@@ -316,7 +322,13 @@ fn grade(
     let json: Value = serde_json::from_slice(&fs::read(results).expect("results.json"))
         .expect("results.json is JSON");
     let tests = json["tests"].as_array().expect("tests").clone();
-    (tests, stdout, took)
+    // The log's line after each check: "xtask:   3 of 3 points, 1.4 s".
+    let slowest = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("xtask:   ")?.split(" points, ").nth(1))
+        .filter_map(|seconds| seconds.strip_suffix(" s")?.parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    (tests, stdout, took, slowest)
 }
 
 fn is_speed(test: &Value) -> bool {
@@ -447,7 +459,7 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
             Some(lab) if on_cpu_device => (lab.points, Some(lab.only.as_str())),
             _ => (submission.points_here, None),
         };
-        let (tests, stdout, took) = grade(&dir, &bin_dir, &results, cores, only);
+        let (tests, stdout, took, slowest) = grade(&dir, &bin_dir, &results, cores, only);
         let graded = |test: &&Value| {
             !test["output"]
                 .as_str()
@@ -490,9 +502,19 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
             None | Some("none") if speed != 0.0 => wrong.push(format!("speed credit {speed}")),
             _ => {}
         }
-        if let Some(said) = &submission.says {
+        // What an entry attacking a GPU lab says is the CPU device's, where it grades.
+        let says = submission
+            .says
+            .as_ref()
+            .filter(|_| only.is_some() || submission.on_cpu_device.is_none());
+        if let Some(said) = says {
             if !stdout.contains(said.as_str()) {
                 wrong.push(format!("the grade does not say {said:?}"));
+            }
+        }
+        if let Some(most) = submission.check_seconds.filter(|_| only.is_some()) {
+            if slowest > most {
+                wrong.push(format!("a check took {slowest} s, more than {most} s"));
             }
         }
         if took > GRADE_LIMIT {
@@ -589,7 +611,7 @@ fn two_grades_at_once_both_get_every_mark() {
         })
         .collect();
     for grade in grades {
-        let (tests, stdout, _) = grade.join().expect("a grade");
+        let (tests, stdout, _, _) = grade.join().expect("a grade");
         for test in tests.iter().filter(|t| {
             !t["output"]
                 .as_str()

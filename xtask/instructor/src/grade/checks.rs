@@ -144,6 +144,9 @@ struct Caches {
     /// seconds at a deep zoom, would let a kernel that never ends hold each check for ten
     /// times that).
     gpu_reference: RefCell<HashMap<&'static str, Duration>>,
+    /// The solution's runs on the CPU device in this grade, by lab and arguments: what a
+    /// student's run there with the same arguments follows ([`device_limit`]).
+    device_reference: RefCell<HashMap<(&'static str, Vec<OsString>), Duration>>,
     /// The longest reference of the check running now: what its GPU runs' limit follows.
     reference_wall: Cell<Option<Duration>>,
     /// How much of the check's time its runs have taken so far: whose a solution's run out of
@@ -224,7 +227,11 @@ pub fn run(check: &Check, context: &Context) -> Outcome {
     context.caches.reference_wall.set(None);
     context.caches.spent.set(Spent::default());
     let lab = check.lab;
-    let result = match &check.test {
+    // Where the CPU device stands in for the GPU, the rubric may give the check less work
+    // (`on_cpu_device`): said beside the result, as the check's name gives the GPU's.
+    let test = check.test_on(check.needs_gpu() && context.settings.cpu_device.is_some());
+    let smaller = !std::ptr::eq(test, &check.test);
+    let result = match test {
         Test::Image {
             size,
             view,
@@ -247,11 +254,28 @@ pub fn run(check: &Check, context: &Context) -> Outcome {
         Test::CpuSpeed { args } => cpu_speed(context, lab, deadline, args),
         Test::KernelSpeed { kernel, args } => kernel_speed(context, lab, deadline, kernel, args),
     };
+    let result = match smaller {
+        true => result.map_err(|fault| fault.map_student(|why| on_cpu_device(test, why))),
+        false => result,
+    }
+    .map(|(fraction, output)| match smaller {
+        true => (fraction, on_cpu_device(test, output)),
+        false => (fraction, output),
+    });
     match result {
         Ok((fraction, output)) => Outcome::score(check.points * fraction, output),
         Err(Fault::Student(output)) => Outcome::score(0.0, output),
         Err(Fault::Grader(why)) => Outcome::GraderFailed(why),
     }
+}
+
+/// A result of `test`, the smaller work the CPU device grades in the GPU's place, saying so.
+fn on_cpu_device(test: &Test, output: String) -> String {
+    format!(
+        "{output} (on the CPU device, which graded the smaller work: {}; a GPU grades the \
+         check's own)",
+        test.describe()
+    )
 }
 
 /// Who runs: the student's binary, or this workspace's with the student's kernel file.
@@ -316,6 +340,12 @@ fn sandboxed(
     args: &[OsString],
     deadline: Instant,
 ) -> Result<Sandboxed, Fault> {
+    let kernel = kernel_runs(lab, program);
+    let emulated = kernel && context.settings.cpu_device.is_some();
+    let reference = match emulated {
+        true => device_reference(context, lab, program, args, deadline)?,
+        false => None,
+    };
     let out = tempfile::Builder::new()
         .prefix("out-")
         .tempdir_in(context.settings.scratch)
@@ -329,9 +359,12 @@ fn sandboxed(
     if left.is_zero() {
         return Err(out_of_time(context, program, None));
     }
-    let (spec, gpu) = spec(context, lab, program, args, out.path(), left)?;
-    let follows = gpu_limit(context, lab, program, gpu, left);
+    let follows = match emulated {
+        true => reference.and_then(|reference| follow(context, reference, left)),
+        false => gpu_limit(context, lab, program, kernel, left),
+    };
     let wall = follows.map_or(left, |(limit, _)| limit);
+    let (spec, gpu) = spec(context, lab, program, args, out.path(), wall)?;
     let limits = if gpu {
         Limits::check(wall).on_gpu()
     } else {
@@ -347,7 +380,10 @@ fn sandboxed(
     };
     match ran {
         Ok((status, ran, _)) if status.success() => {
-            note_solution(context, lab, program, gpu, ran.wall);
+            match emulated {
+                true => note_device_solution(context, lab, program, args, ran.wall),
+                false => note_solution(context, lab, program, gpu, ran.wall),
+            }
             Ok(Sandboxed {
                 stdout: ran.stdout,
                 wall: ran.wall,
@@ -429,12 +465,10 @@ fn kernel_runs(lab: &'static Lab, program: &Program) -> bool {
 
 /// What the sandbox runs for `program` with `args`, writing into `out`, and whether it is
 /// given the GPU (not where the CPU device stands in for it). Where the CPU device stands
-/// in, it stops a launch still running when the check's time (`left`) is all but spent,
-/// with a line saying the kernel may never end (the sandbox's limit, a moment later, would
-/// say only that the time ran out). Not sooner: what the solution's kernels take there for
-/// the same work is not measured (its planted kernel's run, which the GPU's runs follow,
-/// took 2.6 s at lab04's largest size where the solution's kernel takes 25.5 s at
-/// 3001x2001 deep in the set, on 2 cores).
+/// in, it stops a launch still running when the run's time (`left`: the check's time left,
+/// or what follows the solution's run of the same work there) is all but spent, with a line
+/// saying the kernel may never end (the sandbox's limit, a moment later, would say only that
+/// the time ran out).
 fn spec(
     context: &Context,
     lab: &'static Lab,
@@ -554,12 +588,69 @@ fn gpu_limit(
             | Program::StagedKernel { .. }
             | Program::Planted { student: true, .. },
             Some(reference),
-        ) => {
-            let (factor, start_up) = context.settings.gpu_time;
-            let limit = start_up + reference.mul_f64(factor);
-            (limit < left).then_some((limit, reference))
-        }
+        ) => follow(context, reference, left),
         _ => None,
+    }
+}
+
+/// The limit of a run that follows `reference` (the solution's time for the same work): the
+/// rubric's multiple of it plus start-up, where that is less than the check's time `left`.
+fn follow(context: &Context, reference: Duration, left: Duration) -> Option<(Duration, Duration)> {
+    let (factor, start_up) = context.settings.gpu_time;
+    let limit = start_up + reference.mul_f64(factor);
+    (limit < left).then_some((limit, reference))
+}
+
+/// On the CPU device, what a student's run of `program` with `args` follows, as on a GPU:
+/// the solution's own run there with the same arguments (its kernel in place of theirs, or
+/// the planted kernel by the solution's host code), made first where this grade has not yet
+/// made it. A kernel that never ends then costs seconds a check, not the check's time: the
+/// rubric keeps the CPU device's work to about a second (`on_cpu_device`). None for the
+/// solution's own runs.
+fn device_reference(
+    context: &Context,
+    lab: &'static Lab,
+    program: &Program,
+    args: &[OsString],
+    deadline: Instant,
+) -> Result<Option<Duration>, Fault> {
+    let twin = match program {
+        Program::Student | Program::SolutionWithKernel(_) | Program::StagedKernel { .. } => {
+            Program::Solution { gpu: true }
+        }
+        Program::Planted {
+            student: true,
+            file,
+        } => Program::Planted {
+            student: false,
+            file,
+        },
+        Program::Solution { .. }
+        | Program::Planted { student: false, .. }
+        | Program::Harness(_) => return Ok(None),
+    };
+    let key = (lab.name, args.to_vec());
+    if let Some(took) = context.caches.device_reference.borrow().get(&key) {
+        return Ok(Some(*took));
+    }
+    Ok(Some(sandboxed(context, lab, &twin, args, deadline)?.wall))
+}
+
+/// Keep how long the solution's run on the CPU device took with `args`: the students' runs
+/// with the same arguments follow it ([`device_reference`]).
+fn note_device_solution(
+    context: &Context,
+    lab: &'static Lab,
+    program: &Program,
+    args: &[OsString],
+    took: Duration,
+) {
+    if program.graders().is_some() {
+        context
+            .caches
+            .device_reference
+            .borrow_mut()
+            .insert((lab.name, args.to_vec()), took);
     }
 }
 
@@ -777,7 +868,7 @@ fn run_planted(context: &Context, lab: &'static Lab, deadline: Instant) -> Resul
     let key = lab_key(context, lab);
     let extent = rubric::Rubric::load()
         .ok()
-        .and_then(|rubric| rubric.image_extent(lab));
+        .and_then(|rubric| rubric.image_extent(lab, context.settings.cpu_device.is_some()));
     let planted = extent.and_then(|extent| planted::kernel(lab.name, key, extent));
     let (source, size) = planted.ok_or_else(|| {
         Fault::Grader(format!("the grader has no kernel to plant in {}", lab.name))
