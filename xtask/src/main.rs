@@ -130,6 +130,45 @@ mod tests {
         assert_eq!(lab07_plan.map(|plan| plan.tools.len()), Some(3), "sanitize");
     }
 
+    /// The notebook for Colab and Kaggle (docs/notebook.ipynb) runs each code cell with bash:
+    /// every one is a `%%bash` cell whose script parses (`bash -n`), and every xtask command
+    /// in it parses as this xtask's (a flag renamed here fails this test, not a student's
+    /// notebook).
+    #[test]
+    fn the_notebook_s_cells_are_bash_and_its_commands_parse() {
+        let path = xtask::bins::workspace_root().join("docs/notebook.ipynb");
+        let text = std::fs::read_to_string(&path).expect("the notebook");
+        let notebook: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let mut commands = Vec::new();
+        for cell in notebook["cells"].as_array().expect("cells") {
+            if cell["cell_type"] != "code" {
+                continue;
+            }
+            let lines = cell["source"].as_array().expect("the cell's lines");
+            let source: String = lines.iter().filter_map(|line| line.as_str()).collect();
+            let script = source.strip_prefix("%%bash\n").expect("a %%bash cell");
+            let parsed = std::process::Command::new("bash")
+                .args(["-n", "-c", script])
+                .status()
+                .expect("bash runs");
+            assert!(parsed.success(), "{script}");
+            for line in script.lines().map(str::trim) {
+                let Some(args) = ["dist/xtask ", "cargo xtask "]
+                    .iter()
+                    .find_map(|command| line.strip_prefix(command))
+                else {
+                    continue;
+                };
+                let words = ["cargo xtask"].into_iter().chain(args.split_whitespace());
+                if let Err(e) = Command::try_parse_from(words) {
+                    panic!("{line}: {e}");
+                }
+                commands.push(args.split_whitespace().next().unwrap_or_default().to_string());
+            }
+        }
+        assert_eq!(commands, ["install-nvrtc", "dist", "verify", "bench"]);
+    }
+
     #[test]
     fn test_takes_one_lab_but_not_with_a_dist_folder() {
         let Ok(Command::Test(_)) = Command::try_parse_from(["cargo xtask", "test", "lab05"]) else {
