@@ -63,6 +63,11 @@ pub struct Args {
     /// minutes more (a GPU's hung kernel) is ended, and the kernel counts as timed out
     #[arg(long, value_name = "SECONDS", default_value_t = 120.0)]
     deadline: f64,
+    /// A folder of CUDA headers for NVRTC (cuda_fp16.h, cooperative_groups.h, nv/target),
+    /// which NVRTC 12 does not carry; may be given more than once. Without it, the CUDA
+    /// toolkit's include folder where there is one ($CUDA_HOME, /usr/local/cuda)
+    #[arg(long = "include-path", value_name = "DIR")]
+    include: Vec<PathBuf>,
     /// Run the second side on the CPU device too, in place of the GPU: the comparison's own
     /// test, and a check that the CPU device gives the same bytes twice
     #[arg(long, hide = true, conflicts_with = "cpu_only")]
@@ -88,6 +93,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(out) = &args.out {
         check_writable(out)?;
     }
+    let include = include_paths(&args.include)?;
     let library = cpu_device(args.bin_dir.as_deref())?;
     let work = tempfile::Builder::new()
         .prefix("xtask-crosscheck-")
@@ -109,6 +115,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let sides = Sides {
             suite: &suite,
             only: &args.only,
+            include: &include,
             count: kernels.len(),
             work: work.path(),
             env,
@@ -171,6 +178,37 @@ fn check_writable(out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The folders of CUDA headers NVRTC is given: those of `--include-path`, each checked,
+/// or else the toolkit's where one is found, or none (said once, on stderr).
+fn include_paths(given: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    for dir in given {
+        if !dir.is_dir() {
+            bail!("--include-path {}: is not a folder", dir.display());
+        }
+    }
+    if !given.is_empty() {
+        return Ok(given.to_vec());
+    }
+    let toolkit = ["CUDA_HOME", "CUDA_PATH"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(|home| PathBuf::from(home).join("include"))
+        .chain([PathBuf::from("/usr/local/cuda/include")])
+        .find(|dir| dir.join("cuda_fp16.h").is_file());
+    match &toolkit {
+        Some(dir) => shared::cli::eprint_line(&format!(
+            "xtask: crosscheck: CUDA headers from {}",
+            dir.display()
+        )),
+        None => shared::cli::eprint_line(
+            "xtask: crosscheck: no CUDA headers found (no --include-path, $CUDA_HOME or \
+             /usr/local/cuda): kernels that include cuda_fp16.h or cooperative_groups.h \
+             will not compile",
+        ),
+    }
+    Ok(toolkit.into_iter().collect())
+}
+
 /// The CPU device's library: in `--bin-dir`, else named by `CPU_DEVICE_LIBRARY`, else
 /// beside this program in a dist folder, else built by cargo in this workspace.
 fn cpu_device(bin_dir: Option<&Path>) -> Result<PathBuf> {
@@ -225,6 +263,7 @@ enum Ran {
 struct Sides<'a> {
     suite: &'a Suite,
     only: &'a [String],
+    include: &'a [PathBuf],
     count: usize,
     work: &'a Path,
     env: Vec<(&'static str, std::ffi::OsString)>,
@@ -261,7 +300,14 @@ impl Sides<'_> {
                 .append(true)
                 .open(&files.printf)
                 .with_context(|| format!("cannot open {}", files.printf.display()))?;
-            let side = SideArgs::new(&self.suite.dir, device, &files, from, self.only);
+            let side = SideArgs::new(
+                &self.suite.dir,
+                device,
+                &files,
+                from,
+                self.only,
+                self.include,
+            );
             let mut child = Command::new(&exe)
                 .arg(SIDE_COMMAND)
                 .args(side.to_args())
@@ -593,9 +639,9 @@ fn summary(
             "          {}: CPU device {}: {}; GPU {}: {}\n",
             kernels[outcome.index].name,
             c.status.word(),
-            compare::reason(&short(&c.line)),
+            short(&compare::reason(&c.line)),
             outcome.status.word(),
-            compare::reason(&short(&outcome.line))
+            short(&compare::reason(&outcome.line))
         ));
     }
     let failing = verdicts.iter().filter(|v| v.fails()).count();

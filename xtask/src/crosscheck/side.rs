@@ -62,6 +62,9 @@ pub struct SideArgs {
     /// Only the kernels whose names contain one of these
     #[arg(long)]
     only: Vec<String>,
+    /// Folders NVRTC searches for the headers a kernel includes
+    #[arg(long = "include-path")]
+    include: Vec<PathBuf>,
 }
 
 impl SideArgs {
@@ -71,6 +74,7 @@ impl SideArgs {
         files: &SideFiles,
         from: usize,
         only: &[String],
+        include: &[PathBuf],
     ) -> Self {
         SideArgs {
             dir: dir.to_path_buf(),
@@ -80,6 +84,7 @@ impl SideArgs {
             printf: files.printf.clone(),
             from,
             only: only.to_vec(),
+            include: include.to_vec(),
         }
     }
 
@@ -100,6 +105,9 @@ impl SideArgs {
         ];
         for only in &self.only {
             args.extend(["--only".into(), only.into()]);
+        }
+        for dir in &self.include {
+            args.extend(["--include-path".into(), dir.clone().into()]);
         }
         args
     }
@@ -158,7 +166,12 @@ pub fn run(args: SideArgs) -> Result<ExitCode> {
     )?;
     for (index, kernel) in kernels.iter().enumerate().skip(args.from) {
         record::append(&mut records, &Line::Begin { index })?;
-        let outcome = match launch(&gpu, &suite.dir, kernel, index, &mut data, &args.printf) {
+        let place = Place {
+            dir: &suite.dir,
+            include: &args.include,
+            printf: &args.printf,
+        };
+        let outcome = match launch(&gpu, &place, kernel, index, &mut data) {
             Ok(outcome) => outcome,
             Err(Stop { status, line }) => Outcome::failed(index, status, line),
         };
@@ -224,14 +237,21 @@ fn printed_so_far(printf: &Path) -> u64 {
     std::fs::metadata(printf).map_or(0, |m| m.len())
 }
 
+/// Where a kernel's files are, and where its printfs land.
+struct Place<'a> {
+    dir: &'a Path,
+    include: &'a [PathBuf],
+    printf: &'a Path,
+}
+
 fn launch(
     gpu: &Gpu,
-    dir: &Path,
+    place: &Place,
     kernel: &Kernel,
     index: usize,
     data: &mut File,
-    printf: &Path,
 ) -> std::result::Result<Outcome, Stop> {
+    let (dir, printf) = (place.dir, place.printf);
     let path = dir.join(&kernel.file);
     let source = std::fs::read_to_string(&path).map_err(|e| {
         stop(
@@ -244,6 +264,9 @@ fn launch(
     options.push("-lineinfo".to_string());
     options.push(format!("--include-path={}", folder.display()));
     options.push(format!("--include-path={}", dir.display()));
+    for include in place.include {
+        options.push(format!("--include-path={}", include.display()));
+    }
     let file_name = path
         .file_name()
         .map_or_else(|| "kernel.cu".into(), |n| n.to_string_lossy());
@@ -403,7 +426,14 @@ mod tests {
             side: SideArgs,
         }
         let files = SideFiles::in_folder(Path::new("/tmp/x"), "gpu");
-        let given = SideArgs::new(Path::new("suite"), Device::Gpu, &files, 7, &["a".into()]);
+        let given = SideArgs::new(
+            Path::new("suite"),
+            Device::Gpu,
+            &files,
+            7,
+            &["a".into()],
+            &[PathBuf::from("/usr/local/cuda/include")],
+        );
         let argv = std::iter::once("side".into()).chain(given.to_args());
         let back = Command::try_parse_from(argv).unwrap().side;
         assert_eq!(format!("{back:?}"), format!("{given:?}"));
