@@ -21,6 +21,9 @@
 //!   { bytes = 4096, type = "f32" },   # zeroed; `type` says how to show its elements
 //!   { i32 = 1024 },
 //! ]
+//! globals = [                         # __device__ / __constant__ variables (optional):
+//!   { name = "c_Table", fill = "random", type = "u32" },  # filled before the launch, their
+//! ]                                   # size the module's; digested after it like buffers
 //! ```
 
 use std::collections::HashSet;
@@ -58,6 +61,8 @@ pub struct Kernel {
     pub order_dependent: bool,
     pub cooperative: bool,
     pub args: Vec<Arg>,
+    /// Module variables filled before the launch (their `bytes` is 0: the variable's size).
+    pub globals: Vec<(String, Buffer)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -142,10 +147,26 @@ struct RawKernel {
     cooperative: bool,
     #[serde(default)]
     args: Vec<RawArg>,
+    #[serde(default)]
+    globals: Vec<RawGlobal>,
     /// Free text for the reader (where the kernel comes from, why these arguments).
     #[serde(default)]
     #[allow(dead_code)]
     note: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGlobal {
+    name: String,
+    fill: Option<String>,
+    #[serde(rename = "type")]
+    elem: Option<String>,
+    lo: Option<f64>,
+    hi: Option<f64>,
+    value: Option<f64>,
+    start: Option<f64>,
+    step: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -266,6 +287,27 @@ impl Kernel {
             .enumerate()
             .map(|(i, arg)| Arg::from_raw(arg).with_context(|| format!("argument {i}")))
             .collect::<Result<Vec<_>>>()?;
+        let globals = raw
+            .globals
+            .into_iter()
+            .map(|g| {
+                let fill = RawArg {
+                    fill: g.fill,
+                    elem: g.elem,
+                    lo: g.lo,
+                    hi: g.hi,
+                    value: g.value,
+                    start: g.start,
+                    step: g.step,
+                    ..RawArg::default()
+                };
+                // Any whole number of elements will do here: the size is the variable's.
+                let mut buffer =
+                    Buffer::from_raw(8, &fill).with_context(|| format!("global {}", g.name))?;
+                buffer.bytes = 0;
+                Ok((g.name, buffer))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Kernel {
             name: raw.name,
             file,
@@ -277,11 +319,12 @@ impl Kernel {
             order_dependent: raw.order_dependent,
             cooperative: raw.cooperative,
             args,
+            globals,
         })
     }
 
-    /// The buffers' argument numbers and shapes, in order.
-    pub fn buffers(&self) -> impl Iterator<Item = (usize, &Buffer)> {
+    /// The buffer arguments' numbers and shapes, in order.
+    pub fn arg_buffers(&self) -> impl Iterator<Item = (usize, &Buffer)> {
         self.args
             .iter()
             .enumerate()
@@ -289,6 +332,18 @@ impl Kernel {
                 Arg::Buffer(buffer) => Some((i, buffer)),
                 Arg::Scalar(_) => None,
             })
+    }
+
+    /// Every buffer a launch leaves: the arguments', then the globals' (numbered after the
+    /// arguments), in order.
+    pub fn buffers(&self) -> impl Iterator<Item = (usize, &Buffer)> {
+        let after = self.args.len();
+        self.arg_buffers().chain(
+            self.globals
+                .iter()
+                .enumerate()
+                .map(move |(g, (_, buffer))| (after + g, buffer)),
+        )
     }
 }
 
@@ -645,6 +700,7 @@ mod tests {
           { bytes = 8, type = "f16" },
           { i32 = -3 }, { u64 = 7 }, { f32 = 0.1 },
         ]
+        globals = [{ name = "lut", fill = "iota", type = "u8" }]
     "#;
 
     #[test]
@@ -666,7 +722,12 @@ mod tests {
             .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(words, [5, 7, 9, 11]);
-        assert_eq!(k.buffers().map(|(i, _)| i).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(
+            k.buffers().map(|(i, _)| i).collect::<Vec<_>>(),
+            [0, 1, 2, 6]
+        );
+        assert_eq!(k.globals[0].0, "lut");
+        assert_eq!(k.globals[0].1.elem, Elem::U8);
     }
 
     #[test]

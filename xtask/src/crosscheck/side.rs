@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use cudarc::driver::{sys, DriverError, LaunchConfig, PushKernelArg};
 use shared::gpu::Gpu;
 
-use super::manifest::{Arg, Kernel, Scalar, Suite};
+use super::manifest::{Arg, Buffer, Kernel, Scalar, Suite};
 use super::record::{self, Line, Outcome, Status, Stored};
 
 /// The side stopped after a fault: start another from the next kernel.
@@ -303,7 +303,7 @@ fn launch(
     }
     let stream = &gpu.stream;
     let mut slices = Vec::new();
-    for (arg, buffer) in kernel.buffers() {
+    for (arg, buffer) in kernel.arg_buffers() {
         let bytes = buffer.initial(&kernel.name, arg);
         let slice = stream.clone_htod(&bytes).map_err(|e| {
             stop(
@@ -312,6 +312,28 @@ fn launch(
             )
         })?;
         slices.push((arg, slice));
+    }
+    let first_global = kernel.args.len();
+    for (g, (name, buffer)) in kernel.globals.iter().enumerate() {
+        let missing = |e: DriverError| {
+            stop(
+                Status::Setup,
+                format!("no module variable {name}: {}", driver_line(&e)),
+            )
+        };
+        let mut view = module.module.get_global(name, stream).map_err(missing)?;
+        let size = view.len() / buffer.elem.size() * buffer.elem.size();
+        let filled = Buffer {
+            bytes: size,
+            ..buffer.clone()
+        };
+        let bytes = filled.initial(&kernel.name, first_global + g);
+        stream.memcpy_htod(&bytes, &mut view).map_err(|e| {
+            stop(
+                Status::Setup,
+                format!("filling {name}: {}", driver_line(&e)),
+            )
+        })?;
     }
     let config = LaunchConfig {
         grid_dim: (kernel.grid[0], kernel.grid[1], kernel.grid[2]),
@@ -378,6 +400,19 @@ fn launch(
             )
         })?;
         outcome.buffers.push(keep(data, *arg, &bytes)?);
+    }
+    for (g, (name, _)) in kernel.globals.iter().enumerate() {
+        let read = module
+            .module
+            .get_global(name, stream)
+            .and_then(|view| stream.clone_dtoh(&view));
+        let bytes = read.map_err(|e| {
+            stop(
+                Status::Fault,
+                format!("copying {name} back: {}", driver_line(&e)),
+            )
+        })?;
+        outcome.buffers.push(keep(data, first_global + g, &bytes)?);
     }
     if after > before {
         let printed = read_range(printf, before, after)
