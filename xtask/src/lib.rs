@@ -14,6 +14,7 @@
 pub mod bench;
 pub mod bins;
 pub mod cli;
+pub mod crosscheck;
 pub mod csv;
 pub mod dist;
 pub mod docs;

@@ -4,7 +4,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use xtask::{bench, cli, dist, docs, model, nvrtc, predict, profile, run, sanitize, test, verify};
+use xtask::{
+    bench, cli, crosscheck, dist, docs, model, nvrtc, predict, profile, run, sanitize, test, verify,
+};
 
 /// The labs' task runner.
 #[derive(Parser)]
@@ -38,6 +40,11 @@ enum Command {
     Sanitize(sanitize::Args),
     /// Install NVRTC into .nvrtc with pip: the CPU device (no GPU) compiles the kernels with it
     InstallNvrtc(nvrtc::Args),
+    /// Run a suite of kernels (DIR/crosscheck.toml) on the CPU device and on the GPU; compare
+    Crosscheck(crosscheck::Args),
+    /// One side of `crosscheck`, run by it in a process of its own
+    #[command(name = "crosscheck-side", hide = true)]
+    CrosscheckSide(crosscheck::side::SideArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +65,8 @@ fn main() -> ExitCode {
         Command::Predict(args) => predict::run(args).map(|()| ExitCode::SUCCESS),
         Command::Sanitize(args) => sanitize::run(args).map(|()| ExitCode::SUCCESS),
         Command::InstallNvrtc(args) => nvrtc::install(args).map(|()| ExitCode::SUCCESS),
+        Command::Crosscheck(args) => crosscheck::run(args),
+        Command::CrosscheckSide(args) => crosscheck::side::run(args),
         Command::Dist(args) => dist::run(args)
             .map(|()| ExitCode::SUCCESS)
             .map_err(anyhow::Error::msg),
