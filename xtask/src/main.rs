@@ -172,7 +172,12 @@ mod tests {
                 if let Err(e) = Command::try_parse_from(words) {
                     panic!("{line}: {e}");
                 }
-                commands.push(args.split_whitespace().next().unwrap_or_default().to_string());
+                commands.push(
+                    args.split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
+                );
             }
         }
         assert_eq!(commands, ["install-nvrtc", "dist", "verify", "bench"]);

@@ -105,6 +105,66 @@ extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
 }
 "#;
 
+/// A loose multiply and the subtraction reading it, with an instruction between (inline
+/// PTX, as NVRTC leaves such pairs to ptxas): fused, a * a - c is the exact 2^-24; apart,
+/// the product rounds to c and the difference is 0. ptxas keeps them apart across an
+/// IEEE-rounded division, root or reciprocal and a signed division, not across a `div.u32`.
+const CONTRACTION: &str = r#"
+#define APART(name, between, t, c) \
+    __device__ float name(float a, float b, t x, t y, t *q) \
+    { \
+        float r; \
+        asm("{\n\t.reg .f32 p;\n\tmul.f32 p, %2, %2;\n\t" between \
+            " %1, %4, %5;\n\tsub.f32 %0, p, %3;\n\t}" \
+            : "=f"(r), "=" c(*q) : "f"(a), "f"(b), c(x), c(y)); \
+        return r; \
+    }
+APART(across_div_rn_f32, "div.rn.f32", float, "f")
+APART(across_div_s32, "div.s32", int, "r")
+APART(across_div_u32, "div.u32", unsigned, "r")
+APART(across_div_rn_f64, "div.rn.f64", double, "d")
+
+extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
+{
+    float a = __uint_as_float(in[0]), c = __uint_as_float(in[1]);
+    float x = __uint_as_float(in[2]);
+    float r;
+    asm("{\n\t.reg .f32 p;\n\tmul.f32 p, %1, %1;\n\tsub.f32 %0, p, %2;\n\t}"
+        : "=f"(r) : "f"(a), "f"(c));
+    out[0] = __float_as_uint(r);
+    float f;
+    out[1] = __float_as_uint(across_div_rn_f32(a, c, x, c, &f));
+    out[2] = __float_as_uint(f);
+    int s;
+    out[3] = __float_as_uint(across_div_s32(a, c, (int)in[3], 7, &s));
+    out[4] = s;
+    unsigned u;
+    out[5] = __float_as_uint(across_div_u32(a, c, in[3], 7u, &u));
+    out[6] = u;
+    double d;
+    out[7] = __float_as_uint(across_div_rn_f64(a, c, (double)x, 7.0, &d));
+    out[8] = (unsigned)(__double_as_longlong(d) >> 32);
+    out[9] = (unsigned)__double_as_longlong(d);
+}
+"#;
+
+fn contraction_expected() -> Vec<u32> {
+    let (fused, apart) = (0x3380_0000, 0);
+    let third = (3.0f64 / 7.0).to_bits();
+    vec![
+        fused,
+        apart,
+        (3.0f32 / f32::from_bits(0x3f80_1000)).to_bits(),
+        apart,
+        (-100i32 / 7) as u32,
+        fused,
+        (-100i32 as u32) / 7,
+        apart,
+        (third >> 32) as u32,
+        third as u32,
+    ]
+}
+
 /// `warpSize` (PTX's `WARP_SZ`) and what a kernel computes from it.
 const WARP_SIZE: &str = r#"
 extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
@@ -514,6 +574,16 @@ const CASES: &[Case] = &[
         // Recorded as the H100's above, on an NVIDIA H200 (the same Hopper SM), driver
         // 580.159.04, nvcc 13.0 for sm_90.
         expect: || hopper_words(include_str!("conformance/tiny.h200.txt")),
+    },
+    Case {
+        name: "multiply-adds fused or kept apart",
+        source: CONTRACTION,
+        options: &[],
+        threads: 1,
+        n: 0,
+        // a = 1 + 2^-12, c = 1 + 2^-11 (a * a = c + 2^-24 exactly), x = 3, -100.
+        input: &[0x3f80_0800, 0x3f80_1000, 0x4040_0000, 0xffff_ff9c],
+        expect: contraction_expected,
     },
     Case {
         name: "half precision",

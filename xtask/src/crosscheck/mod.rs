@@ -594,6 +594,23 @@ fn summary(
     for (i, line) in differing {
         text.push_str(&format!("          {}: {line}\n", kernels[i].name));
     }
+    let rounding: Vec<(usize, &String)> = verdicts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| match v {
+            Verdict::Rounding(line) => Some((i, line)),
+            _ => None,
+        })
+        .collect();
+    if !rounding.is_empty() {
+        text.push_str(&format!(
+            "  {:>4}  differing in rounding alone, where atomics' order is open (float sums)\n",
+            rounding.len()
+        ));
+        for (i, line) in rounding {
+            text.push_str(&format!("          {}: {line}\n", kernels[i].name));
+        }
+    }
     let pick = |wanted: &Verdict, outcomes: &[Outcome]| -> Vec<usize> {
         verdicts
             .iter()
@@ -691,7 +708,7 @@ fn json_report(
                 "gpu": gpu_side.and_then(|g| g.outcomes.get(i)).map(outcome_json),
                 "verdict": verdict.map(Verdict::word),
                 "detail": match verdict {
-                    Some(Verdict::Differs(line)) => Some(line.clone()),
+                    Some(Verdict::Differs(line) | Verdict::Rounding(line)) => Some(line.clone()),
                     _ => None,
                 },
                 "reason": cpu.outcomes.get(i)
