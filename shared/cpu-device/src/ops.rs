@@ -32,6 +32,10 @@ pub fn atom_value(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
             u64::from(canonical32(r).to_bits())
         }
         (AtomOp::Add, Ty::F64) => (f64::from_bits(old) + f64::from_bits(b)).to_bits(),
+        // `atom.add.noftz` of halves: each half as `add.rn` adds it, subnormals kept.
+        (AtomOp::Add, Ty::F16 | Ty::F16x2 | Ty::BF16 | Ty::BF16x2) => {
+            crate::half::op(FloatOp::Add, ty, false, false, old, b, 0)
+        }
         (AtomOp::Add, _) => old.wrapping_add(b) & bits,
         (AtomOp::Min, _) if ty.signed() => {
             if sext(old, ty) <= sext(b, ty) {

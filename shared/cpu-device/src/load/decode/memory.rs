@@ -125,9 +125,11 @@ pub(super) fn decode_atomic(
             })
         })
         .ok_or_else(|| d.unknown(opcode))?;
-    // Half-precision atomics (`atom.add.noftz.f16`) are not modelled.
+    // Halves and pairs of halves are added atomically, each half rounded to nearest
+    // (`atom.add.noftz.f16x2`: `atomicAdd` of a `__half2`); nothing else of theirs is.
+    let half_add = ty.half().is_some() && op == AtomOp::Add && mods.contains(&"noftz");
     if mods.iter().any(|m| m.starts_with('v'))
-        || ty.half().is_some()
+        || (ty.half().is_some() && !half_add)
         || (ty.float() && op != AtomOp::Add && op != AtomOp::Exch)
     {
         return Err(d.unknown(opcode));
@@ -212,6 +214,42 @@ mod tests {
                 addr: Addr::Reg(1, -8),
             }
         );
+    }
+
+    /// decode: `atom.global.add.noftz.f16x2` and `.bf16` are atomic adds of halves; without
+    /// `.noftz`, or another operation of halves, they are refused.
+    #[test]
+    fn halves_are_added_atomically_and_nothing_else() {
+        let ops = decoded(
+            ".reg .b32 %r<3>;\n.reg .b16 %rs<3>;\n.reg .b64 %rd<1>;\n\
+             atom.global.add.noftz.f16x2 %r0, [%rd0], %r1;\n\
+             atom.global.add.noftz.bf16 %rs0, [%rd0], %rs1;",
+        )
+        .expect("decodes");
+        assert!(matches!(
+            ops[0],
+            Op::Atom {
+                op: AtomOp::Add,
+                ty: Ty::F16x2,
+                ..
+            }
+        ));
+        assert!(matches!(
+            ops[1],
+            Op::Atom {
+                op: AtomOp::Add,
+                ty: Ty::BF16,
+                ..
+            }
+        ));
+        for refused in [
+            "atom.global.add.f16x2 %r0, [%rd0], %r1;",
+            "atom.global.max.noftz.f16x2 %r0, [%rd0], %r1;",
+        ] {
+            let err = decoded(&format!(".reg .b32 %r<3>;\n.reg .b64 %rd<1>;\n{refused}"))
+                .expect_err(refused);
+            assert!(err.contains("atom.global"), "{err}");
+        }
     }
 
     /// decode: `atom.global.min.f32` is refused (floats have atomic add and exchange only),
