@@ -729,8 +729,8 @@ mod tests {
                 "`set.nan.f16.f16` into a half is refused",
             ),
             (
-                "atom.global.add.noftz.f16 %rs0, [%r1], %rs1;",
-                "atom.global.add.noftz.f16",
+                "atom.global.max.noftz.f16 %rs0, [%r1], %rs1;",
+                "atom.global.max.noftz.f16",
             ),
         ] {
             let err = decoded(&format!("{regs}{refused}")).expect_err(refused);
