@@ -9,11 +9,15 @@
 //! child process of this one (the hidden `crosscheck-side`, [`side`]), restarted after a
 //! kernel that faults (a GPU's context is spoilt by it) or hangs (ended by a watchdog).
 //!
-//! The summary counts identical, differing, refused by the CPU device (grouped by the
-//! reason in its line), failed on the GPU and failed on both. Without a GPU it gives the
+//! The summary counts identical, differing, differing in rounding alone where an
+//! order-dependent kernel's float atomics leave the order open ([`compare`]), refused by the
+//! CPU device (grouped by the reason in its line), failed on the GPU and failed on both. Without a GPU it gives the
 //! CPU device's side alone. The exit status is non-zero for a failure of the tool, and,
 //! where a GPU was compared, for any kernel that differs or that the CPU device refused
 //! (or failed) where the GPU ran it.
+//!
+//! Written here: the tools that are kept (compute-sanitizer, Nsight Compute) look at one
+//! device at a time; none runs a PTX interpreter and a GPU on the same launches.
 //!
 //! Like the other commands it runs from a `cargo xtask dist` folder on a machine without
 //! Rust: the CPU device is the library beside the binaries there (or in `--bin-dir`), and
