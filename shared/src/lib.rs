@@ -31,6 +31,7 @@ pub mod plan;
 pub mod ppm;
 pub mod profile;
 pub mod progress;
+pub mod random;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod timing;

@@ -678,30 +678,7 @@ const SLOT_START: [u32; 8] = [0, 0, u32::MAX, 0, 0, u32::MAX, 0x8000_0000, 0x7ff
 /// Output words after the variables': 8 32-bit slots, then 2 64-bit ones.
 const ATOMIC_WORDS: usize = 6;
 
-/// splitmix64: small, seedable, and the same everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-}
+use shared::random::SplitMix64 as Rng;
 
 /// f64 edge values: NaNs (quiet with payloads, negative, signalling), zeros, infinities,
 /// subnormals, the normal range's ends, ties for rounding, and where integers run out.
@@ -842,33 +819,33 @@ fn input(rng: &mut Rng, ty: Ty) -> u64 {
     match ty {
         Ty::D if edge => {
             if rng.chance(40) {
-                rng.pick(F64_EDGES)
+                *rng.pick(F64_EDGES)
             } else {
                 rng.pick(F64_VALUES).to_bits()
             }
         }
-        Ty::D if rng.chance(50) => rng.next(),
+        Ty::D if rng.chance(50) => rng.next_u64(),
         Ty::D => {
             let exponent = 1023 - 40 + rng.below(80) as u64;
-            (rng.next() & 0x800f_ffff_ffff_ffff) | (exponent << 52)
+            (rng.next_u64() & 0x800f_ffff_ffff_ffff) | (exponent << 52)
         }
         Ty::F if edge => {
             if rng.chance(40) {
-                u64::from(rng.pick(F32_EDGES))
+                u64::from(*rng.pick(F32_EDGES))
             } else {
                 u64::from(rng.pick(F32_VALUES).to_bits())
             }
         }
-        Ty::F if rng.chance(50) => rng.next() & 0xffff_ffff,
+        Ty::F if rng.chance(50) => rng.next_u64() & 0xffff_ffff,
         Ty::F => {
             let exponent = 127 - 20 + rng.below(40) as u64;
-            (rng.next() & 0x807f_ffff) | (exponent << 23)
+            (rng.next_u64() & 0x807f_ffff) | (exponent << 23)
         }
-        Ty::I | Ty::U if edge => u64::from(rng.pick(INT_EDGES)),
-        Ty::I | Ty::U if rng.chance(50) => rng.next() % 64,
-        Ty::I | Ty::U => rng.next() & 0xffff_ffff,
-        Ty::L if edge => rng.pick(LONG_EDGES),
-        Ty::L => rng.next(),
+        Ty::I | Ty::U if edge => u64::from(*rng.pick(INT_EDGES)),
+        Ty::I | Ty::U if rng.chance(50) => rng.next_u64() % 64,
+        Ty::I | Ty::U => rng.next_u64() & 0xffff_ffff,
+        Ty::L if edge => *rng.pick(LONG_EDGES),
+        Ty::L => rng.next_u64(),
     }
 }
 
@@ -939,9 +916,9 @@ impl Generator {
     }
 
     fn condition(&mut self) -> String {
-        let ty = self.rng.pick(&TYPES);
+        let ty = *self.rng.pick(&TYPES);
         let (a, b) = (self.var(ty), self.var(ty));
-        let op = self.rng.pick(&["<", "<=", ">", ">=", "==", "!="]);
+        let op = *self.rng.pick(&["<", "<=", ">", ">=", "==", "!="]);
         if self.rng.chance(35) {
             format!("!({a} {op} {b})")
         } else {
@@ -1015,14 +992,14 @@ fn generate(seed: u64, blocks: u32) -> Kernel {
     let mut atomics = Vec::new();
     while outputs.len() < STATEMENTS {
         if g.rng.chance(8) {
-            let template = g.rng.pick(ATOMICS);
+            let template = *g.rng.pick(ATOMICS);
             let statement = format!("{};", g.expand(template, Ty::U));
             writeln!(body, "    {statement}").expect("a String");
             atomics.push(statement);
             continue;
         }
-        let (letter, template) = g.rng.pick(TEMPLATES);
-        let ty = Ty::from_letter(letter).unwrap_or_else(|| g.rng.pick(&TYPES));
+        let (letter, template) = *g.rng.pick(TEMPLATES);
+        let ty = Ty::from_letter(letter).unwrap_or_else(|| *g.rng.pick(&TYPES));
         let name = format!("{}{}", ty.prefix(), g.vars.len());
         let statement = format!("{} {name} = {};", ty.c_name(), g.expand(template, ty));
         writeln!(body, "    {statement}").expect("a String");

@@ -16,24 +16,7 @@ use cpu_device::load::load;
 use cpu_device::memory::Memory;
 use shared::nvrtc::KernelFile;
 
-/// splitmix64: small, and the same everywhere.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
+use shared::random::SplitMix64 as Rng;
 
 /// Numbers that break arithmetic: around 0, the signed and unsigned edges, the limits.
 const HOSTILE_NUMBERS: &[&str] = &[

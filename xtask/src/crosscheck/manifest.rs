@@ -466,14 +466,14 @@ impl Buffer {
     pub fn initial(&self, kernel: &str, arg: usize) -> Vec<u8> {
         let count = self.bytes / self.elem.size();
         let mut out = Vec::with_capacity(self.bytes);
-        let mut random = SplitMix(seed(kernel, arg));
+        let mut random = shared::random::SplitMix64(seed(kernel, arg));
         for i in 0..count {
             let value = match self.fill {
                 Fill::Zero => 0.0,
                 Fill::Value(v) => v,
                 Fill::Iota { start, step } => start + step * i as f64,
                 Fill::Random { lo, hi } => {
-                    let r = random.next();
+                    let r = random.next_u64();
                     if self.elem.is_float() {
                         // 53 bits in [0, 1): exact in f64, then rounded once to the type.
                         lo + (hi - lo) * ((r >> 11) as f64 / (1u64 << 53) as f64)
@@ -663,19 +663,6 @@ fn seed(kernel: &str, arg: usize) -> u64 {
         hash = hash.wrapping_mul(0x100_0000_01b3);
     }
     hash
-}
-
-/// SplitMix64 (Steele, Lea and Flood 2014): small, and the same everywhere.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
 }
 
 #[cfg(test)]
