@@ -226,6 +226,9 @@ pub enum IntOp {
     Dp2a(bool, bool, bool),
     /// `fns`: the position of the `c`-th set bit of `a` from bit `b`.
     Fns,
+    /// `vabsdiff4` (true: four bytes) or `vabsdiff2` (two halves) with their default
+    /// selectors and mask, `a` and `b` signed or not, `.add` (true) or the merge.
+    AbsDiff(bool, bool, bool, bool),
     /// `prmt` in one of its modes (`.f4e` and the rest, [`crate::ops::permute_mode`]).
     PrmtMode(u8),
 }

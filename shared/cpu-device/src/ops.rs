@@ -174,6 +174,7 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
         IntOp::Bmsk(clamp) => bit_mask(a, b, clamp),
         IntOp::Szext(clamp) => sign_zero_extend(a, b, signed, clamp),
         IntOp::Dp4a(sa, sb) => dot4(a, b, c, sa, sb),
+        IntOp::AbsDiff(bytes, sa, sb, add) => abs_diff(a, b, c, bytes, (sa, sb), add),
         IntOp::Dp2a(hi, sa, sb) => dot2(a, b, c, hi, sa, sb),
         IntOp::PrmtMode(mode) => permute_mode(a, b, c, mode),
         IntOp::Fns => find_nth_set(a as u32, b as u32, c as u32 as i32),
@@ -442,6 +443,27 @@ fn byte_of(x: u64, i: u32, signed: bool) -> i64 {
 pub fn dot4(a: u64, b: u64, c: u64, sa: bool, sb: bool) -> u64 {
     let sum = (0..4).fold(0i64, |acc, i| acc + byte_of(a, i, sa) * byte_of(b, i, sb));
     (c as i64).wrapping_add(sum) as u64 & 0xffff_ffff
+}
+
+/// `vabsdiff4` (`bytes`) and `vabsdiff2`: the absolute difference of each byte (or half) of
+/// `a` and `b`, each read signed or not (`signed`); with `.add`, `c` plus their sum in 32
+/// bits, else each in its own lane (every lane selected: the merge keeps nothing of `c`).
+pub fn abs_diff(a: u64, b: u64, c: u64, bytes: bool, signed: (bool, bool), add: bool) -> u64 {
+    let (lanes, width) = if bytes { (4, 8) } else { (2, 16) };
+    let lane = |v: u64, i: u32, signed: bool| {
+        let raw = (v >> (width * i)) & ((1 << width) - 1);
+        if signed && raw >> (width - 1) != 0 {
+            raw as i64 - (1i64 << width)
+        } else {
+            raw as i64
+        }
+    };
+    let diff = |i: u32| (lane(a, i, signed.0) - lane(b, i, signed.1)).unsigned_abs();
+    if add {
+        (0..lanes).fold(c, |sum, i| sum.wrapping_add(diff(i))) & 0xffff_ffff
+    } else {
+        (0..lanes).fold(0, |d, i| d | (diff(i) & ((1 << width) - 1)) << (width * i))
+    }
 }
 
 /// `dp2a`: `c` plus the products of `a`'s two halves with two of `b`'s bytes (bytes 0 and

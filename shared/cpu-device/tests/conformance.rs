@@ -165,6 +165,34 @@ fn contraction_expected() -> Vec<u32> {
     ]
 }
 
+/// The SIMD video instruction `vabsdiff` (CUDA's `__vabsdiffu4`, `__vsadu4` and kin) with its
+/// default selectors and mask: each byte's (or half's) absolute difference, in its own lane
+/// (merged: `c` kept nowhere) or added to `c`.
+const ABS_DIFF: &str = r#"
+#define ABS_DIFF(name, ptx) \
+    __device__ unsigned name(unsigned a, unsigned b, unsigned c) \
+    { \
+        unsigned r; \
+        asm(ptx " %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c)); \
+        return r; \
+    }
+ABS_DIFF(bytes, "vabsdiff4.u32.u32.u32")
+ABS_DIFF(signed_bytes, "vabsdiff4.u32.s32.s32")
+ABS_DIFF(bytes_added, "vabsdiff4.u32.u32.u32.add")
+ABS_DIFF(halves, "vabsdiff2.u32.u32.u32")
+ABS_DIFF(signed_halves_added, "vabsdiff2.s32.s32.s32.add")
+
+extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
+{
+    unsigned a = in[0], b = in[1], c = in[2];
+    out[0] = bytes(a, b, c);
+    out[1] = signed_bytes(a, b, c);
+    out[2] = bytes_added(a, b, c);
+    out[3] = halves(a, b, c);
+    out[4] = signed_halves_added(a, b, c);
+}
+"#;
+
 /// `warpSize` (PTX's `WARP_SZ`) and what a kernel computes from it.
 const WARP_SIZE: &str = r#"
 extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
@@ -584,6 +612,25 @@ const CASES: &[Case] = &[
         // a = 1 + 2^-12, c = 1 + 2^-11 (a * a = c + 2^-24 exactly), x = 3, -100.
         input: &[0x3f80_0800, 0x3f80_1000, 0x4040_0000, 0xffff_ff9c],
         expect: contraction_expected,
+    },
+    Case {
+        name: "absolute differences of bytes and halves",
+        source: ABS_DIFF,
+        options: &[],
+        threads: 1,
+        n: 0,
+        // Bytes 0x80 0x7f 0xff 0x01 against 0x80 0x00 0x00 0x02; halves 0x7f80 0x01ff
+        // against 0x0080 0x0200 (signed 32640 and 511 against 128 and 512); c = 10.
+        input: &[0x01ff_7f80, 0x0200_0080, 10],
+        expect: || {
+            vec![
+                0x01ff_7f00,
+                0x0101_7f00,
+                10 + 0x7f + 0xff + 1,
+                0x0001_7f00,
+                10 + 32512 + 1,
+            ]
+        },
     },
     Case {
         name: "half precision",

@@ -311,6 +311,37 @@ pub(super) fn decode_dot(
     })
 }
 
+/// `vabsdiff4.dtype.atype.btype{.add} d, a, b, c` and `vabsdiff2` likewise (CUDA's
+/// `__vabsdiffu4`, `__vsadu4` and their kin), with the default byte selectors and mask; the
+/// other SIMD video instructions, `.sat`, selectors and masks are refused.
+pub(super) fn decode_abs_diff(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    let types: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+    let add = mods.contains(&"add");
+    let known = mods.len() == 3 + usize::from(add);
+    let [Ty::U32 | Ty::S32, ta @ (Ty::U32 | Ty::S32), tb @ (Ty::U32 | Ty::S32)] = types[..] else {
+        return Err(d.unknown(opcode));
+    };
+    if !known {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 4)?;
+    Ok(Op::Int {
+        op: IntOp::AbsDiff(base == "vabsdiff4", ta.signed(), tb.signed(), add),
+        ty: Ty::U32,
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], ta)?,
+        b: d.src(&ops[2], tb)?,
+        c: d.src(&ops[3], Ty::U32)?,
+        sat: false,
+    })
+}
+
 /// Everything else: integer, floating-point and predicate arithmetic, chosen by the type.
 pub(super) fn arithmetic(
     d: &mut FnDecoder,
@@ -735,6 +766,42 @@ mod tests {
         ] {
             let err = decoded(&format!("{regs}{refused}")).expect_err(refused);
             assert!(err.contains(why), "{refused}: {err}");
+        }
+    }
+
+    /// decode and run: `vabsdiff4` of unsigned and of signed bytes, merged and added to
+    /// `c`, and `vabsdiff2.add`; `.sat`, a selector-free `vadd4` and a mask are refused.
+    #[test]
+    fn byte_absolute_differences_are_merged_or_added() {
+        let regs = ".reg .b32 %r<4>;\n";
+        for (text, signed, add) in [
+            ("vabsdiff4.u32.u32.u32 %r0, %r1, %r2, %r3;", false, false),
+            ("vabsdiff4.u32.s32.s32 %r0, %r1, %r2, %r3;", true, false),
+            ("vabsdiff4.u32.u32.u32.add %r0, %r1, %r2, %r3;", false, true),
+        ] {
+            let ops = decoded(&format!("{regs}{text}")).unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                matches!(ops[0], Op::Int { op: IntOp::AbsDiff(true, s, t, a), .. }
+                    if s == signed && t == signed && a == add),
+                "{text}: {:?}",
+                ops[0]
+            );
+        }
+        let (a, b) = (0x01ff_7f80, 0x0200_0080);
+        let run = |signed, add| crate::ops::abs_diff(a, b, 10, true, (signed, signed), add);
+        assert_eq!(run(false, false), 0x01ff_7f00);
+        assert_eq!(run(true, false), 0x0101_7f00);
+        assert_eq!(run(false, true), 10 + 0x7f + 0xff + 1);
+        assert_eq!(
+            crate::ops::abs_diff(0x0003_fffe, 0x0005_0001, 1, false, (true, true), true),
+            1 + 3 + 2
+        );
+        for refused in [
+            "vabsdiff4.u32.u32.u32.sat %r0, %r1, %r2, %r3;",
+            "vadd4.u32.u32.u32 %r0, %r1, %r2, %r3;",
+            "vabsdiff4.u32.u32 %r0, %r1, %r2, %r3;",
+        ] {
+            decoded(&format!("{regs}{refused}")).expect_err(refused);
         }
     }
 
