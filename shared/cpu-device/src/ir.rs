@@ -231,6 +231,24 @@ pub enum IntOp {
     AbsDiff(bool, bool, bool, bool),
     /// `prmt` in one of its modes (`.f4e` and the rest, [`crate::ops::permute_mode`]).
     PrmtMode(u8),
+    /// `min.relu` and `max.relu` of `.s32`: the minimum or maximum, 0 where it is negative.
+    MinRelu,
+    MaxRelu,
+    /// `add`, `min` and `max` of `.u16x2` and `.s16x2`, `.relu` on the signed pair's `min`
+    /// and `max`: the operation on each 16-bit half of `a` with the same half of `b`, nothing
+    /// carried from the low half into the high. `ty` is one half's type, `.u16` or `.s16`.
+    Halves(HalvesOp),
+}
+
+/// What [`IntOp::Halves`] does to each half: the [`IntOp`] of the same name on a `.u16` or
+/// `.s16`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HalvesOp {
+    Add,
+    Min,
+    Max,
+    MinRelu,
+    MaxRelu,
 }
 
 /// The carry-chain instructions: `add.cc`, `addc`, `sub.cc`, `subc`, `mad.lo.cc`,

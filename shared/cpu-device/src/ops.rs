@@ -177,6 +177,9 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
         IntOp::AbsDiff(bytes, sa, sb, add) => abs_diff(a, b, c, bytes, (sa, sb), add),
         IntOp::Dp2a(hi, sa, sb) => dot2(a, b, c, hi, sa, sb),
         IntOp::PrmtMode(mode) => permute_mode(a, b, c, mode),
+        IntOp::MinRelu => relu(int_op(IntOp::Min, ty, a, b, c, false), ty),
+        IntOp::MaxRelu => relu(int_op(IntOp::Max, ty, a, b, c, false), ty),
+        IntOp::Halves(op) => halves(op, ty, a, b),
         IntOp::Fns => find_nth_set(a as u32, b as u32, c as u32 as i32),
         IntOp::Sad => {
             let d = if signed {
@@ -464,6 +467,34 @@ pub fn abs_diff(a: u64, b: u64, c: u64, bytes: bool, signed: (bool, bool), add: 
     } else {
         (0..lanes).fold(0, |d, i| d | (diff(i) & ((1 << width) - 1)) << (width * i))
     }
+}
+
+/// `.relu`: a result negative as `ty` reads it is 0.
+fn relu(v: u64, ty: Ty) -> u64 {
+    if sext(v, ty) < 0 {
+        0
+    } else {
+        v
+    }
+}
+
+/// `add`, `min` and `max` of `.u16x2` and `.s16x2` ([`IntOp::Halves`]): each 16-bit half of
+/// `a` and of `b` taken as a `half` (`.u16` or `.s16`), the operation done on them as on that
+/// type (an add wraps in 16 bits, so no carry reaches the high half), the two results packed
+/// back, the low half's low.
+pub fn halves(op: HalvesOp, half: Ty, a: u64, b: u64) -> u64 {
+    let whole = match op {
+        HalvesOp::Add => IntOp::Add,
+        HalvesOp::Min => IntOp::Min,
+        HalvesOp::Max => IntOp::Max,
+        HalvesOp::MinRelu => IntOp::MinRelu,
+        HalvesOp::MaxRelu => IntOp::MaxRelu,
+    };
+    let lane = |i: u32| {
+        let (x, y) = ((a >> (16 * i)) & 0xffff, (b >> (16 * i)) & 0xffff);
+        int_op(whole, half, x, y, 0, false) << (16 * i)
+    };
+    lane(0) | lane(1)
 }
 
 /// `dp2a`: `c` plus the products of `a`'s two halves with two of `b`'s bytes (bytes 0 and
@@ -1336,6 +1367,55 @@ mod tests {
             0xffff_ffff,
             "sign of byte 1"
         );
+    }
+
+    /// Each half on its own: a wrong model that adds or compares the 32-bit words whole
+    /// carries 0xffff + 1 into the high half, reads the low half's sign bit as a magnitude
+    /// or clamps the word, not the half, under `.relu`.
+    #[test]
+    fn halves_wrap_compare_and_clamp_apart() {
+        // 0xffff + 1 and 0x7fff + 1 wrap in their own half (no carry, no saturation).
+        assert_eq!(
+            halves(HalvesOp::Add, Ty::U16, 0x7fff_ffff, 0x0001_0001),
+            0x8000_0000
+        );
+        assert_eq!(
+            halves(HalvesOp::Add, Ty::S16, 0x7fff_ffff, 0x0001_0001),
+            0x8000_0000
+        );
+        assert_eq!(halves(HalvesOp::Add, Ty::U16, 0x8000_8000, 0x8000_8000), 0);
+        // 0x8000 against 0x7fff: the smaller unsigned, the larger signed, in either half.
+        let (a, b) = (0x8000_7fff, 0x7fff_8000);
+        assert_eq!(halves(HalvesOp::Min, Ty::U16, a, b), 0x7fff_7fff);
+        assert_eq!(halves(HalvesOp::Max, Ty::U16, a, b), 0x8000_8000);
+        assert_eq!(halves(HalvesOp::Min, Ty::S16, a, b), 0x8000_8000);
+        assert_eq!(halves(HalvesOp::Max, Ty::S16, a, b), 0x7fff_7fff);
+        // `.relu` per half: -1 (0xffff) against 5 and 3 against -7 (0xfff9).
+        let (a, b) = (0xffff_0003, 0x0005_fff9);
+        assert_eq!(halves(HalvesOp::Min, Ty::S16, a, b), 0xffff_fff9);
+        assert_eq!(halves(HalvesOp::MinRelu, Ty::S16, a, b), 0);
+        assert_eq!(halves(HalvesOp::MaxRelu, Ty::S16, a, b), 0x0005_0003);
+        assert_eq!(
+            halves(HalvesOp::MaxRelu, Ty::S16, 0x8000_ffff, 0x8001_fffe),
+            0
+        );
+        assert_eq!(
+            halves(HalvesOp::MinRelu, Ty::S16, 0x0001_8000, 0x7fff_7fff),
+            0x0001_0000
+        );
+    }
+
+    /// `.relu` of `.s32`: a negative minimum or maximum is 0, a positive one kept (a model
+    /// that drops `.relu`, or reads the sign of a narrower type, fails here).
+    #[test]
+    fn relu_clamps_a_negative_s32_to_zero() {
+        let s32 = |op, a, b| int_op(op, Ty::S32, a, b, 0, false);
+        assert_eq!(s32(IntOp::MinRelu, 0xffff_fffb, 7), 0);
+        assert_eq!(s32(IntOp::MinRelu, 0x8000_0000, 0x7fff_ffff), 0);
+        assert_eq!(s32(IntOp::MinRelu, 9, 7), 7);
+        assert_eq!(s32(IntOp::MaxRelu, 0xffff_fffb, 0xffff_fff0), 0);
+        assert_eq!(s32(IntOp::MaxRelu, 0xffff_fffb, 7), 7);
+        assert_eq!(s32(IntOp::MaxRelu, 0x8000_0000, 0x7fff_ffff), 0x7fff_ffff);
     }
 
     #[test]

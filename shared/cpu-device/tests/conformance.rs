@@ -193,6 +193,118 @@ extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
 }
 "#;
 
+/// Integer arithmetic on pairs of 16-bit halves and `.relu` on a single `.s32` (what CUDA's
+/// SIMD and DPX intrinsics, `__vadd2`, `__vmins2`, `__vimax_s16x2_relu` and kin, are for
+/// sm_90): each of the ten forms on five pairs of words, one thread a pair. The PTX ISA adds
+/// and compares each half apart and makes a negative result 0 under `.relu`; it does not say
+/// in words that a half's sum wraps rather than saturates (`add` has no `.sat` for pairs),
+/// nor that `.relu` clamps each half rather than the word: the GPU's words here say.
+const HALVES: &str = r#"
+#define HALVES(name, ptx) \
+    __device__ unsigned name(unsigned a, unsigned b) \
+    { \
+        unsigned r; \
+        asm(ptx " %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); \
+        return r; \
+    }
+HALVES(add_u16x2, "add.u16x2")
+HALVES(add_s16x2, "add.s16x2")
+HALVES(min_u16x2, "min.u16x2")
+HALVES(min_s16x2, "min.s16x2")
+HALVES(max_u16x2, "max.u16x2")
+HALVES(max_s16x2, "max.s16x2")
+HALVES(min_relu_s16x2, "min.s16x2.relu")
+HALVES(max_relu_s16x2, "max.relu.s16x2")
+HALVES(min_relu_s32, "min.s32.relu")
+HALVES(max_relu_s32, "max.relu.s32")
+
+extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
+{
+    unsigned t = threadIdx.x, a = in[2 * t], b = in[2 * t + 1];
+    unsigned *o = out + 10 * t;
+    o[0] = add_u16x2(a, b);
+    o[1] = add_s16x2(a, b);
+    o[2] = min_u16x2(a, b);
+    o[3] = min_s16x2(a, b);
+    o[4] = max_u16x2(a, b);
+    o[5] = max_s16x2(a, b);
+    o[6] = min_relu_s16x2(a, b);
+    o[7] = max_relu_s16x2(a, b);
+    o[8] = min_relu_s32(a, b);
+    o[9] = max_relu_s32(a, b);
+}
+"#;
+
+/// The halves' words, a thread's ten in `HALVES`'s order: add.u16x2, add.s16x2, min.u16x2,
+/// min.s16x2, max.u16x2, max.s16x2, min.s16x2.relu, max.s16x2.relu, min.s32.relu,
+/// max.s32.relu.
+fn halves_expected() -> Vec<u32> {
+    vec![
+        // 0x7fff_ffff, 0x0001_0001: 0xffff + 1 and 0x7fff + 1 wrap in their own half (no
+        // carry up, no saturation at 0x7fff); -1 and 1 against 32767 and 1; the low half's
+        // minimum -1 is 0 under .relu, the high half's 1 kept.
+        0x8000_0000,
+        0x8000_0000,
+        0x0001_0001,
+        0x0001_ffff,
+        0x7fff_ffff,
+        0x7fff_0001,
+        0x0001_0000,
+        0x7fff_0001,
+        0x0001_0001,
+        0x7fff_ffff,
+        // 0x8000_7fff, 0x7fff_8000: 0x8000 is the larger unsigned, the smaller signed, in
+        // each half; the s32 minimum is negative, so 0.
+        0xffff_ffff,
+        0xffff_ffff,
+        0x7fff_7fff,
+        0x8000_8000,
+        0x8000_8000,
+        0x7fff_7fff,
+        0x0000_0000,
+        0x7fff_7fff,
+        0x0000_0000,
+        0x7fff_8000,
+        // 0xffff_0003, 0x0005_fff9: halves -1 and 3 against 5 and -7.
+        0x0004_fffc,
+        0x0004_fffc,
+        0x0005_0003,
+        0xffff_fff9,
+        0xffff_fff9,
+        0x0005_0003,
+        0x0000_0000,
+        0x0005_0003,
+        0x0000_0000,
+        0x0005_fff9,
+        // 0x8000_ffff, 0xffff_8000: -32768 + -1 wraps to 32767 in each half; every
+        // minimum and maximum negative, every .relu 0.
+        0x7fff_7fff,
+        0x7fff_7fff,
+        0x8000_8000,
+        0x8000_8000,
+        0xffff_ffff,
+        0xffff_ffff,
+        0x0000_0000,
+        0x0000_0000,
+        0x0000_0000,
+        0x0000_0000,
+        // 0xfffe_0005, 0x8000_0002: halves -2 and 5 against -32768 and 2; .relu clears the
+        // high half and keeps the low one (a clamp of the whole word would clear both, as
+        // 0x8000_0002 and 0xfffe_0005 are negative; in the first pair it would keep
+        // 0x0001_ffff whole).
+        0x7ffe_0007,
+        0x7ffe_0007,
+        0x8000_0002,
+        0x8000_0002,
+        0xfffe_0005,
+        0xfffe_0005,
+        0x0000_0002,
+        0x0000_0005,
+        0x0000_0000,
+        0x0000_0000,
+    ]
+}
+
 /// `warpSize` (PTX's `WARP_SZ`) and what a kernel computes from it.
 const WARP_SIZE: &str = r#"
 extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
@@ -631,6 +743,26 @@ const CASES: &[Case] = &[
                 10 + 32512 + 1,
             ]
         },
+    },
+    Case {
+        name: "integer pairs of halves and relu",
+        source: HALVES,
+        options: &[],
+        threads: 5,
+        n: 0,
+        input: &[
+            0x7fff_ffff,
+            0x0001_0001,
+            0x8000_7fff,
+            0x7fff_8000,
+            0xffff_0003,
+            0x0005_fff9,
+            0x8000_ffff,
+            0xffff_8000,
+            0xfffe_0005,
+            0x8000_0002,
+        ],
+        expect: halves_expected,
     },
     Case {
         name: "half precision",

@@ -351,6 +351,9 @@ pub(super) fn arithmetic(
     ops: &[Operand],
     ty: Option<Ty>,
 ) -> LoadResult<Op> {
+    if let Some(half) = halves_type(mods) {
+        return halves_arithmetic(d, opcode, base, mods, ops, half);
+    }
     let ty = ty.ok_or_else(|| d.unknown(opcode))?;
     if ty == Ty::Pred {
         predicate_logic(d, opcode, base, ops)
@@ -361,6 +364,51 @@ pub(super) fn arithmetic(
     } else {
         int_arithmetic(d, opcode, base, mods, ops, ty)
     }
+}
+
+/// One half's type of a pair of 16-bit integers (`.u16x2`, `.s16x2`), which `Ty` does not
+/// hold: no load, store, `mov` or conversion takes them, only the arithmetic below.
+fn halves_type(mods: &[&str]) -> Option<Ty> {
+    mods.iter().find_map(|m| match *m {
+        "u16x2" => Some(Ty::U16),
+        "s16x2" => Some(Ty::S16),
+        _ => None,
+    })
+}
+
+/// Arithmetic on pairs of 16-bit integers, what the PTX ISA (and ptxas 12.9, asked form by
+/// form) allows there: `add.u16x2`, `add.s16x2` (no `.sat`, and no `sub` of pairs at all),
+/// `min` and `max` of either, `.relu` on the signed pair's `min` and `max` (written before
+/// or after the type). Every other instruction or modifier with a pair is refused.
+fn halves_arithmetic(
+    d: &FnDecoder,
+    opcode: &str,
+    base: &str,
+    mods: &[&str],
+    ops: &[Operand],
+    half: Ty,
+) -> LoadResult<Op> {
+    let relu = mods.contains(&"relu");
+    let op = match (base, relu) {
+        _ if mods.len() != 1 + usize::from(relu) => return Err(d.unknown(opcode)),
+        ("add", false) => HalvesOp::Add,
+        ("min", false) => HalvesOp::Min,
+        ("max", false) => HalvesOp::Max,
+        ("min", true) if half == Ty::S16 => HalvesOp::MinRelu,
+        ("max", true) if half == Ty::S16 => HalvesOp::MaxRelu,
+        _ => return Err(d.unknown(opcode)),
+    };
+    need(d, opcode, ops, 3)?;
+    // The operands are `.b32` words: an immediate keeps its 32 bits, both halves.
+    Ok(Op::Int {
+        op: IntOp::Halves(op),
+        ty: half,
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], Ty::B32)?,
+        b: d.src(&ops[2], Ty::B32)?,
+        c: Src::I(0),
+        sat: false,
+    })
 }
 
 /// `and`, `or`, `xor` and `not` on predicates, each operand possibly negated (`!p`).
@@ -571,6 +619,13 @@ fn int_arithmetic(
     let has = |m: &str| mods.contains(&m);
     let n = ops.len();
     let (op, arity) = match base {
+        // `.relu` is `min.s32`'s and `max.s32`'s alone among single integers (ptxas refuses
+        // it on `.u32`, `.s16`, `.s64` and on `add`): anywhere else it would be dropped.
+        _ if has("relu")
+            && !(matches!(base, "min" | "max") && ty == Ty::S32 && mods.len() == 2) =>
+        {
+            return Err(d.unknown(opcode))
+        }
         "add" if !has("cc") => (IntOp::Add, 3),
         "sub" if !has("cc") => (IntOp::Sub, 3),
         "mul" if has("lo") => (IntOp::MulLo, 3),
@@ -581,6 +636,8 @@ fn int_arithmetic(
         "mad" if has("wide") => (IntOp::MadWide, 4),
         "div" => (IntOp::Div, 3),
         "rem" => (IntOp::Rem, 3),
+        "min" if has("relu") => (IntOp::MinRelu, 3),
+        "max" if has("relu") => (IntOp::MaxRelu, 3),
         "min" => (IntOp::Min, 3),
         "max" => (IntOp::Max, 3),
         "abs" => (IntOp::Abs, 2),
@@ -802,6 +859,75 @@ mod tests {
             "vabsdiff4.u32.u32 %r0, %r1, %r2, %r3;",
         ] {
             decoded(&format!("{regs}{refused}")).expect_err(refused);
+        }
+    }
+
+    /// decode: every pair-of-halves form the PTX ISA has, `.relu` before or after the type,
+    /// and `min.relu.s32`/`max.relu.s32`, each to its own operation on the halves' type (a
+    /// decoder that took `.s16x2` for `.u16x2`, or dropped `.relu`, fails here); an
+    /// immediate keeps both halves. What ptxas 12.9 refuses is refused: `sub` of pairs,
+    /// `.sat` on them, `.relu` on the unsigned pair, on `.u32`, `.s64` or `add`, a pair's
+    /// `.cc`.
+    #[test]
+    fn pairs_of_halves_take_the_ptx_isas_forms() {
+        let regs = ".reg .b32 %r<3>;\n.reg .b64 %rd<2>;\n";
+        for (text, want, half) in [
+            ("add.u16x2 %r0, %r1, %r2;", HalvesOp::Add, Ty::U16),
+            ("add.s16x2 %r0, %r1, %r2;", HalvesOp::Add, Ty::S16),
+            ("min.u16x2 %r0, %r1, %r2;", HalvesOp::Min, Ty::U16),
+            ("min.s16x2 %r0, %r1, %r2;", HalvesOp::Min, Ty::S16),
+            ("max.u16x2 %r0, %r1, %r2;", HalvesOp::Max, Ty::U16),
+            ("max.s16x2 %r0, %r1, %r2;", HalvesOp::Max, Ty::S16),
+            ("min.s16x2.relu %r0, %r1, %r2;", HalvesOp::MinRelu, Ty::S16),
+            ("max.relu.s16x2 %r0, %r1, %r2;", HalvesOp::MaxRelu, Ty::S16),
+        ] {
+            let ops = decoded(&format!("{regs}{text}")).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert!(
+                matches!(ops[0], Op::Int { op: IntOp::Halves(op), ty, .. } if op == want && ty == half),
+                "{text}: {:?}",
+                ops[0]
+            );
+        }
+        for (text, want) in [
+            ("min.s32.relu %r0, %r1, %r2;", IntOp::MinRelu),
+            ("max.relu.s32 %r0, %r1, %r2;", IntOp::MaxRelu),
+        ] {
+            let ops = decoded(&format!("{regs}{text}")).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert!(
+                matches!(ops[0], Op::Int { op, ty: Ty::S32, .. } if op == want),
+                "{text}: {:?}",
+                ops[0]
+            );
+        }
+        let ops = decoded(&format!("{regs}add.u16x2 %r0, %r1, 65537;")).expect("decodes");
+        assert!(
+            matches!(
+                ops[0],
+                Op::Int {
+                    b: Src::I(0x0001_0001),
+                    ..
+                }
+            ),
+            "{:?}",
+            ops[0]
+        );
+        for refused in [
+            "sub.u16x2 %r0, %r1, %r2;",
+            "sub.s16x2 %r0, %r1, %r2;",
+            "add.sat.s16x2 %r0, %r1, %r2;",
+            "min.relu.u16x2 %r0, %r1, %r2;",
+            "min.relu.u32 %r0, %r1, %r2;",
+            "max.relu.s64 %rd0, %rd1, %rd1;",
+            "add.relu.s32 %r0, %r1, %r2;",
+            "add.cc.u16x2 %r0, %r1, %r2;",
+            "mul.lo.s16x2 %r0, %r1, %r2;",
+            "max.s16x2.s32 %r0, %r1, %r2;",
+        ] {
+            let err = decoded(&format!("{regs}{refused}")).expect_err(refused);
+            assert!(
+                err.contains("does not know the instruction"),
+                "{refused}: {err}"
+            );
         }
     }
 
