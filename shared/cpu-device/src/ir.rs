@@ -231,6 +231,9 @@ pub enum IntOp {
     AbsDiff(bool, bool, bool, bool),
     /// `prmt` in one of its modes (`.f4e` and the rest, [`crate::ops::permute_mode`]).
     PrmtMode(u8),
+    /// `lop3.b32` with its look-up table (`immLut`): each bit of the result the table's bit
+    /// at the index `a`'s, `b`'s and `c`'s bits there make (`a` the high bit).
+    Lop3(u8),
     /// `min.relu` and `max.relu` of `.s32`: the minimum or maximum, 0 where it is negative.
     MinRelu,
     MaxRelu,

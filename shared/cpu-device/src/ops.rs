@@ -177,6 +177,7 @@ pub fn int_op(op: IntOp, ty: Ty, a: u64, b: u64, c: u64, sat: bool) -> u64 {
         IntOp::AbsDiff(bytes, sa, sb, add) => abs_diff(a, b, c, bytes, (sa, sb), add),
         IntOp::Dp2a(hi, sa, sb) => dot2(a, b, c, hi, sa, sb),
         IntOp::PrmtMode(mode) => permute_mode(a, b, c, mode),
+        IntOp::Lop3(lut) => lop3(a, b, c, lut),
         IntOp::MinRelu => relu(int_op(IntOp::Min, ty, a, b, c, false), ty),
         IntOp::MaxRelu => relu(int_op(IntOp::Max, ty, a, b, c, false), ty),
         IntOp::Halves(op) => halves(op, ty, a, b),
@@ -467,6 +468,17 @@ pub fn abs_diff(a: u64, b: u64, c: u64, bytes: bool, signed: (bool, bool), add: 
     } else {
         (0..lanes).fold(0, |d, i| d | (diff(i) & ((1 << width) - 1)) << (width * i))
     }
+}
+
+/// `lop3.b32`: bit `i` of the result is bit `4a + 2b + c` of `lut`, where `a`, `b` and `c`
+/// are bit `i` of each operand: the union of the minterms (`a & !b & c` for index 5) whose
+/// bit `lut` sets, so that the low byte of `lop3(0xf0, 0xcc, 0xaa, lut)` is `lut` itself
+/// (the PTX ISA's definition of the table).
+pub fn lop3(a: u64, b: u64, c: u64, lut: u8) -> u64 {
+    let either = |v: u64, set: bool| if set { v } else { !v };
+    (0..8).filter(|i| lut >> i & 1 == 1).fold(0, |d, i| {
+        d | either(a, i & 4 != 0) & either(b, i & 2 != 0) & either(c, i & 1 != 0)
+    }) & 0xffff_ffff
 }
 
 /// `.relu`: a result negative as `ty` reads it is 0.
@@ -1367,6 +1379,27 @@ mod tests {
             0xffff_ffff,
             "sign of byte 1"
         );
+    }
+
+    /// `lop3`: the table read at `4a + 2b + c` (a model reading `a` as the low bit, or
+    /// leaving bits above 32, fails), so the ISA's three words give the table back and its
+    /// examples their formulas.
+    #[test]
+    fn lop3_reads_its_table_at_each_bits_index() {
+        for lut in 0..=255u8 {
+            assert_eq!(
+                lop3(0xf0, 0xcc, 0xaa, lut) & 0xff,
+                u64::from(lut),
+                "{lut:#x}"
+            );
+        }
+        let (a, b, c) = (0x0123_4567, 0x3c3c_5a5a, 0xdead_beef);
+        assert_eq!(lop3(a, b, c, 0x80), a & b & c);
+        assert_eq!(lop3(a, b, c, 0xfe), a | b | c);
+        assert_eq!(lop3(a, b, c, 0x40), a & b & !c);
+        assert_eq!(lop3(a, b, c, 0x1a), (a & b | c) ^ a);
+        assert_eq!(lop3(a, b, c, 0xff), 0xffff_ffff);
+        assert_eq!(lop3(a, b, c, 0), 0);
     }
 
     /// Each half on its own: a wrong model that adds or compares the 32-bit words whole

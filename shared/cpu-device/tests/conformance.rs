@@ -305,6 +305,80 @@ fn halves_expected() -> Vec<u32> {
     ]
 }
 
+/// `lop3.b32`, three words' bitwise function given by its table (CUDA's SIMD intrinsics
+/// `__vcmpgts2` and kin write 0x4d, 0x8e, 0xb2 and 0x71), each table on thread 0's words
+/// 0xf0, 0xcc and 0xaa in every byte, which the PTX ISA defines the table by, and on thread
+/// 1's words, chosen so that each of the eight combinations of their bits occurs (each table
+/// gives another word).
+const LOP3: &str = r#"
+#define LOP3(lut) \
+    __device__ unsigned lop3_##lut(unsigned a, unsigned b, unsigned c) \
+    { \
+        unsigned r; \
+        asm("lop3.b32 %0, %1, %2, %3, " #lut ";" : "=r"(r) : "r"(a), "r"(b), "r"(c)); \
+        return r; \
+    }
+LOP3(0x80)
+LOP3(0xfe)
+LOP3(0x40)
+LOP3(0x1a)
+LOP3(0x4d)
+LOP3(0x8e)
+LOP3(0xb2)
+LOP3(0x71)
+LOP3(0x96)
+LOP3(0xe8)
+LOP3(0x00)
+LOP3(0xff)
+
+extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
+{
+    unsigned t = threadIdx.x, a = in[3 * t], b = in[3 * t + 1], c = in[3 * t + 2];
+    unsigned *o = out + 12 * t;
+    o[0] = lop3_0x80(a, b, c);
+    o[1] = lop3_0xfe(a, b, c);
+    o[2] = lop3_0x40(a, b, c);
+    o[3] = lop3_0x1a(a, b, c);
+    o[4] = lop3_0x4d(a, b, c);
+    o[5] = lop3_0x8e(a, b, c);
+    o[6] = lop3_0xb2(a, b, c);
+    o[7] = lop3_0x71(a, b, c);
+    o[8] = lop3_0x96(a, b, c);
+    o[9] = lop3_0xe8(a, b, c);
+    o[10] = lop3_0x00(a, b, c);
+    o[11] = lop3_0xff(a, b, c);
+}
+"#;
+
+/// `LOP3`'s words: thread 0's are each table in every byte; thread 1's each table's
+/// function, written out (the PTX ISA's examples, then the minterms of the others).
+fn lop3_expected() -> Vec<u32> {
+    let tables = [
+        0x80, 0xfe, 0x40, 0x1a, 0x4d, 0x8e, 0xb2, 0x71, 0x96, 0xe8, 0x00, 0xff,
+    ];
+    let (a, b, c) = (0x0123_4567u32, 0x3c3c_5a5a, 0xdead_beef);
+    let functions = [
+        a & b & c,
+        a | b | c,
+        a & b & !c,
+        (a & b | c) ^ a,
+        // 0x4d: minterms 0, 2, 3, 6; 0x8e: 1, 2, 3, 7; 0xb2: 1, 4, 5, 7; 0x71: 0, 4, 5, 6.
+        (!a & (b | !c)) | (b & !c),
+        (!a & (b | c)) | (a & b & c),
+        (a & (!b | c)) | (!b & c),
+        (a & !(b & c)) | (!a & !b & !c),
+        a ^ b ^ c,
+        (a & b) | (b & c) | (a & c),
+        0,
+        0xffff_ffff,
+    ];
+    tables
+        .iter()
+        .map(|t| t * 0x0101_0101)
+        .chain(functions)
+        .collect()
+}
+
 /// `warpSize` (PTX's `WARP_SZ`) and what a kernel computes from it.
 const WARP_SIZE: &str = r#"
 extern "C" __global__ void k(unsigned *out, const unsigned *in, int n)
@@ -763,6 +837,22 @@ const CASES: &[Case] = &[
             0x8000_0002,
         ],
         expect: halves_expected,
+    },
+    Case {
+        name: "three-input logic (lop3)",
+        source: LOP3,
+        options: &[],
+        threads: 2,
+        n: 0,
+        input: &[
+            0xf0f0_f0f0,
+            0xcccc_cccc,
+            0xaaaa_aaaa,
+            0x0123_4567,
+            0x3c3c_5a5a,
+            0xdead_beef,
+        ],
+        expect: lop3_expected,
     },
     Case {
         name: "half precision",

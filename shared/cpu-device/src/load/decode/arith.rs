@@ -342,6 +342,39 @@ pub(super) fn decode_abs_diff(
     })
 }
 
+/// `lop3.b32 d, a, b, c, immLut`, its table an immediate from 0 to 255 (as ptxas requires).
+/// The form that also writes a predicate (`lop3.or.b32 d|p, a, b, c, immLut, q`, PTX 8.2) is
+/// refused.
+pub(super) fn decode_lop3(
+    d: &FnDecoder,
+    opcode: &str,
+    mods: &[&str],
+    ops: &[Operand],
+) -> LoadResult<Op> {
+    if mods != ["b32"] {
+        return Err(d.unknown(opcode));
+    }
+    need(d, opcode, ops, 5)?;
+    let lut = match d.src(&ops[4], Ty::U32)? {
+        Src::I(v) => u8::try_from(v).ok(),
+        Src::R(_) => None,
+    }
+    .ok_or_else(|| {
+        d.err(format!(
+            "`{opcode}`: the table must be a number from 0 to 255"
+        ))
+    })?;
+    Ok(Op::Int {
+        op: IntOp::Lop3(lut),
+        ty: Ty::B32,
+        d: d.reg(&ops[0])?,
+        a: d.src(&ops[1], Ty::B32)?,
+        b: d.src(&ops[2], Ty::B32)?,
+        c: d.src(&ops[3], Ty::B32)?,
+        sat: false,
+    })
+}
+
 /// Everything else: integer, floating-point and predicate arithmetic, chosen by the type.
 pub(super) fn arithmetic(
     d: &mut FnDecoder,
@@ -928,6 +961,36 @@ mod tests {
                 err.contains("does not know the instruction"),
                 "{refused}: {err}"
             );
+        }
+    }
+
+    /// decode: `lop3.b32` keeps its table in the operation; a table past 255 or in a
+    /// register, and the predicate-writing `lop3.or`, are refused.
+    #[test]
+    fn lop3_takes_an_immediate_table() {
+        let regs = ".reg .b32 %r<4>;\n.reg .pred %p<2>;\n";
+        let ops = decoded(&format!("{regs}lop3.b32 %r0, %r1, %r2, %r3, 0x4D;")).expect("decodes");
+        assert!(
+            matches!(
+                ops[0],
+                Op::Int {
+                    op: IntOp::Lop3(0x4d),
+                    ..
+                }
+            ),
+            "{:?}",
+            ops[0]
+        );
+        for (refused, why) in [
+            ("lop3.b32 %r0, %r1, %r2, %r3, 256;", "from 0 to 255"),
+            ("lop3.b32 %r0, %r1, %r2, %r3, %r3;", "from 0 to 255"),
+            (
+                "lop3.or.b32 %r0|%p0, %r1, %r2, %r3, 0x3f, %p1;",
+                "does not know the instruction",
+            ),
+        ] {
+            let err = decoded(&format!("{regs}{refused}")).expect_err(refused);
+            assert!(err.contains(why), "{refused}: {err}");
         }
     }
 

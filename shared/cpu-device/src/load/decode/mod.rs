@@ -16,7 +16,8 @@ use super::{LoadResult, Module};
 use crate::ir::*;
 
 use arith::{
-    arithmetic, decode_abs_diff, decode_carry, decode_cvt, decode_dot, decode_set, decode_setp,
+    arithmetic, decode_abs_diff, decode_carry, decode_cvt, decode_dot, decode_lop3, decode_set,
+    decode_setp,
 };
 use memory::{decode_atomic, decode_cvta, decode_load_store};
 use warp::{decode_barrier, decode_match, decode_redux, decode_shfl, decode_vote};
@@ -335,6 +336,7 @@ pub(super) fn decode(
         "match" => decode_match(d, opcode, mods, ops, ty)?,
         "dp4a" | "dp2a" => decode_dot(d, opcode, base, mods, ops)?,
         "vabsdiff4" | "vabsdiff2" => decode_abs_diff(d, opcode, base, mods, ops)?,
+        "lop3" => decode_lop3(d, opcode, mods, ops)?,
         _ => arithmetic(d, opcode, base, mods, ops, ty)?,
     };
     Ok(op)
