@@ -290,6 +290,20 @@ const TEMPLATES: &[(char, &str)] = &[
     ('U', "__reduce_xor_sync(0xffffffffu, {U})"),
     ('U', "__match_any_sync(0xffffffffu, {U} % 4u)"),
     ('U', "__fns({U}, {U} % 32u, {I} % 5)"),
+    // Pairs of 16-bit halves and `.relu` (`PTX_INTEGER`), each form of the PTX ISA's, and
+    // `lop3` with a table of CUDA's SIMD intrinsics and one of the PTX ISA's examples.
+    ('U', "add_u16x2({U}, {U})"),
+    ('U', "add_s16x2({U}, {U})"),
+    ('U', "min_u16x2({U}, {U})"),
+    ('U', "min_s16x2({U}, {U})"),
+    ('U', "max_u16x2({U}, {U})"),
+    ('U', "max_s16x2({U}, {U})"),
+    ('U', "min_relu_s16x2({U}, {U})"),
+    ('U', "max_relu_s16x2({U}, {U})"),
+    ('I', "min_relu_s32({I}, {I})"),
+    ('I', "max_relu_s32({I}, {I})"),
+    ('U', "lop3_0x4d({U}, {U}, {U})"),
+    ('U', "lop3_0x1a({U}, {U}, {U})"),
     // Carry chains (`PTX_INTEGER`): NVRTC's own 128-bit integers need --device-int128.
     ('L', "mad_carry({L}, {L}, {L})"),
     ('U', "sub_borrow({U}, {U}, {U})"),
@@ -393,7 +407,11 @@ __device__ double rcp_ftz(double x)
 
 /// The integer instructions whose C++ spelling has undefined behaviour somewhere (division
 /// by zero, INT_MIN / -1, `abs(INT_MIN)`, shifts by the width or more), written as PTX so
-/// that those operands reach the instruction, defined, instead of licensing the compiler.
+/// that those operands reach the instruction, defined, instead of licensing the compiler;
+/// and those C++ has no operator for, written as PTX so that each form is generated, not
+/// whichever the intrinsics happen to compile to: pairs of 16-bit halves (`add.u16x2`,
+/// `min.s16x2.relu` and the rest, what CUDA's `__vadd2`, `__vmins2`, `__vimin_s16x2_relu`
+/// are for sm_90), `.relu` of an s32, and `lop3` (which the SIMD intrinsics write too).
 const PTX_INTEGER: &str = "\
 #define PTX_BINARY(name, type, shift_type, ptx, c, cs) \\
 __device__ type name(type a, shift_type b) \\
@@ -413,6 +431,26 @@ PTX_BINARY(shr_u32, unsigned, unsigned, \"shr.u32\", \"r\", \"r\")
 PTX_BINARY(shl_b32, unsigned, unsigned, \"shl.b32\", \"r\", \"r\")
 PTX_BINARY(shr_s64, long long, unsigned, \"shr.s64\", \"l\", \"r\")
 PTX_BINARY(shl_b64, long long, unsigned, \"shl.b64\", \"l\", \"r\")
+PTX_BINARY(add_u16x2, unsigned, unsigned, \"add.u16x2\", \"r\", \"r\")
+PTX_BINARY(add_s16x2, unsigned, unsigned, \"add.s16x2\", \"r\", \"r\")
+PTX_BINARY(min_u16x2, unsigned, unsigned, \"min.u16x2\", \"r\", \"r\")
+PTX_BINARY(min_s16x2, unsigned, unsigned, \"min.s16x2\", \"r\", \"r\")
+PTX_BINARY(max_u16x2, unsigned, unsigned, \"max.u16x2\", \"r\", \"r\")
+PTX_BINARY(max_s16x2, unsigned, unsigned, \"max.s16x2\", \"r\", \"r\")
+PTX_BINARY(min_relu_s16x2, unsigned, unsigned, \"min.s16x2.relu\", \"r\", \"r\")
+PTX_BINARY(max_relu_s16x2, unsigned, unsigned, \"max.relu.s16x2\", \"r\", \"r\")
+PTX_BINARY(min_relu_s32, int, int, \"min.s32.relu\", \"r\", \"r\")
+PTX_BINARY(max_relu_s32, int, int, \"max.relu.s32\", \"r\", \"r\")
+
+#define PTX_LOP3(lut) \\
+__device__ unsigned lop3_##lut(unsigned a, unsigned b, unsigned c) \\
+{ \\
+    unsigned r; \\
+    asm(\"lop3.b32 %0, %1, %2, %3, \" #lut \";\" : \"=r\"(r) : \"r\"(a), \"r\"(b), \"r\"(c)); \\
+    return r; \\
+}
+PTX_LOP3(0x4d)
+PTX_LOP3(0x1a)
 
 __device__ int abs_s32(int a)
 {
@@ -796,6 +834,10 @@ const INT_EDGES: &[u32] = &[
     40,
     0x0123_4567,
     0xffff_0000,
+    // Each 16-bit half at an edge of its own, for the pairs of halves: 0x7fff against
+    // 0x8000, 0xffff + 1.
+    0x7fff_8000,
+    0x0001_ffff,
 ];
 
 const LONG_EDGES: &[u64] = &[
@@ -1273,6 +1315,11 @@ fn the_generator_is_deterministic_and_covers_every_template() {
         "__syncthreads_count",
         "mad_carry(",
         "sub_borrow(",
+        "add_u16x2(",
+        "min_s16x2(",
+        "max_relu_s16x2(",
+        "min_relu_s32(",
+        "lop3_0x4d(",
         "0x1p-120f",
         "mul_ftz(",
         "fma_ftz(",
