@@ -301,6 +301,8 @@ pub enum Approx {
     Sqrt,
     Ex2,
     Lg2,
+    Sin,
+    Cos,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
