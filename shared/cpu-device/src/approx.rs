@@ -1,6 +1,6 @@
 //! The approximate instructions as the H100 computes them: `rcp`, `rsqrt`, `sqrt`, `ex2`,
-//! `lg2`, `sin` and `cos` `.approx.f32` (with and without `.ftz`), and `rcp` and `rsqrt`
-//! `.approx.ftz.f64`.
+//! `lg2`, `sin` and `cos` `.approx.f32` (with and without `.ftz`), `tanh.approx.f32`, and
+//! `rcp` and `rsqrt` `.approx.ftz.f64`.
 //!
 //! NVIDIA documents these instructions' error bounds, not their bits, and no library
 //! reproduces them, so they are written here from the hardware: the results of the H100's
@@ -22,15 +22,18 @@
 //!   period (the result's sign), the next the quarter, whose second half reads the first's
 //!   fraction complemented bit by bit; the other 23 bits index the table of the first
 //!   quarter's sines. `cos` is `sin` a quarter period later; `sin` takes t's sign, `cos` not.
+//! - `tanh`: x itself below 2^-8, +-1 from 8 on; between, the table's result for |x|'s binade
+//!   and the top 17 to 21 mantissa bits, as many as the unit reads in that binade; x's sign.
 //!
-//! Every result below the normals is zero and the unit reads a subnormal input as zero: the
-//! `.ftz` forms are the unit itself. The forms without `.ftz` are the short sequences ptxas
-//! makes around it (read in the H100's SASS): a subnormal input scaled by 2^24 and the
-//! result scaled back, `ex2` of x below -126 as the square of `ex2(x / 2)`; `sin` and `cos`
-//! are the same two instructions with and without `.ftz` (their product keeps a subnormal,
-//! whose fraction of a period is 0 all the same). `tests/approx.rs` holds every form to a
-//! GPU over all 2^32 inputs (and rewrites the tables from one); the `.f32` forms were proved
-//! so, 0 inputs differing: `sin` and `cos` on an H200, the others on an H100.
+//! Every other result below the normals is zero and the unit reads a subnormal input as zero
+//! (`tanh` returns it as it is): the `.ftz` forms are the unit itself. The forms without
+//! `.ftz` are the short sequences ptxas makes around it (read in the H100's SASS): a
+//! subnormal input scaled by 2^24 and the result scaled back, `ex2` of x below -126 as the
+//! square of `ex2(x / 2)`; `sin` and `cos` are the same two instructions with and without
+//! `.ftz` (their product keeps a subnormal, whose fraction of a period is 0 all the same),
+//! and `tanh` has no `.ftz`. `tests/approx.rs` holds every form to a GPU over all 2^32
+//! inputs (and rewrites the tables from one); the `.f32` forms were proved so, 0 inputs
+//! differing: `sin`, `cos` and `tanh` on an H200, the others on an H100.
 
 use std::io::Read;
 use std::sync::OnceLock;
@@ -182,9 +185,16 @@ pub static SIN: Table = Table::new(
     1 << 23,
     sine_input,
 );
+/// `tanh` of [2^-8, 8): each binade's results by the mantissa bits the unit reads there.
+pub static TANH: Table = Table::new(
+    "tanh-f32-h200.deflate",
+    include_bytes!("approx/tanh-f32-h200.deflate"),
+    tanh_start(TANH_IGNORED.len()),
+    tanh_input,
+);
 
 /// Every table, for the test that holds them to a GPU.
-pub static TABLES: [(&Table, Approx, bool); 8] = [
+pub static TABLES: [(&Table, Approx, bool); 9] = [
     (&RCP, Approx::Rcp, false),
     (&RSQRT, Approx::Rsqrt, false),
     (&SQRT, Approx::Sqrt, false),
@@ -193,6 +203,7 @@ pub static TABLES: [(&Table, Approx, bool); 8] = [
     (&RSQRT64, Approx::Rsqrt, true),
     (&RCP64, Approx::Rcp, true),
     (&SIN, Approx::Sin, false),
+    (&TANH, Approx::Tanh, false),
 ];
 
 /// The f32 instruction on the bits `x`: with `.ftz` the unit itself, without it the
@@ -212,8 +223,9 @@ pub fn f32(op: Approx, x: u32, ftz: bool) -> u32 {
         )))
     };
     let r = match op {
-        // ptxas makes `sin` and `cos` alike with `.ftz` and without (read in an H200's SASS).
-        Approx::Sin | Approx::Cos => return unit(op, x),
+        // ptxas makes `sin` and `cos` alike with `.ftz` and without (read in an H200's SASS),
+        // and `tanh` has no `.ftz`: each is the unit itself.
+        Approx::Sin | Approx::Cos | Approx::Tanh => return unit(op, x),
         Approx::Rcp => {
             // Scaled both ways by one factor: the unit's result of a large input is below
             // the normals.
@@ -278,6 +290,7 @@ fn unit(op: Approx, x: u32) -> u32 {
             e => lg2(e - 127, mantissa),
         },
         Approx::Sin | Approx::Cos => trig(op, x),
+        Approx::Tanh => tanh(x),
     }
 }
 
@@ -415,6 +428,47 @@ fn sine_input(i: u32) -> u32 {
     x.to_bits()
 }
 
+/// The biased exponent of `TANH`'s first binade (2^-8): below it the unit returns x.
+const TANH_FIRST: u32 = 119;
+/// For each binade from 2^-8 to 4, how many low mantissa bits the unit ignores there: its
+/// result is one for each run of 2^n inputs, and not for 2^(n+1) (all 2^32 inputs read on an
+/// H200). From 8 on it is +-1.
+const TANH_IGNORED: [u32; 11] = [6, 6, 6, 5, 5, 4, 4, 4, 3, 2, 3];
+
+/// Where binade `b` (from `TANH_FIRST`) starts in `TANH`: the binades before it, each of
+/// 2^(23 - ignored) results.
+const fn tanh_start(b: usize) -> usize {
+    let mut start = 0;
+    let mut i = 0;
+    while i < b {
+        start += 1 << (23 - TANH_IGNORED[i]);
+        i += 1;
+    }
+    start
+}
+
+/// `tanh` of the bits `x` (not a NaN).
+fn tanh(x: u32) -> u32 {
+    let sign = x & SIGN;
+    match x >> 23 & 0xff {
+        e if e < TANH_FIRST => x,
+        e if e >= TANH_FIRST + TANH_IGNORED.len() as u32 => sign | ONE,
+        e => {
+            let b = (e - TANH_FIRST) as usize;
+            sign | TANH.at(tanh_start(b) + ((x & MANTISSA) >> TANH_IGNORED[b]) as usize)
+        }
+    }
+}
+
+/// The input of `TANH`'s `i`-th result: the first of its run.
+fn tanh_input(i: u32) -> u32 {
+    let i = i as usize;
+    let b = (0..TANH_IGNORED.len())
+        .rfind(|&b| tanh_start(b) <= i)
+        .unwrap_or(0);
+    (TANH_FIRST + b as u32) << 23 | ((i - tanh_start(b)) as u32) << TANH_IGNORED[b]
+}
+
 /// A magnitude in units of 2^-36, cut to 24 significant bits, as a float of `sign`.
 fn cut(m: u64, sign: u32) -> u32 {
     let top = 63 - m.leading_zeros() as i32;
@@ -529,8 +583,19 @@ mod tests {
             let t = mul32(f32::from_bits(x), INV_2PI, Rnd::Z).to_bits();
             assert_eq!(period_fraction(t), i, "sin input {x:08x}");
         }
+        let last = TANH.len - 1;
+        for i in (0..TANH.len).step_by(991).chain([0, last]) {
+            let x = tanh_input(i as u32);
+            let b = ((x >> 23) - TANH_FIRST) as usize;
+            let index = tanh_start(b) + ((x & MANTISSA) >> TANH_IGNORED[b]) as usize;
+            assert_eq!(index, i, "tanh input {x:08x}");
+        }
+        assert_eq!(
+            tanh_input(last as u32),
+            0x40ff_fff8,
+            "the table ends below 8"
+        );
     }
-
     #[test]
     fn the_f64_approximations_give_what_the_h100_gave() {
         // (input, rsqrt.approx.ftz.f64, rcp.approx.ftz.f64), read on an H100.
@@ -635,6 +700,24 @@ mod tests {
             (0x7f80_0000, NAN32, NAN32),
             (0xff80_0000, NAN32, NAN32),
         ];
+        // tanh (no .ftz), read on an H200: subnormals and x below 2^-8 as they are, the first
+        // binade the unit's own, around 1, below 8 and from 8 on, infinities and NaNs.
+        let tanh: &[(u32, u32)] = &[
+            (0x0040_0000, 0x0040_0000),
+            (0x8000_0001, 0x8000_0001),
+            (0x3b80_0000, 0x3b80_0000),
+            (0x3bff_ffff, 0x3bff_fec0),
+            (0x3c00_0000, 0x3bff_ff00),
+            (0x3f80_0000, 0x3f42_f848),
+            (0x4080_0000, 0x3f7f_d430),
+            (0x40ff_ffff, 0x3f7f_fffc),
+            (0xbe00_0001, 0xbdfe_acd0),
+            (0xc040_0000, 0xbf7e_bbee),
+            (0x4100_0000, 0x3f80_0000),
+            (0xff80_0000, 0xbf80_0000),
+            (0xffc0_0000, NAN32),
+            (0x7f80_0001, NAN32),
+        ];
         let seen: Vec<(Approx, bool, u32, u32)> = seen
             .iter()
             .copied()
@@ -645,6 +728,7 @@ mod tests {
                     })
                     .flatten(),
             )
+            .chain(tanh.iter().map(|&(x, r)| (Tanh, false, x, r)))
             .collect();
         let wrong: Vec<String> = seen
             .iter()

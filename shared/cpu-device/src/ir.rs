@@ -303,6 +303,7 @@ pub enum Approx {
     Lg2,
     Sin,
     Cos,
+    Tanh,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
