@@ -3,9 +3,10 @@
 //! (by their input's high word) and `div.approx`/`div.full` (on pairs of random words),
 //! compared bit for bit with the CPU device's functions. On a GPU, 2^24 inputs spread over
 //! the whole range each; with `CPU_DEVICE_EVERY_INPUT=1`, every one of the 2^32 (about 4
-//! minutes on an H100 for the forms before `sin`, `cos` and `tanh`), and the tables
-//! `src/approx/` holds compared with the GPU's own results (with
-//! `CPU_DEVICE_WRITE_TABLES=DIR`, also written there, as that folder holds them).
+//! minutes on an H100 for the forms before `sin`, `cos` and `tanh`, whose five take about 4
+//! more on an H200), and the tables `src/approx/` holds compared with the GPU's own results
+//! (with `CPU_DEVICE_WRITE_TABLES=DIR`, also written there, as that folder holds them).
+//! `CPU_DEVICE_APPROX_FORMS=sin_ftz,tanh_plain` (kernels' names) holds those forms alone.
 //! On the CPU device (`LABS_EMULATE=1`) the same kernels run through the interpreter for
 //! 2^14 inputs: the loader's and the dispatch's way to the same functions.
 
@@ -185,7 +186,12 @@ fn approximations_equal_the_gpu_for_every_input() {
         .expect("device memory");
     let mut report = Vec::new();
     let mut failures = 0;
-    for (kernel, form) in FORMS {
+    let only = std::env::var("CPU_DEVICE_APPROX_FORMS").ok();
+    let chosen = |kernel: &str| {
+        only.as_ref()
+            .is_none_or(|o| o.split(',').any(|k| k == kernel))
+    };
+    for (kernel, form) in FORMS.into_iter().filter(|(kernel, _)| chosen(kernel)) {
         let function = kernels.function(kernel).expect("the kernel");
         // The tables this form's results fill: the unit's own results (`.ftz`, and `tanh`,
         // which has no `.ftz`).
