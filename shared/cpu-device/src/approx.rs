@@ -1,11 +1,13 @@
-//! The approximate instructions as the H100 computes them: `rcp`, `rsqrt`, `sqrt`, `ex2` and
-//! `lg2` `.approx.f32` (with and without `.ftz`), `rcp` and `rsqrt` `.approx.ftz.f64`.
+//! The approximate instructions as the H100 computes them: `rcp`, `rsqrt`, `sqrt`, `ex2`,
+//! `lg2`, `sin` and `cos` `.approx.f32` (with and without `.ftz`), `tanh.approx.f32`, and
+//! `rcp` and `rsqrt` `.approx.ftz.f64`.
 //!
 //! NVIDIA documents these instructions' error bounds, not their bits, and no library
 //! reproduces them, so they are written here from the hardware: the results of the H100's
 //! special-function unit for every mantissa (or fraction) it tells apart, read on an H100
-//! and stored beside this file (`approx/*.deflate`), and the few rules that place them for
-//! every other input, found by reading the unit's result for all 2^32 inputs there:
+//! (or an H200, the same chip) and stored beside this file (`approx/*.deflate`), and the few
+//! rules that place them for every other input, found by reading the unit's result for all
+//! 2^32 inputs there:
 //! - `rcp`, `rsqrt`, `sqrt`: the result depends on the mantissa alone (for the roots, also on
 //!   the exponent's parity); the input's exponent moves the result's. The f64 forms read the
 //!   input's high word alone and return a high word (the low word zero).
@@ -14,19 +16,30 @@
 //!   table's 2^fraction.
 //! - `lg2`: the exponent plus the table's log2 of the mantissa, a fixed point of 36 fraction
 //!   bits; a negative sum made positive bit by bit (one unit short), cut to 24 bits.
+//! - `sin`, `cos`: ptxas multiplies x by 1/(2 pi) rounded toward zero (`FMUL.RZ`), and the
+//!   unit reads that product's |t| in periods as a fraction of 25 bits, floor(|t| 2^25) mod
+//!   2^25 (0 below 2^-25 of a period, and from 2^23 periods on). Its top bit is the half
+//!   period (the result's sign), the next the quarter, whose second half reads the first's
+//!   fraction complemented bit by bit; the other 23 bits index the table of the first
+//!   quarter's sines. `cos` is `sin` a quarter period later; `sin` takes t's sign, `cos` not.
+//! - `tanh`: x itself below 2^-8, +-1 from 8 on; between, the table's result for |x|'s binade
+//!   and the top 17 to 21 mantissa bits, as many as the unit reads in that binade; x's sign.
 //!
-//! Every result below the normals is zero and the unit reads a subnormal input as zero: the
-//! `.ftz` forms are the unit itself. The forms without `.ftz` are the short sequences ptxas
-//! makes around it (read in the H100's SASS): a subnormal input scaled by 2^24 and the
-//! result scaled back, `ex2` of x below -126 as the square of `ex2(x / 2)`.
-//! `tests/approx.rs` holds every form to an H100 over all 2^32 inputs (and rewrites the
-//! tables from one); the `.f32` forms were proved so on an H100, 0 inputs differing.
+//! Every other result below the normals is zero and the unit reads a subnormal input as zero
+//! (`tanh` returns it as it is): the `.ftz` forms are the unit itself. The forms without
+//! `.ftz` are the short sequences ptxas makes around it (read in the H100's SASS): a
+//! subnormal input scaled by 2^24 and the result scaled back, `ex2` of x below -126 as the
+//! square of `ex2(x / 2)`; `sin` and `cos` are the same two instructions with and without
+//! `.ftz` (their product keeps a subnormal, whose fraction of a period is 0 all the same),
+//! and `tanh` has no `.ftz`. `tests/approx.rs` holds every form to a GPU over all 2^32
+//! inputs (and rewrites the tables from one); the `.f32` forms were proved so, 0 inputs
+//! differing: `sin`, `cos` and `tanh` on an H200, the others on an H100.
 
 use std::io::Read;
 use std::sync::OnceLock;
 
-use crate::float::{canonical32, NAN32};
-use crate::ir::Approx;
+use crate::float::{canonical32, mul32, NAN32};
+use crate::ir::{Approx, Rnd};
 
 /// One instruction's results for a range of inputs (their bits, or an f64's high word),
 /// stored as the differences between neighbours (zigzag LEB128), deflated: the tables vary
@@ -165,8 +178,23 @@ pub static RCP64: Table = Table::new(
     |i| 0x3ff0_0000 | i,
 );
 
+/// `sin` of the first quarter period: of i / 2^25 periods, for i below 2^23.
+pub static SIN: Table = Table::new(
+    "sin-f32-h200.deflate",
+    include_bytes!("approx/sin-f32-h200.deflate"),
+    1 << 23,
+    sine_input,
+);
+/// `tanh` of [2^-8, 8): each binade's results by the mantissa bits the unit reads there.
+pub static TANH: Table = Table::new(
+    "tanh-f32-h200.deflate",
+    include_bytes!("approx/tanh-f32-h200.deflate"),
+    tanh_start(TANH_IGNORED.len()),
+    tanh_input,
+);
+
 /// Every table, for the test that holds them to a GPU.
-pub static TABLES: [(&Table, Approx, bool); 7] = [
+pub static TABLES: [(&Table, Approx, bool); 9] = [
     (&RCP, Approx::Rcp, false),
     (&RSQRT, Approx::Rsqrt, false),
     (&SQRT, Approx::Sqrt, false),
@@ -174,6 +202,8 @@ pub static TABLES: [(&Table, Approx, bool); 7] = [
     (&LG2, Approx::Lg2, false),
     (&RSQRT64, Approx::Rsqrt, true),
     (&RCP64, Approx::Rcp, true),
+    (&SIN, Approx::Sin, false),
+    (&TANH, Approx::Tanh, false),
 ];
 
 /// The f32 instruction on the bits `x`: with `.ftz` the unit itself, without it the
@@ -193,6 +223,9 @@ pub fn f32(op: Approx, x: u32, ftz: bool) -> u32 {
         )))
     };
     let r = match op {
+        // ptxas makes `sin` and `cos` alike with `.ftz` and without (read in an H200's SASS),
+        // and `tanh` has no `.ftz`: each is the unit itself.
+        Approx::Sin | Approx::Cos | Approx::Tanh => return unit(op, x),
         Approx::Rcp => {
             // Scaled both ways by one factor: the unit's result of a large input is below
             // the normals.
@@ -256,6 +289,8 @@ fn unit(op: Approx, x: u32) -> u32 {
             255 => INF,
             e => lg2(e - 127, mantissa),
         },
+        Approx::Sin | Approx::Cos => trig(op, x),
+        Approx::Tanh => tanh(x),
     }
 }
 
@@ -324,6 +359,114 @@ fn lg2(exponent: i32, mantissa: u32) -> u32 {
             }
         }
     }
+}
+
+/// 1/(2 pi) as an f32, the factor of the `FMUL.RZ` ptxas puts before `MUFU.SIN` and
+/// `MUFU.COS` (0x3e22f983, read in an H200's SASS).
+const INV_2PI: f32 = 0.159_154_94;
+/// The bits of a period the unit reads: all 2^32 inputs of `sin` and `cos` gave one result
+/// for each floor(|t| 2^25) mod 2^25 (and sign of t), on an H200; 24 bits would not do.
+const PERIOD_BITS: u32 = 25;
+const QUARTER: u32 = 1 << (PERIOD_BITS - 2);
+
+/// `sin` and `cos` of the bits `x` (not a NaN): the product ptxas makes, then the unit.
+fn trig(op: Approx, x: u32) -> u32 {
+    if x & !SIGN == INF {
+        return NAN32;
+    }
+    let t = mul32(f32::from_bits(x), INV_2PI, Rnd::Z).to_bits();
+    let fraction = period_fraction(t);
+    if op == Approx::Cos {
+        sine(fraction + QUARTER)
+    } else {
+        sine(fraction) ^ (t & SIGN)
+    }
+}
+
+/// floor(|t| 2^25) mod 2^25 of a finite t: the fraction of a period the unit reads.
+fn period_fraction(t: u32) -> u32 {
+    let exponent = (t >> 23 & 0xff) as i32;
+    if exponent == 0 {
+        return 0;
+    }
+    let significand = u64::from(t & MANTISSA | 0x80_0000);
+    // |t| 2^25 is the significand times 2^(exponent - 127 - 23 + 25).
+    let shift = exponent - 125;
+    let fixed = if shift >= 0 {
+        significand.checked_shl(shift as u32)
+    } else {
+        significand.checked_shr(-shift as u32)
+    };
+    (fixed.unwrap_or(0) & u64::from((1u32 << PERIOD_BITS) - 1)) as u32
+}
+
+/// The unit's sine of `fraction` / 2^25 periods (its bits above the 25th ignored): the half
+/// period its sign, the second quarter of each half the first's mirror (bit by bit).
+fn sine(fraction: u32) -> u32 {
+    let half = fraction >> (PERIOD_BITS - 1) & 1;
+    let index = if fraction & QUARTER != 0 {
+        !fraction
+    } else {
+        fraction
+    };
+    SIN.at((index & (QUARTER - 1)) as usize) | half << 31
+}
+
+/// An input whose fraction of a period is `i` / 2^25 (`i` below 2^23), for the test that
+/// rewrites `SIN` from a GPU: the f32 near it, stepped until its product lands there. Below a
+/// quarter period the inputs lie closer than 2^-25 periods apart, so each fraction has one.
+fn sine_input(i: u32) -> u32 {
+    let fraction = |x: f32| period_fraction(mul32(x, INV_2PI, Rnd::Z).to_bits());
+    let periods = (f64::from(i) + 0.5) / f64::from(1u32 << PERIOD_BITS);
+    let mut x = (periods / f64::from(INV_2PI)) as f32;
+    while fraction(x) < i {
+        x = x.next_up();
+    }
+    while fraction(x) > i {
+        x = x.next_down();
+    }
+    x.to_bits()
+}
+
+/// The biased exponent of `TANH`'s first binade (2^-8): below it the unit returns x.
+const TANH_FIRST: u32 = 119;
+/// For each binade from 2^-8 to 4, how many low mantissa bits the unit ignores there: its
+/// result is one for each run of 2^n inputs, and not for 2^(n+1) (all 2^32 inputs read on an
+/// H200). From 8 on it is +-1.
+const TANH_IGNORED: [u32; 11] = [6, 6, 6, 5, 5, 4, 4, 4, 3, 2, 3];
+
+/// Where binade `b` (from `TANH_FIRST`) starts in `TANH`: the binades before it, each of
+/// 2^(23 - ignored) results.
+const fn tanh_start(b: usize) -> usize {
+    let mut start = 0;
+    let mut i = 0;
+    while i < b {
+        start += 1 << (23 - TANH_IGNORED[i]);
+        i += 1;
+    }
+    start
+}
+
+/// `tanh` of the bits `x` (not a NaN).
+fn tanh(x: u32) -> u32 {
+    let sign = x & SIGN;
+    match x >> 23 & 0xff {
+        e if e < TANH_FIRST => x,
+        e if e >= TANH_FIRST + TANH_IGNORED.len() as u32 => sign | ONE,
+        e => {
+            let b = (e - TANH_FIRST) as usize;
+            sign | TANH.at(tanh_start(b) + ((x & MANTISSA) >> TANH_IGNORED[b]) as usize)
+        }
+    }
+}
+
+/// The input of `TANH`'s `i`-th result: the first of its run.
+fn tanh_input(i: u32) -> u32 {
+    let i = i as usize;
+    let b = (0..TANH_IGNORED.len())
+        .rfind(|&b| tanh_start(b) <= i)
+        .unwrap_or(0);
+    (TANH_FIRST + b as u32) << 23 | ((i - tanh_start(b)) as u32) << TANH_IGNORED[b]
 }
 
 /// A magnitude in units of 2^-36, cut to 24 significant bits, as a float of `sign`.
@@ -404,9 +547,54 @@ mod tests {
         assert_eq!(decode(&encode(&values)), values);
         for (table, ..) in &TABLES {
             assert_eq!(table.values().len(), table.len, "{}", table.name);
-            // The first input of each is a power of two, whose results are exact.
-            assert!(table.values()[0] != 0, "{} inflates", table.name);
+            // A table that fails to inflate is all zeros.
+            assert!(
+                table.values().iter().any(|&v| v != 0),
+                "{} inflates",
+                table.name
+            );
         }
+    }
+
+    #[test]
+    fn the_period_fraction_is_25_bits_of_t() {
+        let t = |v: f32| period_fraction(v.to_bits());
+        assert_eq!(t(0.5), 1 << 24);
+        assert_eq!(t(-0.5), 1 << 24, "|t|");
+        assert_eq!(t(1.75), 3 << 23);
+        assert_eq!(t(2.0f32.powi(-25)), 1);
+        assert_eq!(t(2.0f32.powi(-26)), 0, "below 2^-25 of a period");
+        assert_eq!(t(8_388_607.5), 1 << 24, "the last float with a fraction");
+        assert_eq!(t(2.0f32.powi(23)), 0);
+        assert_eq!(t(f32::MAX), 0);
+        assert_eq!(t(f32::from_bits(1)), 0, "a subnormal");
+        // The second quarter reads the first's fraction complemented: its last fraction is
+        // the first's 0 (sin 0), and the half period's sine is 0 with the second half's sign.
+        assert_eq!(sine((1 << 24) - 1), 0);
+        assert_eq!(sine(1 << 24), SIGN);
+        assert_eq!(sine(QUARTER - 1), sine(QUARTER));
+    }
+
+    #[test]
+    fn the_tables_inputs_give_their_own_index() {
+        // The test that rewrites the tables from a GPU reads result i at input(i).
+        for i in (0..SIN.len as u32).step_by(997).chain([0, 1, QUARTER - 1]) {
+            let x = sine_input(i);
+            let t = mul32(f32::from_bits(x), INV_2PI, Rnd::Z).to_bits();
+            assert_eq!(period_fraction(t), i, "sin input {x:08x}");
+        }
+        let last = TANH.len - 1;
+        for i in (0..TANH.len).step_by(991).chain([0, last]) {
+            let x = tanh_input(i as u32);
+            let b = ((x >> 23) - TANH_FIRST) as usize;
+            let index = tanh_start(b) + ((x & MANTISSA) >> TANH_IGNORED[b]) as usize;
+            assert_eq!(index, i, "tanh input {x:08x}");
+        }
+        assert_eq!(
+            tanh_input(last as u32),
+            0x40ff_fff8,
+            "the table ends below 8"
+        );
     }
     #[test]
     fn the_f64_approximations_give_what_the_h100_gave() {
@@ -494,6 +682,54 @@ mod tests {
             (Ex2, true, 0xff80_0000, 0),
             (Ex2, false, 0xc2fc_0001, 0x007f_ffd3),
         ];
+        // Read on an H200: sin and cos of 1, pi/2, 2^23, pi and -pi, 2^25 and -2^25 (half a
+        // period: zeros of either sign), of x below 2^-25 periods (0) and just above it, of a
+        // huge x, a subnormal and infinities; `.ftz` changes nothing.
+        let trig: &[(u32, u32, u32)] = &[
+            (0x3f80_0000, 0x3f57_6aa3, 0x3f0a_5141),
+            (0x3fc9_0fdb, 0x3f80_0000, 0),
+            (0x4b00_0000, 0x3f35_04f3, 0xbf35_04f2),
+            (0x4049_0fdb, 0, 0xbf80_0000),
+            (0xc049_0fdb, 0x8000_0000, 0xbf80_0000),
+            (0x4c00_0000, 0x8000_0000, 0xbf80_0000),
+            (0xcc00_0000, 0, 0xbf80_0000),
+            (0x3400_0000, 0, 0x3f80_0000),
+            (0x3800_0000, 0x37fe_7ac8, 0x3f7f_ffff),
+            (0x5000_0000, 0, 0x3f80_0000),
+            (0x8000_0001, 0x8000_0000, 0x3f80_0000),
+            (0x7f80_0000, NAN32, NAN32),
+            (0xff80_0000, NAN32, NAN32),
+        ];
+        // tanh (no .ftz), read on an H200: subnormals and x below 2^-8 as they are, the first
+        // binade the unit's own, around 1, below 8 and from 8 on, infinities and NaNs.
+        let tanh: &[(u32, u32)] = &[
+            (0x0040_0000, 0x0040_0000),
+            (0x8000_0001, 0x8000_0001),
+            (0x3b80_0000, 0x3b80_0000),
+            (0x3bff_ffff, 0x3bff_fec0),
+            (0x3c00_0000, 0x3bff_ff00),
+            (0x3f80_0000, 0x3f42_f848),
+            (0x4080_0000, 0x3f7f_d430),
+            (0x40ff_ffff, 0x3f7f_fffc),
+            (0xbe00_0001, 0xbdfe_acd0),
+            (0xc040_0000, 0xbf7e_bbee),
+            (0x4100_0000, 0x3f80_0000),
+            (0xff80_0000, 0xbf80_0000),
+            (0xffc0_0000, NAN32),
+            (0x7f80_0001, NAN32),
+        ];
+        let seen: Vec<(Approx, bool, u32, u32)> = seen
+            .iter()
+            .copied()
+            .chain(
+                trig.iter()
+                    .flat_map(|&(x, sin, cos)| {
+                        [true, false].map(|ftz| [(Sin, ftz, x, sin), (Cos, ftz, x, cos)])
+                    })
+                    .flatten(),
+            )
+            .chain(tanh.iter().map(|&(x, r)| (Tanh, false, x, r)))
+            .collect();
         let wrong: Vec<String> = seen
             .iter()
             .filter(|&&(op, ftz, x, expect)| f32(op, x, ftz) != expect)

@@ -322,6 +322,9 @@ pub enum Approx {
     Sqrt,
     Ex2,
     Lg2,
+    Sin,
+    Cos,
+    Tanh,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,10 +1,12 @@
 //! The approximate instructions held to a GPU: each f32 form (`rcp`, `rsqrt`, `sqrt`, `ex2`,
-//! `lg2` `.approx`, with and without `.ftz`), the f64 forms (by their input's high word) and
-//! `div.approx`/`div.full` (on pairs of random words), compared bit for bit with the CPU
-//! device's functions. On a GPU, 2^24 inputs spread over the whole range each; with
-//! `CPU_DEVICE_EVERY_INPUT=1`, every one of the 2^32 (about 4 minutes on an H100), and the
-//! tables `src/approx/` holds compared with the GPU's own results (with
-//! `CPU_DEVICE_WRITE_TABLES=DIR`, also written there, as that folder holds them).
+//! `lg2`, `sin`, `cos` `.approx`, with and without `.ftz`, and `tanh.approx`), the f64 forms
+//! (by their input's high word) and `div.approx`/`div.full` (on pairs of random words),
+//! compared bit for bit with the CPU device's functions. On a GPU, 2^24 inputs spread over
+//! the whole range each; with `CPU_DEVICE_EVERY_INPUT=1`, every one of the 2^32 (about 4
+//! minutes on an H100 for the forms before `sin`, `cos` and `tanh`, whose five take about 4
+//! more on an H200), and the tables `src/approx/` holds compared with the GPU's own results
+//! (with `CPU_DEVICE_WRITE_TABLES=DIR`, also written there, as that folder holds them).
+//! `CPU_DEVICE_APPROX_FORMS=sin_ftz,tanh_plain` (kernels' names) holds those forms alone.
 //! On the CPU device (`LABS_EMULATE=1`) the same kernels run through the interpreter for
 //! 2^14 inputs: the loader's and the dispatch's way to the same functions.
 
@@ -42,6 +44,11 @@ F32(ex2_ftz, "ex2.approx.ftz.f32")
 F32(ex2_plain, "ex2.approx.f32")
 F32(lg2_ftz, "lg2.approx.ftz.f32")
 F32(lg2_plain, "lg2.approx.f32")
+F32(sin_ftz, "sin.approx.ftz.f32")
+F32(sin_plain, "sin.approx.f32")
+F32(cos_ftz, "cos.approx.ftz.f32")
+F32(cos_plain, "cos.approx.f32")
+F32(tanh_plain, "tanh.approx.f32")
 F64(rcp64, "rcp.approx.ftz.f64")
 F64(rsqrt64, "rsqrt.approx.ftz.f64")
 __device__ unsigned mix(unsigned h)
@@ -81,7 +88,7 @@ enum Form {
     Div { full: bool, ftz: bool },
 }
 
-const FORMS: [(&str, Form); 16] = [
+const FORMS: [(&str, Form); 21] = [
     ("rcp_ftz", Form::F32(Approx::Rcp, true)),
     ("rcp_plain", Form::F32(Approx::Rcp, false)),
     ("rsqrt_ftz", Form::F32(Approx::Rsqrt, true)),
@@ -92,6 +99,11 @@ const FORMS: [(&str, Form); 16] = [
     ("ex2_plain", Form::F32(Approx::Ex2, false)),
     ("lg2_ftz", Form::F32(Approx::Lg2, true)),
     ("lg2_plain", Form::F32(Approx::Lg2, false)),
+    ("sin_ftz", Form::F32(Approx::Sin, true)),
+    ("sin_plain", Form::F32(Approx::Sin, false)),
+    ("cos_ftz", Form::F32(Approx::Cos, true)),
+    ("cos_plain", Form::F32(Approx::Cos, false)),
+    ("tanh_plain", Form::F32(Approx::Tanh, false)),
     ("rcp64", Form::F64(Approx::Rcp)),
     ("rsqrt64", Form::F64(Approx::Rsqrt)),
     (
@@ -174,13 +186,19 @@ fn approximations_equal_the_gpu_for_every_input() {
         .expect("device memory");
     let mut report = Vec::new();
     let mut failures = 0;
-    for (kernel, form) in FORMS {
+    let only = std::env::var("CPU_DEVICE_APPROX_FORMS").ok();
+    let chosen = |kernel: &str| {
+        only.as_ref()
+            .is_none_or(|o| o.split(',').any(|k| k == kernel))
+    };
+    for (kernel, form) in FORMS.into_iter().filter(|(kernel, _)| chosen(kernel)) {
         let function = kernels.function(kernel).expect("the kernel");
-        // The tables this form's results fill: the unit's own (`.ftz`) results.
+        // The tables this form's results fill: the unit's own results (`.ftz`, and `tanh`,
+        // which has no `.ftz`).
         let mut tables: Vec<_> = TABLES
             .iter()
             .filter(|(_, table_op, table_f64)| match form {
-                Form::F32(op, ftz) => ftz && *table_op == op && !table_f64,
+                Form::F32(op, ftz) => (ftz || op == Approx::Tanh) && *table_op == op && !table_f64,
                 Form::F64(op) => *table_op == op && *table_f64,
                 Form::Div { .. } => false,
             })

@@ -305,11 +305,11 @@ fn a_fault_and_a_refusal_name_the_cu_files_line() {
         "{}",
         fault.message
     );
-    // Line 3's fast sine is an approximation the CPU device refuses.
-    let fast = "extern \"C\" __global__ void k(int *p)\n\
+    // Line 3's `rsqrt.approx.f64` (without `.ftz`) is an approximation the CPU device refuses.
+    let fast = "extern \"C\" __global__ void k(double *p)\n\
                 {\n\
-                \x20   p[threadIdx.x] = (int)__sinf((float)p[0]);\n\
+                \x20   asm(\"rsqrt.approx.f64 %0, %1;\" : \"=d\"(p[1]) : \"d\"(p[0]));\n\
                 }\n";
-    let refused = run_cuda(fast, &[]).expect_err("sin.approx is refused");
+    let refused = run_cuda(fast, &[]).expect_err("rsqrt.approx.f64 is refused");
     assert!(refused.contains("lines.cu line 3; PTX line "), "{refused}");
 }

@@ -513,11 +513,16 @@ fn float_arithmetic(
         ("sqrt", true) if ty == Ty::F32 => FloatOp::Approx(Approx::Sqrt),
         ("ex2", true) if ty == Ty::F32 => FloatOp::Approx(Approx::Ex2),
         ("lg2", true) if ty == Ty::F32 => FloatOp::Approx(Approx::Lg2),
+        ("sin", true) if ty == Ty::F32 => FloatOp::Approx(Approx::Sin),
+        ("cos", true) if ty == Ty::F32 => FloatOp::Approx(Approx::Cos),
+        // The PTX ISA gives `tanh.approx.f32` no `.ftz`.
+        ("tanh", true) if ty == Ty::F32 && !has("ftz") => FloatOp::Approx(Approx::Tanh),
         (_, true) => {
             return Err(d.err(format!(
                 "`{opcode}` is an approximation whose exact bits the CPU device cannot reproduce; \
-                 it runs `rcp`, `rsqrt`, `sqrt`, `ex2`, `lg2` and `div` `.approx.f32`, \
-                 `div.full.f32` and `rcp`, `rsqrt` `.approx.ftz.f64`, as an H100 computes them"
+                 it runs `rcp`, `rsqrt`, `sqrt`, `ex2`, `lg2`, `sin`, `cos` and `div` \
+                 `.approx.f32`, `tanh.approx.f32`, `div.full.f32` and `rcp`, `rsqrt` \
+                 `.approx.ftz.f64`, as an H100 computes them"
             )))
         }
         _ => return Err(d.unknown(opcode)),
