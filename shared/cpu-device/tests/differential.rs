@@ -375,7 +375,11 @@ const TEMPLATES: &[(char, &str)] = &[
     ('I', "hgeu_ftz({U}, {U}) ^ {I}"),
     ('I', "blt({U}, {U}) ^ {I}"),
     ('I', "h_rni_s32({U})"),
-    ('U', "b_rzi_u32({U})"),
+    // Of a bfloat16 made from a float, not of any 16 bits: ptxas drops the `FRND.F16` of
+    // `hrni_f16` when an `F2I` of another format or rounding reads its result (H200's SASS:
+    // `F2I.U32.BF16.NTZ R7, R2` of the rounding's own input), so `b_rzi_u32(hrni_f16(x))`
+    // is not the instructions the PTX names, and the GPU differs from them (seed 0x5eed0059).
+    ('U', "b_rzi_u32(b_{R}({F}))"),
     ('F', "f_h({U})"),
     ('F', "f_b({U})"),
     // Warp shuffles of every type: `{T}` is the result's.
