@@ -311,7 +311,27 @@ pub enum FloatOp {
     DivApprox {
         full: bool,
     },
+    /// A `div.approx.f32` or `div.full.f32` whose last multiply ptxas fuses into the loose
+    /// add or subtract reading the quotient ([`crate::load`]'s contraction): `a` and `b`
+    /// scaled as [`FloatOp::DivApprox`] scales them, then `a` times the unit's reciprocal of
+    /// `b` added to `c` (or subtracted, as `form` says), rounded once.
+    DivApproxFused {
+        full: bool,
+        form: Fused,
+    },
     Copysign,
+}
+
+/// Which sum a product fused into an add or subtract makes of it (`p`) and the other
+/// operand (`c`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fused {
+    /// `p + c`, from either operand order of the add.
+    Add,
+    /// `p - c`.
+    Sub,
+    /// `c - p`.
+    Rev,
 }
 
 /// The approximate instructions the CPU device runs (`crate::approx`).

@@ -633,6 +633,9 @@ pub fn float_op(
             FloatOp::FmaRev => fma64(-x, y, z, rnd),
             // `div.approx` and `div.full` are f32 alone: the loader takes no f64 form.
             FloatOp::Div | FloatOp::DivApprox { .. } => div64(x, y, rnd),
+            FloatOp::DivApproxFused { .. } => {
+                unreachable!("the loader fuses div.approx and div.full, f32 alone")
+            }
             FloatOp::Sqrt => sqrt64(x, rnd),
             FloatOp::Rcp => div64(1.0, x, rnd),
             FloatOp::Abs => return a & !(1 << 63),
@@ -652,7 +655,10 @@ pub fn float_op(
     }
     match op {
         FloatOp::Approx(approx) => return u64::from(crate::approx::f32(approx, a as u32, ftz)),
-        FloatOp::DivApprox { full } => return div_approx(a, b, ftz, full),
+        FloatOp::DivApprox { full } => return div_approx(a, b, ftz, full, None),
+        FloatOp::DivApproxFused { full, form } => {
+            return div_approx(a, b, ftz, full, Some((form, c, sat)))
+        }
         _ => {}
     }
     if ftz {
@@ -687,7 +693,7 @@ pub fn float_op(
         FloatOp::Max => max64(f64::from(x), f64::from(y)) as f32,
         FloatOp::Copysign => return u64::from((b as u32 & 0x7fff_ffff) | (a as u32 & 0x8000_0000)),
         // Answered above, `.ftz` or not.
-        FloatOp::Approx(_) | FloatOp::DivApprox { .. } => f32::NAN,
+        FloatOp::Approx(_) | FloatOp::DivApprox { .. } | FloatOp::DivApproxFused { .. } => f32::NAN,
         FloatOp::MinNaN | FloatOp::MaxNaN | FloatOp::FmaRelu => {
             unreachable!("the loader takes `.NaN` and `.relu` on half types alone")
         }
@@ -703,8 +709,12 @@ pub fn float_op(
 /// `div.approx.f32` and `div.full.f32` as ptxas makes them for the H100 (read in its SASS):
 /// `a` times the special-function unit's reciprocal of `b`, both first scaled by 1/4 where
 /// that reciprocal would fall below the normals (`div.full`), and by 2^24 where `b` is below
-/// them itself (without `.ftz`); every multiply `.ftz` as the instruction is.
-fn div_approx(a: u64, b: u64, ftz: bool, full: bool) -> u64 {
+/// them itself (without `.ftz`); every multiply `.ftz` as the instruction is. With `fused`,
+/// the last multiply is fused into the add or subtract of `c` that read the quotient, as
+/// ptxas fuses it (an H200's SASS: `MUFU.RCP R6, R6; FFMA.FTZ R7, R0, R6, R7` for
+/// `div.approx.ftz.f32` then `add.ftz.f32`, and after the scalings alike), `.sat` if the add
+/// was.
+fn div_approx(a: u64, b: u64, ftz: bool, full: bool, fused: Option<(Fused, u64, bool)>) -> u64 {
     let mul = |p: u64, q: f32| {
         float_op(
             FloatOp::Mul,
@@ -730,7 +740,15 @@ fn div_approx(a: u64, b: u64, ftz: bool, full: bool) -> u64 {
         None => (a, b),
     };
     let reciprocal = crate::approx::f32(Approx::Rcp, b as u32, true);
-    mul(a, f32_of(u64::from(reciprocal)))
+    let Some((form, c, sat)) = fused else {
+        return mul(a, f32_of(u64::from(reciprocal)));
+    };
+    let op = match form {
+        Fused::Add => FloatOp::Fma,
+        Fused::Sub => FloatOp::FmaSub,
+        Fused::Rev => FloatOp::FmaRev,
+    };
+    float_op(op, Ty::F32, Rnd::N, ftz, sat, a, u64::from(reciprocal), c)
 }
 
 /// Whether `op`'s exact result, rounded to 24 bits with no bound on its exponent, is below
@@ -761,7 +779,7 @@ fn tiny_unbounded(op: FloatOp, rnd: Rnd, a: u64, b: u64, c: u64) -> bool {
 /// How many operands `op` reads.
 fn arity(op: FloatOp) -> usize {
     match op {
-        FloatOp::Fma | FloatOp::FmaSub | FloatOp::FmaRev => 3,
+        FloatOp::Fma | FloatOp::FmaSub | FloatOp::FmaRev | FloatOp::DivApproxFused { .. } => 3,
         FloatOp::Abs | FloatOp::Neg | FloatOp::Sqrt | FloatOp::Rcp | FloatOp::Approx(_) => 1,
         _ => 2,
     }
@@ -1181,6 +1199,54 @@ mod tests {
 
     fn f64_op(op: FloatOp, rnd: Rnd, a: u64, b: u64, c: u64) -> u64 {
         float_op(op, Ty::F64, rnd, false, false, a, b, c)
+    }
+
+    /// A division fused into the add of `c`, rounded once, against the division then the
+    /// add, on the words an H200 gave (tests/conformance/quotients.cu): (1 + 2^-12) / 3 less
+    /// its rounding a unit low, 0x3eaab555, is the product's rounding error fused, the unit
+    /// apart; a and b scaled by 2^126 through div.full's scaling, by 2^-130 through the
+    /// subnormal divisor's: a fused division without either scaling gives -c or +inf.
+    #[test]
+    fn a_fused_division_rounds_once() {
+        let m = 0xbeaa_b555;
+        for (a, b, full, ftz) in [
+            (0x3f80_0800, 0x4040_0000, false, true),
+            (0x3f80_0800, 0x4040_0000, true, true),
+            (0x3f80_0800, 0x4040_0000, false, false),
+            (0x7e80_0800, 0x7f40_0000, true, true),
+            (0x7e80_0800, 0x7f40_0000, true, false),
+            (0x0008_0080, 0x0018_0000, false, false),
+            (0x0008_0080, 0x0018_0000, true, false),
+        ] {
+            let f32_op = |op, a, b, c| float_op(op, Ty::F32, Rnd::N, ftz, false, a, b, c);
+            let fused = FloatOp::DivApproxFused {
+                full,
+                form: Fused::Add,
+            };
+            assert_eq!(
+                f32_op(fused, a, b, m),
+                0x32aa_b000,
+                "{a:#x} / {b:#x} {full}"
+            );
+            let q = f32_op(FloatOp::DivApprox { full }, a, b, 0);
+            assert_eq!(f32_op(FloatOp::Add, q, m, 0), 0x3300_0000);
+        }
+        let rev = FloatOp::DivApproxFused {
+            full: false,
+            form: Fused::Rev,
+        };
+        let c = 0x3eaa_b555;
+        let words = float_op(
+            rev,
+            Ty::F32,
+            Rnd::N,
+            true,
+            false,
+            0x3f80_0800,
+            0x4040_0000,
+            c,
+        );
+        assert_eq!(words, 0xb2aa_b000);
     }
 
     #[test]

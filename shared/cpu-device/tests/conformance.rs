@@ -800,6 +800,30 @@ const CASES: &[Case] = &[
         expect: contraction_expected,
     },
     Case {
+        name: "quotients fused into the add reading them",
+        source: include_str!("conformance/quotients.cu"),
+        options: &[],
+        threads: 1,
+        n: 0,
+        // a = 1 + 2^-12, b = 3, c = a / b rounded (a unit below the unit's quotient), -c;
+        // a and b times 2^126 (a = 2^126 + 2^114, b = 3 * 2^126); a and b times 2^-130
+        // (subnormals: 0x00080080 is a = 2^-130 + 2^-142, 0x00180000 is b = 3 * 2^-130); -a.
+        input: &[
+            0x3f80_0800,
+            0x4040_0000,
+            0x3eaa_b555,
+            0xbeaa_b555,
+            0x7e80_0800,
+            0x7f40_0000,
+            0x0008_0080,
+            0x0018_0000,
+            0xbf80_0800,
+        ],
+        // Read from an NVIDIA H200 (driver 580.159.04, nvcc 13.0 for sm_90): fused, the
+        // product's rounding error 0x32aab000 (of either sign), apart the unit 0x33000000.
+        expect: || hopper_words(include_str!("conformance/quotients.h200.txt")),
+    },
+    Case {
         name: "absolute differences of bytes and halves",
         source: ABS_DIFF,
         options: &[],

@@ -2,7 +2,7 @@
 //! which results are rounded once rather than twice, from the registers each instruction
 //! reads and writes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::ir::*;
 
@@ -49,19 +49,111 @@ fn ends_fusion(op: &Op) -> bool {
     }
 }
 
-/// Fuse as ptxas does (seen on an H100 by the differential test): a loose multiply whose
-/// result is read once, by a loose add or subtract of the same type later in its block, with
-/// its operands unchanged in between and nothing between that ends ptxas's window
-/// ([`ends_fusion`]), becomes one fused multiply-add there. lab03's loop keeps its
-/// multiplies: their results are read twice.
+/// A product ptxas may fuse into the add or subtract that reads it, `x * y`: a loose `mul`
+/// (a saturated one is not what the fused product would add), or the multiply by the
+/// unit's reciprocal that ends a `div.approx.f32` or `div.full.f32` (`div`, whether `full`).
+/// ptxas fuses the division's as a `mul`'s, by the same rules: read in an H200's SASS,
+/// `div.approx.ftz.f32` then `add.ftz.f32` is `MUFU.RCP R6, R6; FFMA.FTZ R7, R0, R6, R7`,
+/// each of the four divisions fused into an add or subtract of either operand order (after
+/// `div.full`'s and the non-`.ftz` scalings), apart where the quotient is read twice, the add
+/// is `.rn` or their `.ftz` differs, or an IEEE division or root lies between.
+struct Product {
+    ty: Ty,
+    ftz: bool,
+    x: Src,
+    y: Src,
+    div: Option<bool>,
+}
+
+impl Product {
+    fn of(inst: &Inst, loose: bool) -> Option<Product> {
+        if inst.guard.is_some() {
+            return None;
+        }
+        match inst.op {
+            Op::Float {
+                op: FloatOp::Mul,
+                ty,
+                ftz,
+                sat: false,
+                a,
+                b,
+                ..
+            } if loose => Some(Product {
+                ty,
+                ftz,
+                x: a,
+                y: b,
+                div: None,
+            }),
+            Op::Float {
+                op: FloatOp::DivApprox { full },
+                ty,
+                ftz,
+                a,
+                b,
+                ..
+            } => Some(Product {
+                ty,
+                ftz,
+                x: a,
+                y: b,
+                div: Some(full),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The instruction that last writes `m` before `j` in `j`'s block: none past a label, since
+/// a branch may arrive there with another value (and ptxas fuses within a block alone).
+fn producer(code: &[Inst], targets: &HashSet<usize>, j: usize, m: Reg) -> Option<usize> {
+    let mut k = j;
+    while k > 0 && !targets.contains(&k) {
+        k -= 1;
+        if code[k].op.writes().contains(&m) {
+            return Some(k);
+        }
+    }
+    None
+}
+
+/// Whether nothing between the product at `i` and the add at `j` keeps them apart: nothing
+/// that ends ptxas's window ([`ends_fusion`]), no branch, call or return, and no write of
+/// the product's operands (the add would read them again).
+fn window_open(code: &[Inst], i: usize, j: usize, p: &Product) -> bool {
+    code[i + 1..j].iter().all(|inst| {
+        !ends_fusion(&inst.op)
+            && !matches!(
+                inst.op,
+                Op::Bra { .. } | Op::Call { .. } | Op::Ret | Op::Exit
+            )
+            && !inst
+                .op
+                .writes()
+                .iter()
+                .any(|w| Src::R(*w) == p.x || Src::R(*w) == p.y)
+    })
+}
+
+/// Fuse as ptxas does (seen on an H100 by the differential test, and in an H200's SASS): a
+/// product ([`Product`]) whose result is read once, by a loose add or subtract of the same
+/// type and `.ftz` later in its block, with its operands unchanged in between and nothing
+/// between that ends ptxas's window ([`ends_fusion`]), becomes one fused multiply-add there.
+/// Where both of an add's operands are such products, ptxas fuses its first operand's,
+/// whichever was computed first (an H200's SASS of `mul`s and of `div.full` and
+/// `div.approx`, in both orders, as HeCBench's langevin adds `coshf(x) / sinhf(x)` to
+/// `-1.f / x` under fast math). lab03's loop keeps its multiplies: their results are read
+/// twice. A product that overwrites its own operand (`mul %f1, %f1, %f2`) is left apart,
+/// since the fused add would read the operand again: ptxas fuses it; PTX from NVRTC writes
+/// each register once.
 pub(super) fn contract(
     code: &mut [Inst],
     loose: &[bool],
     labels: &HashMap<String, u32>,
     start: u32,
 ) {
-    let targets: std::collections::HashSet<usize> =
-        labels.values().map(|&t| (t - start) as usize).collect();
+    let targets: HashSet<usize> = labels.values().map(|&t| (t - start) as usize).collect();
     let mut reads: HashMap<Reg, usize> = HashMap::new();
     for inst in code.iter() {
         for r in inst.op.reads() {
@@ -71,82 +163,66 @@ pub(super) fn contract(
             *reads.entry(p).or_insert(0) += 1;
         }
     }
-    for i in 0..code.len() {
-        // A saturated product is not what the fused one would add.
+    for j in 0..code.len() {
         let Op::Float {
-            op: FloatOp::Mul,
+            op: add @ (FloatOp::Add | FloatOp::Sub),
             ty,
             ftz,
-            sat: false,
-            d: m,
-            a: x,
-            b: y,
+            rnd,
+            sat,
+            d,
+            a,
+            b,
             ..
-        } = code[i].op.clone()
+        } = code[j].op.clone()
         else {
             continue;
         };
-        if !loose[i] || code[i].guard.is_some() || reads.get(&m) != Some(&1) {
+        if !loose[j] || code[j].guard.is_some() {
             continue;
         }
-        for j in i + 1..code.len() {
-            if targets.contains(&j)
-                || ends_fusion(&code[j].op)
-                || matches!(
-                    code[j].op,
-                    Op::Bra { .. } | Op::Call { .. } | Op::Ret | Op::Exit
-                )
+        for (m, first) in [(a, true), (b, false)] {
+            let Src::R(m) = m else {
+                continue;
+            };
+            let Some(i) = producer(code, &targets, j, m).filter(|_| reads.get(&m) == Some(&1))
+            else {
+                continue;
+            };
+            let Some(p) = Product::of(&code[i], loose[i]) else {
+                continue;
+            };
+            if p.ty != ty
+                || p.ftz != ftz
+                || p.x == Src::R(m)
+                || p.y == Src::R(m)
+                || !window_open(code, i, j, &p)
             {
-                break;
-            }
-            if !code[j].op.reads().contains(&m) {
-                if code[j]
-                    .op
-                    .writes()
-                    .iter()
-                    .any(|w| Src::R(*w) == x || Src::R(*w) == y || *w == m)
-                {
-                    break;
-                }
                 continue;
             }
-            if let Op::Float {
-                op: add @ (FloatOp::Add | FloatOp::Sub),
-                ty: t2,
-                ftz: ftz2,
+            let c = if first { b } else { a };
+            let form = match (add, first) {
+                (FloatOp::Add, _) => Fused::Add,
+                (_, true) => Fused::Sub,
+                (_, false) => Fused::Rev,
+            };
+            let op = match (p.div, form) {
+                (Some(full), form) => FloatOp::DivApproxFused { full, form },
+                (None, Fused::Add) => FloatOp::Fma,
+                (None, Fused::Sub) => FloatOp::FmaSub,
+                (None, Fused::Rev) => FloatOp::FmaRev,
+            };
+            code[j].op = Op::Float {
+                op,
+                ty,
                 rnd,
+                ftz,
                 sat,
                 d,
-                a,
-                b,
-                ..
-            } = code[j].op.clone()
-            {
-                if loose[j]
-                    && t2 == ty
-                    && ftz2 == ftz
-                    && code[j].guard.is_none()
-                    && (a == Src::R(m)) != (b == Src::R(m))
-                {
-                    let (fused, c) = match (add, a == Src::R(m)) {
-                        (FloatOp::Add, true) => (FloatOp::Fma, b),
-                        (FloatOp::Add, false) => (FloatOp::Fma, a),
-                        (_, true) => (FloatOp::FmaSub, b),
-                        (_, false) => (FloatOp::FmaRev, a),
-                    };
-                    code[j].op = Op::Float {
-                        op: fused,
-                        ty,
-                        rnd,
-                        ftz,
-                        sat,
-                        d,
-                        a: x,
-                        b: y,
-                        c,
-                    };
-                }
-            }
+                a: p.x,
+                b: p.y,
+                c,
+            };
             break;
         }
     }
@@ -261,6 +337,139 @@ mod tests {
         )
         .expect("decodes");
         for i in [1, 4, 7] {
+            assert!(
+                matches!(
+                    ops[i],
+                    Op::Float {
+                        op: FloatOp::Add,
+                        ..
+                    }
+                ),
+                "{i}: {:?}",
+                ops[i]
+            );
+        }
+    }
+
+    /// contract: a quotient of each division ptxas ends with a multiply, read once by a loose
+    /// add or subtract of its `.ftz`, becomes the division fused there, in either operand
+    /// order (an H200's SASS: `FFMA.FTZ R7, -R0, R6, R7` for `c - a / b`).
+    #[test]
+    fn a_quotient_read_once_by_an_add_is_fused() {
+        for (div, add, form) in [
+            (
+                "div.approx.ftz.f32",
+                "add.ftz.f32 %f3, %f2, %f4;",
+                Fused::Add,
+            ),
+            ("div.full.ftz.f32", "add.ftz.f32 %f3, %f4, %f2;", Fused::Add),
+            ("div.approx.f32", "sub.f32 %f3, %f2, %f4;", Fused::Sub),
+            ("div.full.f32", "sub.f32 %f3, %f4, %f2;", Fused::Rev),
+        ] {
+            let ops = decoded(&format!(
+                ".reg .f32 %f<8>;\n{div} %f2, %f0, %f1;\nabs.f32 %f5, %f6;\n{add}"
+            ))
+            .expect("decodes");
+            let Op::Float {
+                op: FloatOp::DivApprox { full },
+                ftz,
+                ..
+            } = ops[0]
+            else {
+                panic!("{div}: {:?}", ops[0]);
+            };
+            assert_eq!(
+                ops[2],
+                Op::Float {
+                    op: FloatOp::DivApproxFused { full, form },
+                    ty: Ty::F32,
+                    rnd: Rnd::N,
+                    ftz,
+                    sat: false,
+                    d: 3,
+                    a: Src::R(0),
+                    b: Src::R(1),
+                    c: Src::R(4),
+                },
+                "{div} {add}"
+            );
+        }
+    }
+
+    /// contract: a quotient stays apart from its add where ptxas keeps them apart (an H200's
+    /// SASS: `FMUL.FTZ` then `FADD`): read twice, into an `add.rn`, into an add of another
+    /// `.ftz`, across a `div.rn.f32`.
+    #[test]
+    fn a_quotient_stays_apart_where_a_product_would() {
+        for body in [
+            "div.approx.ftz.f32 %f2, %f0, %f1;\nadd.ftz.f32 %f3, %f2, %f4;\nmov.f32 %f5, %f2;",
+            "div.approx.ftz.f32 %f2, %f0, %f1;\nadd.rn.ftz.f32 %f3, %f2, %f4;",
+            "div.approx.ftz.f32 %f2, %f0, %f1;\nadd.f32 %f3, %f2, %f4;",
+            "div.approx.f32 %f2, %f0, %f1;\nadd.ftz.f32 %f3, %f2, %f4;",
+            "div.full.ftz.f32 %f2, %f0, %f1;\ndiv.rn.f32 %f5, %f6, %f4;\nadd.ftz.f32 %f3, %f2, %f4;",
+        ] {
+            let ops = decoded(&format!(".reg .f32 %f<8>;\n{body}")).expect("decodes");
+            let add = ops
+                .iter()
+                .find(|op| matches!(op, Op::Float { d: 3, .. }))
+                .expect("the add");
+            assert!(
+                matches!(
+                    add,
+                    Op::Float {
+                        op: FloatOp::Add,
+                        ..
+                    }
+                ),
+                "{body}: {add:?}"
+            );
+        }
+    }
+
+    /// contract: where both of an add's operands are products it could fuse, ptxas fuses the
+    /// first operand's, whichever was computed first (an H200's SASS: `FMUL.FTZ R11, R7, R6;
+    /// FFMA.FTZ R11, R0, R7, R11` for `mul p; mul q; add q, p`); fusing the earlier product
+    /// gives langevin's sum a unit off in 927 of 2048 elements.
+    #[test]
+    fn the_first_operands_product_is_fused() {
+        let ops = decoded(
+            ".reg .f32 %f<12>;\nmul.f32 %f2, %f4, %f1;\nmul.f32 %f3, %f0, %f1;\n\
+             add.f32 %f5, %f3, %f2;\nmul.f32 %f6, %f4, %f1;\nmul.f32 %f7, %f0, %f1;\n\
+             sub.f32 %f8, %f6, %f7;\ndiv.full.ftz.f32 %f9, %f4, %f1;\n\
+             div.approx.ftz.f32 %f10, %f0, %f1;\nadd.ftz.f32 %f11, %f10, %f9;",
+        )
+        .expect("decodes");
+        assert_eq!(ops[2], fused(FloatOp::Fma, 5, 2));
+        let Op::Float { op, a, c, .. } = &ops[5] else {
+            panic!("{:?}", ops[5]);
+        };
+        assert_eq!((op, a, c), (&FloatOp::FmaSub, &Src::R(4), &Src::R(7)));
+        let Op::Float { op, a, c, .. } = &ops[8] else {
+            panic!("{:?}", ops[8]);
+        };
+        assert_eq!(
+            (op, a, c),
+            (
+                &FloatOp::DivApproxFused {
+                    full: false,
+                    form: Fused::Add
+                },
+                &Src::R(0),
+                &Src::R(9)
+            )
+        );
+    }
+
+    /// contract: a product that overwrites its own operand is left apart: fused, the add
+    /// would read the product where the operand was (`(a * b) * b + c`).
+    #[test]
+    fn a_product_over_its_own_operand_is_left_apart() {
+        let ops = decoded(
+            ".reg .f32 %f<8>;\nmul.f32 %f0, %f0, %f1;\nadd.f32 %f3, %f0, %f4;\n\
+             div.approx.f32 %f1, %f5, %f1;\nadd.f32 %f6, %f1, %f4;",
+        )
+        .expect("decodes");
+        for i in [1, 3] {
             assert!(
                 matches!(
                     ops[i],
