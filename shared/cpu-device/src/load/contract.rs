@@ -233,6 +233,17 @@ mod tests {
     use crate::ir::*;
     use crate::load::decoded;
 
+    /// An add left apart: no multiply fused into it.
+    fn is_plain_add(op: &Op) -> bool {
+        matches!(
+            op,
+            Op::Float {
+                op: FloatOp::Add,
+                ..
+            }
+        )
+    }
+
     /// The `Op` of a loose f32 `op` of `%f0` and `%f1` with `c`, into `d`.
     fn fused(op: FloatOp, d: Reg, c: Reg) -> Op {
         Op::Float {
@@ -274,17 +285,7 @@ mod tests {
                 .expect("loads");
             module.code[1].op.clone()
         };
-        assert!(
-            matches!(
-                add(false),
-                Op::Float {
-                    op: FloatOp::Add,
-                    ..
-                }
-            ),
-            "{:?}",
-            add(false)
-        );
+        assert!(is_plain_add(&add(false)), "{:?}", add(false));
         assert!(
             matches!(
                 add(true),
@@ -337,17 +338,7 @@ mod tests {
         )
         .expect("decodes");
         for i in [1, 4, 7] {
-            assert!(
-                matches!(
-                    ops[i],
-                    Op::Float {
-                        op: FloatOp::Add,
-                        ..
-                    }
-                ),
-                "{i}: {:?}",
-                ops[i]
-            );
+            assert!(is_plain_add(&ops[i]), "{i}: {:?}", ops[i]);
         }
     }
 
@@ -413,16 +404,7 @@ mod tests {
                 .iter()
                 .find(|op| matches!(op, Op::Float { d: 3, .. }))
                 .expect("the add");
-            assert!(
-                matches!(
-                    add,
-                    Op::Float {
-                        op: FloatOp::Add,
-                        ..
-                    }
-                ),
-                "{body}: {add:?}"
-            );
+            assert!(is_plain_add(add), "{body}: {add:?}");
         }
     }
 
@@ -470,17 +452,7 @@ mod tests {
         )
         .expect("decodes");
         for i in [1, 3] {
-            assert!(
-                matches!(
-                    ops[i],
-                    Op::Float {
-                        op: FloatOp::Add,
-                        ..
-                    }
-                ),
-                "{i}: {:?}",
-                ops[i]
-            );
+            assert!(is_plain_add(&ops[i]), "{i}: {:?}", ops[i]);
         }
     }
 }
