@@ -184,7 +184,7 @@ pub fn finish() {
     let Some(Ok(own)) = OWN.get() else {
         return;
     };
-    crate::sandbox::give_back();
+    crate::sandbox::let_go();
     let Ok(mut guard) = own.lock() else {
         return;
     };

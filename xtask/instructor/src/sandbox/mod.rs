@@ -1194,10 +1194,16 @@ fn find_program(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Let go of the modes this grade changed outside its own folders (the last grade out puts
-/// them back): run when a grade ends, and when one starts.
+/// Put back the modes that grades killed with -9 changed outside their own folders and no
+/// living grade holds: run when a grade starts.
 pub fn give_back() {
     permissions::give_back();
+}
+
+/// Let go of the modes this grade changed outside its own folders, each put back where no
+/// other grade holds it: run when a grade ends.
+pub fn let_go() {
+    permissions::let_go_all();
 }
 
 /// Kill every process of a grade's own `user`, run by root, once the grade is over: a grade

@@ -8,11 +8,13 @@
 //!   executable and unreadable to that group: not even the process it starts can read it.
 //! - The way to what cannot be staged (the toolchain, the grader's cache of the hand-out)
 //!   is opened to every user, search only ([`open_way_to`]), and every mode so changed is
-//!   recorded first, in one record per machine ([`record_path`]), and put back when the last
-//!   grade that holds it ends ([`give_back`]); a grade killed with -9 is struck from the
-//!   record by the next, which puts back what no living grade holds. The grade's own folders
-//!   are passed by its sandbox's group alone; the folder above them all, shared by every
-//!   grade, is never changed.
+//!   recorded first, in one record per machine ([`record_path`]), with the grades that hold
+//!   it changed, and put back when the last of those ends ([`give_back`]); a grade killed
+//!   with -9 is struck from the record by the next, which puts back what no living grade
+//!   holds. Each path has holders of its own: a grade's folders are put back when it ends,
+//!   whatever other grades run on the machine. The grade's own folders are passed by its
+//!   sandbox's group alone; the folder above them all, shared by every grade, is never
+//!   changed.
 //! - Where Landlock is missing too (a kernel older than 5.13, or one built without it),
 //!   before any student process starts, [`protect`] takes the "other" rights off the
 //!   folders of the instructor's workspace, the references (`--bin-dir`), the folder of the
@@ -42,16 +44,78 @@ pub const WORLD_WRITABLE: &[&str] = &[
     "/var/metrics",
 ];
 
-/// What the grades that hold the protection share: who holds it, and the modes to put back.
+/// What the grades on this machine share: each path one of them changed, its mode before
+/// the first change, and the grades (processes) that hold it changed.
 #[derive(Serialize, Deserialize, Default)]
 struct Record {
+    #[serde(default)]
+    changed: Vec<Change>,
+    /// The record's form before each path had holders of its own: one list of holders for
+    /// every path. Read (a grade killed then left its changes in it), never written.
+    #[serde(default, skip_serializing)]
     holders: Vec<u32>,
-    /// Each changed path and its mode before the first grade changed it.
+    #[serde(default, skip_serializing)]
     saved: Vec<(PathBuf, u32)>,
 }
 
-/// The protection this grade holds; dropped, it lets go (and the last one out puts every
-/// mode back).
+#[derive(Serialize, Deserialize)]
+struct Change {
+    path: PathBuf,
+    mode: u32,
+    holders: Vec<u32>,
+}
+
+impl Record {
+    /// This process holds `path` as changed: with the grades that hold it already where it
+    /// is recorded, else recorded with `mode`, its mode before this change. Whether it was
+    /// recorded already.
+    fn hold(&mut self, path: &Path, mode: u32) -> bool {
+        let me = std::process::id();
+        match self.changed.iter_mut().find(|c| c.path == path) {
+            Some(change) => {
+                if !change.holders.contains(&me) {
+                    change.holders.push(me);
+                }
+                true
+            }
+            None => {
+                self.changed.push(Change {
+                    path: path.to_path_buf(),
+                    mode,
+                    holders: vec![me],
+                });
+                false
+            }
+        }
+    }
+
+    /// Strike off every holder that no longer runs (killed: it let go of nothing itself),
+    /// and this process too where `me_too`; put back every path no one holds any more,
+    /// deepest first (a folder's mode after what is in it).
+    fn strike(&mut self, me_too: bool) {
+        let me = std::process::id();
+        for change in &mut self.changed {
+            change.holders.retain(|&pid| {
+                !(me_too && pid == me) && Path::new(&format!("/proc/{pid}")).exists()
+            });
+        }
+        let (free, held): (Vec<Change>, Vec<Change>) = std::mem::take(&mut self.changed)
+            .into_iter()
+            .partition(|c| c.holders.is_empty());
+        self.changed = held;
+        let mut free = free;
+        free.sort_by_key(|c| std::cmp::Reverse(c.path.components().count()));
+        for change in free {
+            // Never through a link: a recorded folder replaced by one since is left.
+            if fs::symlink_metadata(&change.path).is_ok_and(|m| m.is_dir()) {
+                let _ = fs::set_permissions(&change.path, fs::Permissions::from_mode(change.mode));
+            }
+        }
+    }
+}
+
+/// The protection this grade holds; dropped, it lets go (and every mode no other grade
+/// holds is put back).
 pub struct Protection {
     record: PathBuf,
 }
@@ -74,9 +138,8 @@ fn protect_in(roots: &[PathBuf], keep: &[PathBuf], record: &Path) -> Result<Prot
         record: record.to_path_buf(),
     };
     with_record(record, |state| {
-        hold(state, record);
         for root in &roots {
-            lock_down(root, &keep, &mut state.saved)?;
+            lock_down(root, &keep, state)?;
         }
         Ok(())
     })?;
@@ -100,77 +163,55 @@ pub fn record_path() -> Result<PathBuf> {
     Ok(folder.join("modes.json"))
 }
 
-/// The records this process holds (until it lets go).
-static HOLDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+/// The folders outside its own that this process holds, or found open and recorded by no
+/// grade (open by their own modes), each with its record: [`open_way_to`] reads the record
+/// only for a folder not among them. A record's are forgotten when this process lets go.
+static SEEN: std::sync::Mutex<Vec<(PathBuf, PathBuf)>> = std::sync::Mutex::new(Vec::new());
 
-/// Whether this process holds `record`.
-fn holding(record: &Path) -> bool {
-    HOLDING
-        .lock()
-        .is_ok_and(|held| held.iter().any(|r| r == record))
-}
-
-/// This process holds the record's changes; a holder that no longer runs was killed (it
-/// lets go of nothing itself) and is struck off.
-fn hold(state: &mut Record, record: &Path) {
-    let me = std::process::id();
-    state
-        .holders
-        .retain(|&pid| pid != me && Path::new(&format!("/proc/{pid}")).exists());
-    state.holders.push(me);
-    if let Ok(mut held) = HOLDING.lock() {
-        if !held.iter().any(|r| r == record) {
-            held.push(record.to_path_buf());
-        }
-    }
-}
-
-/// Let go of the record's changes: this process, and any holder that was killed. The last
-/// one out puts every mode back, deepest first (a folder's mode after what is in it). Run
-/// when a grade ends, and when one starts (what a grade killed with -9 left is put back by
-/// the next to start while no other grade holds it). Err: the record could not be read.
+/// Let go of what this process holds, and of what any killed holder held; every path no
+/// living grade holds is put back. Err: the record could not be read.
 fn let_go(record: &Path) -> Result<()> {
-    if let Ok(mut held) = HOLDING.lock() {
-        held.retain(|r| r != record);
+    if let Ok(mut seen) = SEEN.lock() {
+        seen.retain(|(r, _)| r != record);
     }
     with_record(record, |state| {
-        let me = std::process::id();
-        state
-            .holders
-            .retain(|&pid| pid != me && Path::new(&format!("/proc/{pid}")).exists());
-        if state.holders.is_empty() {
-            for (path, mode) in state.saved.drain(..).rev() {
-                // Never through a link: a recorded folder replaced by one since is left.
-                if fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-                    let _ = fs::set_permissions(&path, fs::Permissions::from_mode(mode));
-                }
-            }
-        }
+        state.strike(true);
         Ok(())
     })
 }
 
-/// [`let_go`] of this machine's record, run by root only (no other grader changes a mode
-/// outside its own folders); a failure is said, not fatal: the record keeps the modes for
-/// the next grade. Nothing while this process holds the record: its [`Protection`] puts the
-/// modes back when dropped. (Made when the grade's scratch folder was made after a
-/// protection, the let-go struck this process off and put every mode back under the
-/// student's run: the sandbox's test read the rubric.)
+/// Put back what killed grades left changed and no living grade holds, run by root only (no
+/// other grader changes a mode outside its own folders) when a grade starts and ends; what
+/// this process holds stays held (its [`Protection`] lets go when dropped). A failure is
+/// said, not fatal: the record keeps the modes for the next grade.
 pub fn give_back() {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return;
     }
+    if let Err(e) = record_path().and_then(|record| give_back_in(&record)) {
+        say_kept(&e);
+    }
+}
+
+/// Let go of every mode this process holds changed (its grade is over), and put back what
+/// no living grade holds. Run by root only, as [`give_back`].
+pub fn let_go_all() {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
     match record_path() {
-        Ok(record) => give_back_in(&record),
+        Ok(record) => let_go_or_say(&record),
         Err(e) => say_kept(&e),
     }
 }
 
-fn give_back_in(record: &Path) {
-    if !holding(record) {
-        let_go_or_say(record);
-    }
+fn give_back_in(record: &Path) -> Result<()> {
+    with_record(record, |state| {
+        state.strike(false);
+        Ok(())
+    })
 }
 
 fn let_go_or_say(record: &Path) {
@@ -213,7 +254,7 @@ fn roots_to_lock(roots: &[PathBuf], keep: &[PathBuf]) -> Vec<PathBuf> {
 /// grader copies files' modes (the hand-out's) from the workspace. So a file directly in a
 /// folder above a kept one (the workspace's own Cargo.toml) stays readable by its name. Links
 /// are never followed.
-fn lock_down(path: &Path, keep: &[PathBuf], saved: &mut Vec<(PathBuf, u32)>) -> Result<()> {
+fn lock_down(path: &Path, keep: &[PathBuf], state: &mut Record) -> Result<()> {
     let Ok(meta) = fs::symlink_metadata(path) else {
         return Ok(());
     };
@@ -227,10 +268,12 @@ fn lock_down(path: &Path, keep: &[PathBuf], saved: &mut Vec<(PathBuf, u32)>) -> 
     } else {
         mode & !0o007
     };
+    // Held wherever another grade changed it already, though it needs no change now.
+    let recorded = state.changed.iter().any(|c| c.path == path);
+    if wanted != mode || recorded {
+        state.hold(path, mode);
+    }
     if wanted != mode {
-        if !saved.iter().any(|(p, _)| p == path) {
-            saved.push((path.to_path_buf(), mode));
-        }
         fs::set_permissions(path, fs::Permissions::from_mode(wanted))
             .with_context(|| format!("cannot make {} unreadable to the sandbox", path.display()))?;
     }
@@ -238,7 +281,7 @@ fn lock_down(path: &Path, keep: &[PathBuf], saved: &mut Vec<(PathBuf, u32)>) -> 
         let entries =
             fs::read_dir(path).with_context(|| format!("cannot read {}", path.display()))?;
         for entry in entries.flatten() {
-            lock_down(&entry.path(), keep, saved)?;
+            lock_down(&entry.path(), keep, state)?;
         }
     }
     Ok(())
@@ -279,6 +322,14 @@ fn with_record(path: &Path, change: impl FnOnce(&mut Record) -> Result<()>) -> R
         serde_json::from_str(&text)
             .with_context(|| format!("{} is not the sandbox's record", path.display()))?
     };
+    for (path, mode) in std::mem::take(&mut state.saved) {
+        let holders = state.holders.clone();
+        state.changed.push(Change {
+            path,
+            mode,
+            holders,
+        });
+    }
     // Saved before any change is made: a grade killed midway leaves every mode it changed
     // recorded for the next to put back.
     let outcome = change(&mut state);
@@ -300,7 +351,7 @@ fn with_record(path: &Path, change: impl FnOnce(&mut Record) -> Result<()>) -> R
 /// and the folder above every grade's own (shared by all) never is. `record`: where the
 /// changes are recorded ([`record_path`]).
 pub fn open_way_to(path: &Path, own: &Path, gid: u32, record: &Path) -> Result<()> {
-    let mut closed = Vec::new();
+    let mut outside = Vec::new();
     for folder in path.ancestors().skip(1) {
         let meta =
             fs::metadata(folder).with_context(|| format!("cannot read {}", folder.display()))?;
@@ -309,27 +360,34 @@ pub fn open_way_to(path: &Path, own: &Path, gid: u32, record: &Path) -> Result<(
             if meta.uid() == 0 && (meta.gid() != gid || mode & 0o070 != 0o010) {
                 pass_by_group(folder, gid, mode)?;
             }
-        } else if mode & 0o001 == 0 {
-            closed.push(folder.to_path_buf());
+        } else {
+            outside.push(folder.to_path_buf());
         }
     }
-    // A way another grade opened is held too, once: the last grade out closes it, never
-    // one that ends while this one still runs through it.
-    if closed.is_empty() && holding(record) {
+    let mut seen = SEEN
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the list of folders held is poisoned"))?;
+    outside.retain(|folder| !seen.iter().any(|(r, f)| r == record && f == folder));
+    if outside.is_empty() {
         return Ok(());
     }
+    // A way another grade opened is held too: the last grade out closes it, never one that
+    // ends while this one still runs through it.
     with_record(record, |state| {
-        hold(state, record);
-        for folder in &closed {
+        for folder in &outside {
             let mode = fs::symlink_metadata(folder)
                 .with_context(|| format!("cannot read {}", folder.display()))?
                 .mode()
                 & 0o7777;
-            if !state.saved.iter().any(|(p, _)| p == folder) {
-                state.saved.push((folder.clone(), mode));
+            let recorded = state.changed.iter().any(|c| &c.path == folder);
+            if mode & 0o001 == 0 || recorded {
+                state.hold(folder, mode);
             }
-            fs::set_permissions(folder, fs::Permissions::from_mode(mode | 0o001))
-                .with_context(|| format!("cannot let the sandbox pass {}", folder.display()))?;
+            if mode & 0o001 == 0 {
+                fs::set_permissions(folder, fs::Permissions::from_mode(mode | 0o001))
+                    .with_context(|| format!("cannot let the sandbox pass {}", folder.display()))?;
+            }
+            seen.push((record.to_path_buf(), folder.clone()));
         }
         Ok(())
     })
@@ -554,7 +612,7 @@ mod tests {
         let mode = |p: &Path| fs::metadata(p).expect("exists").mode() & 0o777;
         let protection = protect_in(std::slice::from_ref(&root), &[], &record).expect("protected");
         assert_eq!(mode(&root), 0o750);
-        give_back_in(&record);
+        give_back_in(&record).expect("given back");
         assert_eq!(mode(&root), 0o750, "the grade's own protection was let go");
         drop(protection);
         assert_eq!(mode(&root), 0o755);
@@ -635,13 +693,14 @@ mod tests {
         assert_eq!(mode(&base), 0o711, "the shared base is never changed");
         // A second grade that finds the way open holds it too: the first out leaves it.
         let text = fs::read_to_string(&record).expect("the record");
-        let me = std::process::id().to_string();
         let mut both: Record = serde_json::from_str(&text).expect("the record reads");
         let mut other = std::process::Command::new("sleep")
             .arg("30")
             .spawn()
             .expect("sleep runs");
-        both.holders.push(other.id());
+        for change in &mut both.changed {
+            change.holders.push(other.id());
+        }
         fs::write(&record, serde_json::to_string(&both).expect("encoded")).expect("written");
         let_go(&record).expect("let go");
         assert_eq!(mode(&home), 0o701, "the other grade still runs through it");
@@ -659,13 +718,79 @@ mod tests {
         let dead_pid = dead.id();
         dead.wait().expect("ended");
         let text = fs::read_to_string(&record).expect("the record");
-        let theirs: Record = serde_json::from_str(&text.replace(&me, &dead_pid.to_string()))
-            .expect("the record reads");
-        assert_eq!(theirs.holders, [dead_pid]);
+        let mut theirs: Record = serde_json::from_str(&text).expect("the record reads");
+        for change in &mut theirs.changed {
+            assert_eq!(change.holders, [std::process::id()]);
+            change.holders = vec![dead_pid];
+        }
         fs::write(&record, serde_json::to_string(&theirs).expect("encoded")).expect("written");
         assert_eq!(mode(&home), 0o701);
         let_go(&record).expect("let go");
         assert_eq!(mode(&home), 0o700);
+    }
+
+    /// Each path is put back when the grades that hold it end, whatever other grades hold
+    /// on the machine: one record for the whole machine with one list of holders kept every
+    /// mode changed until the last grade anywhere ended, and CI's tests of the sandbox found
+    /// their own folders still locked while another test graded.
+    #[test]
+    fn a_grades_own_changes_are_put_back_while_another_grade_holds_others() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let (mine, theirs) = (dir.path().join("mine"), dir.path().join("theirs"));
+        for folder in [&mine, &theirs] {
+            fs::create_dir(folder).expect("created");
+            fs::set_permissions(folder, fs::Permissions::from_mode(0o755)).expect("a mode");
+        }
+        let record = dir.path().join("modes.json");
+        let mode = |p: &Path| fs::metadata(p).expect("exists").mode() & 0o777;
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep runs");
+        // The other grade locked its folder, and still runs.
+        fs::set_permissions(&theirs, fs::Permissions::from_mode(0o750)).expect("a mode");
+        let held = Record {
+            changed: vec![Change {
+                path: theirs.clone(),
+                mode: 0o755,
+                holders: vec![other.id()],
+            }],
+            ..Record::default()
+        };
+        fs::write(&record, serde_json::to_string(&held).expect("encoded")).expect("written");
+        let protection = protect_in(std::slice::from_ref(&mine), &[], &record).expect("protected");
+        assert_eq!(mode(&mine), 0o750);
+        drop(protection);
+        assert_eq!(mode(&mine), 0o755, "put back when its own grade ended");
+        assert_eq!(mode(&theirs), 0o750, "held by the grade still running");
+        let _ = other.kill();
+        let _ = other.wait();
+        give_back_in(&record).expect("given back");
+        assert_eq!(mode(&theirs), 0o755, "put back once its grade is gone");
+    }
+
+    /// A record a grade killed under the grader before left (one list of holders for every
+    /// path) is read, and what it kept changed put back: not refused, which failed every
+    /// grade on the machine after an upgrade.
+    #[test]
+    fn a_record_of_the_form_before_is_read_and_put_back() {
+        let dir = tempfile::tempdir().expect("a temp folder");
+        let home = dir.path().join("home");
+        fs::create_dir(&home).expect("created");
+        fs::set_permissions(&home, fs::Permissions::from_mode(0o701)).expect("a mode");
+        let mut dead = std::process::Command::new("true")
+            .spawn()
+            .expect("true runs");
+        let dead_pid = dead.id();
+        dead.wait().expect("ended");
+        let record = dir.path().join("modes.json");
+        let before = serde_json::json!({"holders": [dead_pid], "saved": [[home, 0o700]]});
+        fs::write(&record, before.to_string()).expect("written");
+        give_back_in(&record).expect("given back");
+        assert_eq!(fs::metadata(&home).expect("exists").mode() & 0o777, 0o700);
+        let after: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&record).expect("read")).expect("JSON");
+        assert_eq!(after, serde_json::json!({"changed": []}));
     }
 
     /// A 0700 `--bin-dir`'s reference binary reached through the grade's own copy, which
