@@ -19,9 +19,7 @@
 //! and must earn `points_here`.
 //! Every process an attack starts carries `corpus-attack` in its command line, and every
 //! file it writes outside its output has `corpus-attack` in its name, so that the checks
-//! below find what a failed defence would have left; laid out, each becomes this pass's own
-//! mark (`corpus-attack-pPORT`, [`tagged`]), so that passes graded at once (CI's) never take
-//! another's attack for their own.
+//! below find what a failed defence would have left.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -139,18 +137,6 @@ fn run_into(mut command: Command, args: &[&str], out: &Path) {
     assert!(status.success(), "{command:?} {}", out.display());
 }
 
-/// `text` as this pass laid it out: `{port}` the pass's loopback port, and each attack's mark
-/// the pass's own.
-fn tagged(text: &str, port: u16) -> String {
-    text.replace("{port}", &port.to_string())
-        .replace("corpus-attack", &mark(port))
-}
-
-/// The mark of this pass's attacks, which [`leftovers`] looks for.
-fn mark(port: u16) -> String {
-    format!("corpus-attack-p{port}")
-}
-
 /// Lay `submission` out in `dir` from its base.
 fn lay_out(submission: &Submission, bases: &BTreeMap<&str, PathBuf>, dir: &Path, port: u16) {
     copy_dir(&bases[submission.base.as_str()], dir);
@@ -169,10 +155,10 @@ fn lay_out(submission: &Submission, bases: &BTreeMap<&str, PathBuf>, dir: &Path,
         let new = match (&write.replace, &write.text) {
             (Some((a, b)), _) => {
                 assert!(old.contains(a.as_str()), "{}: no {a:?}", write.path);
-                old.replacen(a.as_str(), &tagged(b, port), 1)
+                old.replacen(a.as_str(), b, 1)
             }
-            (None, Some(text)) if write.append => format!("{old}{}\n", tagged(text, port)),
-            (None, Some(text)) => format!("{}\n", tagged(text, port)),
+            (None, Some(text)) if write.append => format!("{old}{text}\n"),
+            (None, Some(text)) => format!("{text}\n"),
             (None, None) => panic!("{}: a write needs text or replace", write.path),
         };
         fs::write(&at, new).expect("written");
@@ -184,8 +170,10 @@ fn lay_out(submission: &Submission, bases: &BTreeMap<&str, PathBuf>, dir: &Path,
             .find(inject.after.as_str())
             .unwrap_or_else(|| panic!("{}: no line {:?}", inject.file, inject.after))
             + inject.after.len();
-        let code =
-            tagged(&inject.code, port).replace("{workspace}", &workspace().to_string_lossy());
+        let code = inject
+            .code
+            .replace("{port}", &port.to_string())
+            .replace("{workspace}", &workspace().to_string_lossy());
         fs::write(
             &at,
             format!("{}\n{code}\n{}", &text[..place], &text[place..]),
@@ -193,17 +181,17 @@ fn lay_out(submission: &Submission, bases: &BTreeMap<&str, PathBuf>, dir: &Path,
         .expect("written");
     }
     for link in &submission.link {
-        let target =
-            tagged(&link.target, port).replace("{workspace}", &workspace().to_string_lossy());
+        let target = link
+            .target
+            .replace("{workspace}", &workspace().to_string_lossy());
         std::os::unix::fs::symlink(target, dir.join(&link.path)).expect("a link");
     }
 }
 
-/// What a defence that failed would leave: attack processes, files named with this pass's mark.
+/// What a defence that failed would leave: attack processes, files named `corpus-attack*`.
 /// A process is read by each of its threads: one whose first thread exited alone shows no
 /// command line of its own, though its other threads run on.
-fn leftovers(port: u16) -> Vec<String> {
-    let mark = mark(port);
+fn leftovers() -> Vec<String> {
     let mut found = Vec::new();
     for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
         let threads = fs::read_dir(entry.path().join("task"))
@@ -211,7 +199,7 @@ fn leftovers(port: u16) -> Vec<String> {
             .flatten();
         if threads.flatten().any(|thread| {
             let cmdline = fs::read(thread.path().join("cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).contains(&mark)
+            String::from_utf8_lossy(&cmdline).contains("corpus-attack")
         }) {
             found.push(format!("process {}", entry.file_name().to_string_lossy()));
         }
@@ -229,7 +217,11 @@ fn leftovers(port: u16) -> Vec<String> {
     ];
     for folder in folders {
         for entry in fs::read_dir(&folder).into_iter().flatten().flatten() {
-            if entry.file_name().to_string_lossy().starts_with(&mark) {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("corpus-attack")
+            {
                 found.push(entry.path().display().to_string());
             }
         }
@@ -369,7 +361,7 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
     // And an abstract unix socket (no file guards it), named after that port.
     let abstract_socket = {
         use std::os::linux::net::SocketAddrExt;
-        let name = tagged("corpus-attack-{port}", port);
+        let name = format!("corpus-attack-{port}");
         let address = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
             .expect("an abstract address");
         std::os::unix::net::UnixListener::bind_addr(&address).expect("an abstract socket")
@@ -556,7 +548,7 @@ fn the_corpus_earns_what_its_honest_part_earns_and_leaves_nothing() {
             wrong.push("something it read or reached shows in the results".into());
         }
         written.push((name.clone(), results, bytes));
-        let left = leftovers(port);
+        let left = leftovers();
         if !left.is_empty() {
             wrong.push(format!("left behind: {left:?}"));
         }

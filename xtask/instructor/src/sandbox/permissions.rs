@@ -67,25 +67,17 @@ struct Change {
 
 impl Record {
     /// This process holds `path` as changed: with the grades that hold it already where it
-    /// is recorded, else recorded with `mode`, its mode before this change. Whether it was
-    /// recorded already.
-    fn hold(&mut self, path: &Path, mode: u32) -> bool {
+    /// is recorded, else recorded with `mode`, its mode before this change.
+    fn hold(&mut self, path: &Path, mode: u32) {
         let me = std::process::id();
         match self.changed.iter_mut().find(|c| c.path == path) {
-            Some(change) => {
-                if !change.holders.contains(&me) {
-                    change.holders.push(me);
-                }
-                true
-            }
-            None => {
-                self.changed.push(Change {
-                    path: path.to_path_buf(),
-                    mode,
-                    holders: vec![me],
-                });
-                false
-            }
+            Some(change) if !change.holders.contains(&me) => change.holders.push(me),
+            Some(_) => {}
+            None => self.changed.push(Change {
+                path: path.to_path_buf(),
+                mode,
+                holders: vec![me],
+            }),
         }
     }
 
@@ -99,11 +91,10 @@ impl Record {
                 !(me_too && pid == me) && Path::new(&format!("/proc/{pid}")).exists()
             });
         }
-        let (free, held): (Vec<Change>, Vec<Change>) = std::mem::take(&mut self.changed)
+        let (mut free, held): (Vec<Change>, Vec<Change>) = std::mem::take(&mut self.changed)
             .into_iter()
             .partition(|c| c.holders.is_empty());
         self.changed = held;
-        let mut free = free;
         free.sort_by_key(|c| std::cmp::Reverse(c.path.components().count()));
         for change in free {
             // Never through a link: a recorded folder replaced by one since is left.
@@ -181,9 +172,9 @@ fn let_go(record: &Path) -> Result<()> {
 }
 
 /// Put back what killed grades left changed and no living grade holds, run by root only (no
-/// other grader changes a mode outside its own folders) when a grade starts and ends; what
-/// this process holds stays held (its [`Protection`] lets go when dropped). A failure is
-/// said, not fatal: the record keeps the modes for the next grade.
+/// other grader changes a mode outside its own folders) when a grade starts; what this
+/// process holds stays held (its [`Protection`], or [`let_go_all`] when the grade ends, lets
+/// go). A failure is said, not fatal: the record keeps the modes for the next grade.
 pub fn give_back() {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
