@@ -591,6 +591,16 @@ pub fn hide_arguments() -> Result<()> {
 mod tests {
     use super::*;
 
+    /// The process id of a process that has ended: a grade killed with -9.
+    fn dead_pid() -> u32 {
+        let mut dead = std::process::Command::new("true")
+            .spawn()
+            .expect("true runs");
+        let pid = dead.id();
+        dead.wait().expect("ended");
+        pid
+    }
+
     /// A grade that makes its scratch folder after it has protected the instructor's files
     /// gives back only what killed grades left: its own protection holds until dropped.
     #[test]
@@ -703,11 +713,7 @@ mod tests {
 
         // Killed with -9, a grade holds what it opened until the next lets go of it.
         open_way_to(&tool, &own, gid, &record).expect("opened");
-        let mut dead = std::process::Command::new("true")
-            .spawn()
-            .expect("true runs");
-        let dead_pid = dead.id();
-        dead.wait().expect("ended");
+        let dead_pid = dead_pid();
         let text = fs::read_to_string(&record).expect("the record");
         let mut theirs: Record = serde_json::from_str(&text).expect("the record reads");
         for change in &mut theirs.changed {
@@ -769,11 +775,7 @@ mod tests {
         let home = dir.path().join("home");
         fs::create_dir(&home).expect("created");
         fs::set_permissions(&home, fs::Permissions::from_mode(0o701)).expect("a mode");
-        let mut dead = std::process::Command::new("true")
-            .spawn()
-            .expect("true runs");
-        let dead_pid = dead.id();
-        dead.wait().expect("ended");
+        let dead_pid = dead_pid();
         let record = dir.path().join("modes.json");
         let before = serde_json::json!({"holders": [dead_pid], "saved": [[home, 0o700]]});
         fs::write(&record, before.to_string()).expect("written");
