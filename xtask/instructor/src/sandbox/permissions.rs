@@ -9,9 +9,9 @@
 //! - The way to what cannot be staged (the toolchain, the grader's cache of the hand-out)
 //!   is opened to every user, search only ([`open_way_to`]), and every mode so changed is
 //!   recorded first, in one record per machine ([`record_path`]), with the grades that hold
-//!   it changed, and put back when the last of those ends ([`give_back`]); a grade killed
-//!   with -9 is struck from the record by the next, which puts back what no living grade
-//!   holds. Each path has holders of its own: a grade's folders are put back when it ends,
+//!   it changed, and put back when the last of those ends ([`let_go_all`]); a grade killed
+//!   with -9 is struck from the record by the next ([`give_back`]), which puts back what no
+//!   living grade holds. Each path has holders of its own: a grade's folders are put back when it ends,
 //!   whatever other grades run on the machine. The grade's own folders are passed by its
 //!   sandbox's group alone; the folder above them all, shared by every grade, is never
 //!   changed.
